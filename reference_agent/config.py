@@ -1,0 +1,73 @@
+"""Configuration of the reference agent, read once from the environment.
+
+Every knob has an embedded default so that the agent runs on one machine with
+nothing started by hand: a DuckDB file and a volume folder under ``RLM_HOME``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"environment variable {name}={raw!r} is not an integer; unset it or give a whole number") from None
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ValueError(f"environment variable {name}={raw!r} is not a number; unset it or give seconds as a number") from None
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    """Settings shared by the agents, the executor and the storage backends."""
+
+    model: str = "gemini-2.5-flash"
+    # Base URL for every Gemini call (agents and Job_B's sub-LM); None = Google's endpoint.
+    gemini_base_url: str | None = None
+    app_name: str = "rlm_reference"
+    max_iterations: int = 6
+    home: Path = field(default_factory=lambda: Path(".rlm"))
+    # Job_B limits.
+    executor_timeout_s: float = 30.0
+    output_cap_bytes: int = 1_000_000  # per stream, kept in the result JSON
+    max_sublm_calls_per_run: int = 64
+    # What goes into session state: previews only, full output stays in the volume.
+    preview_chars: int = 2_000
+
+    @property
+    def database_path(self) -> Path:
+        return self.home / "rlm.duckdb"
+
+    @property
+    def volume_root(self) -> Path:
+        return self.home / "volume"
+
+    @classmethod
+    def from_env(cls) -> "AgentSettings":
+        base = cls()
+        return replace(
+            base,
+            model=os.environ.get("RLM_MODEL", base.model),
+            gemini_base_url=os.environ.get("GOOGLE_GEMINI_BASE_URL") or None,
+            app_name=os.environ.get("RLM_APP_NAME", base.app_name),
+            max_iterations=_env_int("RLM_MAX_ITERATIONS", base.max_iterations),
+            home=Path(os.environ.get("RLM_HOME", str(base.home))),
+            executor_timeout_s=_env_float("RLM_EXECUTOR_TIMEOUT_S", base.executor_timeout_s),
+            output_cap_bytes=_env_int("RLM_OUTPUT_CAP_BYTES", base.output_cap_bytes),
+            max_sublm_calls_per_run=_env_int("RLM_MAX_SUBLM_CALLS", base.max_sublm_calls_per_run),
+            preview_chars=_env_int("RLM_PREVIEW_CHARS", base.preview_chars),
+        )
