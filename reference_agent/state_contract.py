@@ -81,6 +81,7 @@ EXECUTION_STATUS = "temp:rlm:execution_status"
 RUN_ID = "temp:rlm:run_id"
 RESULT_JSON_PATH = "temp:rlm:result_json_path"
 FINAL_FOUND = "temp:rlm:final_found"
+PENDING_FINAL_ANSWER = "temp:rlm:final_answer"
 
 # Stage values of STAGE.
 STAGE_DELEGATED = "delegated"
@@ -127,6 +128,8 @@ CONTRACT: tuple[KeySpec, ...] = (
     KeySpec(RESULT_JSON_PATH, (JOB_BUILDER,), (INJECTION_PLUGIN,), "Result JSON path for this stage."),
     KeySpec(FINAL_FOUND, (JOB_BUILDER,), (STAGE_PLUGIN,),
             "Executed code produced FINAL/FINAL_VAR; the loop ends after processing."),
+    KeySpec(PENDING_FINAL_ANSWER, (JOB_BUILDER,), (STAGE_PLUGIN,),
+            "The FINAL answer of this stage, made durable once results_processor has run."),
 )
 
 

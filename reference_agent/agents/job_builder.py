@@ -1,0 +1,145 @@
+"""``job_builder``: runs Job_B for the delegated artifact, and nothing else.
+
+Stage-gated: acts only when ``temp:rlm:stage`` is ``delegated`` and the
+artifact matches ``temp:rlm:active_artifact_id``, so a loop iteration without a
+fresh delegation re-runs nothing. The result JSON in the volume is the
+canonical stdout/stderr; state gets pointers, the success flag and bounded
+previews, through one *minimal* ``EventActions(state_delta=...)`` holding only
+keys this agent owns (never ``dict(ctx.session.state)``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, AsyncGenerator
+
+from google.adk.agents import BaseAgent
+from google.adk.agents.invocation_context import InvocationContext
+from google.adk.events import Event, EventActions
+from google.genai import types
+from pydantic import ConfigDict
+
+from .. import state_contract as keys
+from ..backends.jobs import JobRequest
+from ..services import RuntimeServices
+
+logger = logging.getLogger(__name__)
+
+
+def preview(text: str | None, limit: int) -> tuple[str, bool]:
+    """Head and tail of ``text`` within ``limit`` characters, and whether it was cut."""
+    text = text or ""
+    if len(text) <= limit:
+        return text, False
+    head = limit * 3 // 4
+    tail = limit - head
+    omitted = len(text) - head - tail
+    return f"{text[:head]}\n... [{omitted} characters omitted] ...\n{text[-tail:]}", True
+
+
+def result_json_path(services: RuntimeServices, code_path: str, run_id: str, iteration: int) -> str:
+    """Where Job_B writes its result: next to the executed artifact (seed 002's path math)."""
+    directory = code_path.rsplit("/", 1)[0] if "/" in code_path else ""
+    name = f"result_{run_id}_iter{iteration}.json"
+    return f"{directory}/{name}" if directory else name
+
+
+class JobBuilderAgent(BaseAgent):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    services: RuntimeServices
+
+    async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
+        state = ctx.session.state
+        artifact_id = state.get(keys.ARTIFACT_ID)
+        if state.get(keys.STAGE) != keys.STAGE_DELEGATED or not artifact_id or artifact_id != state.get(
+            keys.ACTIVE_ARTIFACT_ID
+        ):
+            logger.debug("job_builder: no fresh delegation (stage=%s); nothing to run", state.get(keys.STAGE))
+            return
+
+        services = self.services
+        settings = services.settings
+        iteration = int(state.get(keys.ITERATION, 0))
+        code_path = state.get(keys.CODE)
+        run_id = ctx.session.id
+        request = JobRequest(
+            artifact_path=code_path,
+            run_id=run_id,
+            iteration=iteration,
+            context_path=services.context_path,
+            timeout_s=settings.executor_timeout_s,
+            output_cap_bytes=settings.output_cap_bytes,
+            max_sublm_calls=settings.max_sublm_calls_per_run,
+        )
+        delta: dict[str, Any] = {keys.STAGE: keys.STAGE_EXECUTED, keys.RUN_ID: run_id}
+        try:
+            outcome = await services.runner.run(request, sub_lm=services.sub_lm)
+            result = json.loads(services.volume.read_text(outcome.result_json_path))
+        except Exception as exc:  # the executor could not be run at all: a fatal error the analyst sees
+            logger.exception("job_builder: Job_B could not run artifact %s", artifact_id)
+            services.registry.mark_failed(artifact_id, f"{type(exc).__name__}: {exc}")
+            message = f"Job_B could not run: {type(exc).__name__}: {exc}"
+            delta.update(
+                {
+                    keys.EXECUTION_SUCCESS: False,
+                    keys.EXECUTION_STATUS: "infrastructure_error",
+                    keys.EXECUTION_STDOUT: "",
+                    keys.EXECUTION_STDERR: message[: settings.preview_chars],
+                    keys.LAST_EXECUTION_SUCCESS: False,
+                }
+            )
+            yield self._event(ctx, message, delta)
+            return
+
+        stdout, stdout_cut = preview(result.get("stdout"), settings.preview_chars)
+        stderr, stderr_cut = preview(_stderr_with_error(result), settings.preview_chars)
+        success = result.get("status") == "success"
+        services.registry.mark_executed(
+            artifact_id,
+            result_json_path=outcome.result_json_path,
+            metadata={
+                "status": result.get("status"),
+                "duration_s": result.get("duration_s"),
+                "stdout_bytes": result.get("stdout_bytes"),
+                "sublm_calls": len(result.get("sublm_calls") or []),
+            },
+        )
+        delta.update(
+            {
+                keys.EXECUTION_SUCCESS: success,
+                keys.EXECUTION_STATUS: result.get("status"),
+                keys.EXECUTION_STDOUT: stdout,
+                keys.EXECUTION_STDERR: stderr,
+                keys.STDOUT_TRUNCATED: stdout_cut or bool(result.get("stdout_truncated")),
+                keys.STDERR_TRUNCATED: stderr_cut or bool(result.get("stderr_truncated")),
+                keys.RESULT_JSON_PATH: outcome.result_json_path,
+                keys.LAST_RESULT_JSON_PATH: outcome.result_json_path,
+                keys.LAST_EXECUTION_SUCCESS: success,
+            }
+        )
+        if result.get("final_answer") is not None:
+            delta[keys.FINAL_FOUND] = True
+            delta[keys.PENDING_FINAL_ANSWER] = str(result["final_answer"])
+        yield self._event(ctx, f"Job_B run {run_id} iteration {iteration}: {result.get('status')}", delta)
+
+    def _event(self, ctx: InvocationContext, text: str, delta: dict[str, Any]) -> Event:
+        return Event(
+            invocation_id=ctx.invocation_id,
+            author=self.name,
+            branch=ctx.branch,
+            content=types.Content(role="model", parts=[types.Part.from_text(text=text)]),
+            actions=EventActions(state_delta=delta),
+        )
+
+
+def _stderr_with_error(result: dict[str, Any]) -> str:
+    """stderr plus the executor's error line and FINAL_VAR problem, which the analyst must see."""
+    parts = [result.get("stderr") or ""]
+    error = result.get("error")
+    if error:
+        parts.append(f"{error.get('type')}: {error.get('message')}")
+    if result.get("final_error"):
+        parts.append(str(result["final_error"]))
+    return "\n".join(p for p in parts if p)

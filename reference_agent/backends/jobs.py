@@ -1,0 +1,335 @@
+"""Job runners: run Job_B (``reference_agent.executor``) for one artifact and hand back its result path.
+
+``LocalJobRunner`` runs it as a subprocess on this machine and is the host side
+of the LM bridge: the executor's ``llm_query`` prompts come back over a local
+TCP socket and are answered here with the caller's ``sub_lm``, so every model
+call happens in this process (recordable, replayable, countable).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Protocol, runtime_checkable
+
+from ..executor.final import has_final_call
+from ..executor.result import (
+    EXECUTOR_TIMEOUT_GRACE_S,
+    STATUSES,
+    new_result,
+    result_volume_path,
+    write_json_atomic,
+)
+from .volume import LocalVolumeStore
+
+SubLm = Callable[[str], Awaitable[str]]
+
+# Where ``reference_agent`` is importable from: the child gets only this on PYTHONPATH.
+_PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
+# Only these variables reach analyst code: no *_KEY, *_TOKEN, GOOGLE_*, DATABRICKS_*.
+_PASSED_ENV = ("PATH", "LANG")
+_BRIDGE_LINE_LIMIT = 256 * 1024 * 1024  # one request line may carry a large context slice
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    artifact_path: str  # volume path of the code
+    run_id: str
+    iteration: int
+    context_path: str | None = None  # volume path of the JSON given to the code as `context`
+    timeout_s: float = 30.0
+    output_cap_bytes: int = 1_000_000
+    max_sublm_calls: int = 64
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    result_json_path: str  # volume path of result_{run_id}_iter{n}.json
+    run_url: str | None
+    # How the job itself went, in Databricks result_state terms: SUCCESS | FAILED | TIMEDOUT.
+    # SUCCESS means Job_B wrote its result; the code's own status is in the result JSON.
+    runner_state: str
+    message: str
+
+
+@runtime_checkable
+class JobRunner(Protocol):
+    async def run(self, request: JobRequest, *, sub_lm: SubLm) -> JobOutcome: ...
+
+
+class _CappedBuffer:
+    """Head of a pipe up to ``cap`` bytes plus a byte count; survives a cancelled drain."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = max(0, cap)
+        self.head = bytearray()
+        self.total = 0
+
+    async def drain(self, stream: asyncio.StreamReader) -> None:
+        while chunk := await stream.read(65536):
+            self.total += len(chunk)
+            room = self.cap - len(self.head)
+            if room > 0:
+                self.head += chunk[:room]
+
+    def text(self) -> str:
+        return bytes(self.head).decode("utf-8", errors="replace")
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > len(self.head)
+
+
+class LmBridge:
+    """Host side of the LM bridge: newline-delimited JSON over TCP on 127.0.0.1."""
+
+    def __init__(self, sub_lm: SubLm, *, max_calls: int) -> None:
+        self._sub_lm = sub_lm
+        self._max_calls = max_calls
+        self._used = 0
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._writers: set[asyncio.StreamWriter] = set()
+        # Host-side view of every call, used when the runner must write the result itself.
+        self.calls: list[dict[str, Any]] = []
+
+    async def start(self) -> str:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, limit=_BRIDGE_LINE_LIMIT)
+        host, port = self._server.sockets[0].getsockname()[:2]
+        return f"{host}:{port}"
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        for writer in list(self._writers):
+            writer.close()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)
+        lock = asyncio.Lock()
+        try:
+            while line := await reader.readline():
+                task = asyncio.create_task(self._answer(line, writer, lock))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+        except (ConnectionError, asyncio.LimitOverrunError, ValueError):
+            pass
+        finally:
+            self._writers.discard(writer)
+            writer.close()
+
+    async def _answer(self, line: bytes, writer: asyncio.StreamWriter, lock: asyncio.Lock) -> None:
+        request_id: Any = None
+        try:
+            message = json.loads(line)
+            request_id = message.get("id") if isinstance(message, dict) else None
+            prompts = message.get("prompts") if isinstance(message, dict) else None
+            if not isinstance(prompts, list) or not all(isinstance(p, str) for p in prompts):
+                raise ValueError("request needs 'prompts': a list of strings")
+            reply = {"id": request_id, "responses": await self._complete(prompts)}
+        except _BridgeError as exc:
+            reply = {"id": request_id, "error": str(exc)}
+        except ValueError as exc:
+            reply = {"id": request_id, "error": f"bad request: {exc}"}
+        async with lock:
+            try:
+                writer.write(json.dumps(reply).encode("utf-8") + b"\n")
+                await writer.drain()
+            except ConnectionError:
+                pass
+
+    async def _complete(self, prompts: list[str]) -> list[str]:
+        # Enforced here too: analyst code could talk to the socket without the client's budget check.
+        if self._used + len(prompts) > self._max_calls:
+            raise _BridgeError(f"sub-LM budget exceeded: at most {self._max_calls} sub-LM calls per run")
+        self._used += len(prompts)
+        started = time.perf_counter()
+        outcomes = await asyncio.gather(*(self._sub_lm(p) for p in prompts), return_exceptions=True)
+        latency = round(time.perf_counter() - started, 6)
+        failures = [(i, o) for i, o in enumerate(outcomes) if isinstance(o, BaseException)]
+        error = None
+        if failures:
+            i, exc = failures[0]
+            where = f"prompt {i + 1} of {len(prompts)}" if len(prompts) > 1 else "the prompt"
+            error = f"{where} failed: {type(exc).__name__}: {exc}"
+        for i, (prompt, outcome) in enumerate(zip(prompts, outcomes)):
+            self.calls.append(
+                {
+                    "index": len(self.calls),
+                    "batched": len(prompts) > 1,
+                    "batch_size": len(prompts),
+                    "latency_s": latency,
+                    "prompt_chars": len(prompt),
+                    "response_chars": None if isinstance(outcome, BaseException) else len(str(outcome or "")),
+                    "error": error,
+                }
+            )
+        if error is not None:
+            cancelled = [o for _, o in failures if isinstance(o, asyncio.CancelledError)]
+            if cancelled:
+                raise cancelled[0]
+            raise _BridgeError(error)
+        return ["" if o is None else str(o) for o in outcomes]
+
+
+class _BridgeError(Exception):
+    pass
+
+
+def _scrubbed_env(workdir: str) -> dict[str, str]:
+    env = {name: os.environ[name] for name in _PASSED_ENV if name in os.environ}
+    env.setdefault("PATH", os.defpath)
+    env.setdefault("LANG", "C.UTF-8")
+    env["HOME"] = workdir
+    env["PYTHONPATH"] = _PACKAGE_PARENT
+    # Fixed hash seed: set iteration order (and so printed output) repeats between record and replay.
+    env["PYTHONHASHSEED"] = os.environ.get("PYTHONHASHSEED") or "0"
+    env["PYTHONIOENCODING"] = "utf-8"
+    return env
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _read_result(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("status") not in STATUSES:
+        return None
+    return data
+
+
+class LocalJobRunner:
+    """Job_B as a subprocess: own process group, private temp cwd, scrubbed environment, hard timeout."""
+
+    def __init__(self, volume: LocalVolumeStore, python: str = sys.executable, *, grace_s: float = 5.0) -> None:
+        # The hard limit must leave the executor time to act on its own two-stage soft timeout.
+        if grace_s <= EXECUTOR_TIMEOUT_GRACE_S:
+            raise ValueError(f"grace_s must exceed the executor's own grace of {EXECUTOR_TIMEOUT_GRACE_S} s")
+        self.volume = volume
+        self.python = python
+        self.grace_s = grace_s
+
+    def _local(self, volume_path: str) -> Path:
+        local = self.volume.local_path(volume_path)
+        if local is None:
+            raise ValueError(f"{volume_path!r} has no local file; LocalJobRunner needs a local volume")
+        return local
+
+    async def run(self, request: JobRequest, *, sub_lm: SubLm) -> JobOutcome:
+        artifact = self._local(request.artifact_path)
+        result_path_v = result_volume_path(request.artifact_path, request.run_id, request.iteration)
+        result_path = self._local(result_path_v)
+        # A stale result from an earlier attempt must never pass for this run's.
+        result_path.unlink(missing_ok=True)
+
+        bridge = LmBridge(sub_lm, max_calls=request.max_sublm_calls)
+        address = await bridge.start()
+        workdir = tempfile.mkdtemp(prefix="rlm-jobb-")
+        argv = [
+            self.python, "-s", "-m", "reference_agent.executor",
+            "--artifact-path", str(artifact),
+            "--run-id", request.run_id,
+            "--iteration", str(request.iteration),
+            "--lm-address", address,
+            "--timeout", repr(float(request.timeout_s)),
+            "--output-cap", str(request.output_cap_bytes),
+            "--max-sublm-calls", str(request.max_sublm_calls),
+        ]
+        if request.context_path:
+            argv += ["--context-path", str(self._local(request.context_path))]
+        out, err = _CappedBuffer(request.output_cap_bytes), _CappedBuffer(request.output_cap_bytes)
+        started = time.perf_counter()
+        hard_timeout = False
+        proc: asyncio.subprocess.Process | None = None
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=workdir,
+                env=_scrubbed_env(workdir),
+                start_new_session=True,
+            )
+            assert proc.stdout is not None and proc.stderr is not None
+            drains = [asyncio.create_task(out.drain(proc.stdout)), asyncio.create_task(err.drain(proc.stderr))]
+            try:
+                await asyncio.wait_for(proc.wait(), timeout=request.timeout_s + self.grace_s)
+            except asyncio.TimeoutError:
+                hard_timeout = True
+                _kill_group(proc.pid)
+                await proc.wait()
+            # Whatever the code started in its group goes too; it could hold the pipes open.
+            _kill_group(proc.pid)
+            _, pending = await asyncio.wait(drains, timeout=2.0)
+            for task in pending:
+                task.cancel()
+        except BaseException:
+            if proc is not None and proc.returncode is None:
+                _kill_group(proc.pid)
+            raise
+        finally:
+            await bridge.close()
+            shutil.rmtree(workdir, ignore_errors=True)
+
+        duration = round(time.perf_counter() - started, 6)
+        returncode = proc.returncode
+        result = _read_result(result_path)
+        if result is not None:
+            state = "TIMEDOUT" if hard_timeout else ("SUCCESS" if returncode == 0 else "FAILED")
+            return JobOutcome(result_path_v, None, state, f"Job_B finished (exit {returncode}); code status {result['status']}")
+
+        result = new_result(run_id=request.run_id, iteration=request.iteration, artifact_path=str(artifact))
+        result["written_by"] = "runner"
+        result["duration_s"] = duration
+        result["sublm_calls"] = bridge.calls
+        for name, buffer in (("stdout", out), ("stderr", err)):
+            result[name], result[f"{name}_bytes"], result[f"{name}_truncated"] = buffer.text(), buffer.total, buffer.truncated
+        try:
+            result["has_final_call"] = has_final_call(artifact.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            pass
+        limit = request.timeout_s + self.grace_s
+        if hard_timeout:
+            state = "TIMEDOUT"
+            result.update(status="timeout", exit_code=None, signal=int(signal.SIGKILL))
+            message = f"Job_B exceeded the hard limit of {limit:g} s (timeout {request.timeout_s:g} s + grace {self.grace_s:g} s) and was killed"
+            result["error"] = {"type": "HardTimeout", "message": message, "traceback": None}
+        elif returncode is not None and returncode < 0:
+            state = "FAILED"
+            sig = -returncode
+            try:
+                sig_name = signal.Signals(sig).name
+            except ValueError:
+                sig_name = f"signal {sig}"
+            result.update(status="killed", exit_code=returncode, signal=sig)
+            message = f"Job_B was killed by {sig_name} before writing its result"
+            result["error"] = {"type": "Killed", "message": message, "traceback": None}
+        else:
+            state = "FAILED"
+            result.update(status="exit", exit_code=returncode)
+            message = f"Job_B exited with code {returncode} before writing its result (os._exit or a crash)"
+            result["error"] = {"type": "Exit", "message": message, "traceback": None}
+        write_json_atomic(result_path, result)
+        return JobOutcome(result_path_v, None, state, message)

@@ -1,0 +1,24 @@
+"""The sub-LM that answers Job_B's ``llm_query`` calls, built on a google-genai client.
+
+The caller creates the client (API key, base URL, vcrpy cassette around it), so
+this module never reaches the network by itself.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .jobs import SubLm
+
+if TYPE_CHECKING:  # google.genai is heavy; only type checkers need it here
+    from google.genai import Client
+
+
+def sublm_from_genai(client: "Client | Any", model: str) -> SubLm:
+    """A ``SubLm`` that sends each prompt as one ``generate_content`` call; empty text for no text."""
+
+    async def sub_lm(prompt: str) -> str:
+        response = await client.aio.models.generate_content(model=model, contents=prompt)
+        return response.text or ""
+
+    return sub_lm

@@ -1,0 +1,228 @@
+"""Job_B entry point: run one artifact, always leave ``result_{run_id}_iter{n}.json`` beside it.
+
+Everything the code does is caught (``BaseException``), so the only ways to
+leave without a result are ``os._exit``, a signal or the runner's hard kill;
+the job runner writes the result in those cases.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import Any, Callable
+
+from .capture import CappedStream
+from .final import has_final_call
+from .lm_client import LmClient
+from .repl import Repl
+from .result import (
+    EXECUTOR_TIMEOUT_GRACE_S,
+    bound_traceback,
+    new_result,
+    result_filename,
+    write_json_atomic,
+)
+
+# Defaults mirror reference_agent.config.AgentSettings (not imported: Job_B stays standalone).
+DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_OUTPUT_CAP = 1_000_000
+DEFAULT_MAX_SUBLM_CALLS = 64
+
+
+class ExecutionTimeout(BaseException):
+    """Raised into running code at the soft timeout.
+
+    A BaseException (like KeyboardInterrupt), so ``except Exception`` in
+    analyst code does not swallow it and loop on past the deadline.
+    """
+
+
+class SoftTimeout:
+    """SIGALRM-based timeout around the user code, in two stages.
+
+    Stage 1 raises ``ExecutionTimeout`` into the code, so partial output survives
+    and the result is written normally. If the code swallows it and is still
+    running ``grace_s`` later, stage 2 calls ``on_stuck`` (write result, exit).
+    """
+
+    def __init__(self, timeout_s: float, on_stuck: Callable[[], None], grace_s: float = EXECUTOR_TIMEOUT_GRACE_S):
+        self.timeout_s = timeout_s
+        self.grace_s = grace_s
+        self.on_stuck = on_stuck
+        self.fired = False
+        self._active = False
+        self._previous: Any = None
+
+    @property
+    def usable(self) -> bool:
+        return (
+            self.timeout_s > 0
+            and hasattr(signal, "setitimer")
+            and threading.current_thread() is threading.main_thread()
+        )
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if not self._active:
+            return
+        if not self.fired:
+            self.fired = True
+            signal.setitimer(signal.ITIMER_REAL, self.grace_s)
+            raise ExecutionTimeout(
+                f"execution exceeded the {self.timeout_s:g} s timeout; output up to that point is kept"
+            )
+        self.on_stuck()
+
+    def __enter__(self) -> "SoftTimeout":
+        if self.usable:
+            self._previous = signal.signal(signal.SIGALRM, self._handle)
+            self._active = True
+            signal.setitimer(signal.ITIMER_REAL, self.timeout_s)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._active = False
+        if self.usable:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self._previous or signal.SIG_DFL)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m reference_agent.executor", description=__doc__)
+    parser.add_argument("--artifact-path", required=True, help="the Python file to run")
+    parser.add_argument("--run-id", required=True)
+    parser.add_argument("--iteration", required=True, type=int)
+    parser.add_argument("--context-path", help="JSON file loaded as `context` (other suffixes: read as text)")
+    parser.add_argument("--lm-address", help="host:port of the LM bridge answering llm_query")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="soft timeout in seconds (0: none)")
+    parser.add_argument("--output-cap", type=int, default=DEFAULT_OUTPUT_CAP, help="bytes kept per stream")
+    parser.add_argument("--max-sublm-calls", type=int, default=DEFAULT_MAX_SUBLM_CALLS)
+    return parser
+
+
+def load_context(path: str | None) -> Any:
+    if not path:
+        return None
+    file = Path(path)
+    if file.suffix.lower() != ".json":
+        return file.read_text(encoding="utf-8")
+    with file.open(encoding="utf-8") as handle:
+        try:
+            return json.load(handle)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"context file {path} is not valid JSON: {exc}") from None
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _user_traceback(exc: BaseException, filename: str) -> str:
+    """The traceback as the analyst needs it: from the artifact's first frame, without Job_B's own frames."""
+    tb: TracebackType | None = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != filename:
+        tb = tb.tb_next
+    frames = [f for f in traceback.extract_tb(tb) if os.path.dirname(os.path.abspath(f.filename)) != _PACKAGE_DIR]
+    head = ["Traceback (most recent call last):\n", *traceback.format_list(frames)] if frames else []
+    return "".join(head + traceback.format_exception_only(type(exc), exc))
+
+
+def _exit_code(code: object) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    return 1
+
+
+def run(args: argparse.Namespace) -> int:
+    artifact = Path(args.artifact_path)
+    filename = str(artifact)
+    result_path = artifact.parent / result_filename(args.run_id, args.iteration)
+    result = new_result(run_id=args.run_id, iteration=args.iteration, artifact_path=args.artifact_path)
+    stdout = CappedStream(args.output_cap)
+    stderr = CappedStream(args.output_cap)
+    lm = LmClient(args.lm_address, max_calls=args.max_sublm_calls)
+    repl: Repl | None = None
+    started = time.perf_counter()
+    written = threading.Lock()
+
+    def finish(status: str, exit_code: int | None, error: dict[str, Any] | None) -> None:
+        # Called once: normally at the end, or from the stage-2 timeout while code still runs.
+        if not written.acquire(blocking=False):
+            return
+        result["status"] = status
+        result["exit_code"] = exit_code
+        result["error"] = error
+        result["duration_s"] = round(time.perf_counter() - started, 6)
+        for name, stream in (("stdout", stdout), ("stderr", stderr)):
+            text, total, truncated = stream.snapshot()
+            result[name], result[f"{name}_bytes"], result[f"{name}_truncated"] = text, total, truncated
+        if repl is not None:
+            result["final_answer"] = repl.final_answer
+            result["final_var"] = repl.final_var
+            result["final_error"] = repl.final_error
+        result["sublm_calls"] = list(lm.calls)
+        write_json_atomic(result_path, result)
+
+    def on_stuck() -> None:
+        finish("timeout", None, {
+            "type": "ExecutionTimeout",
+            "message": f"execution exceeded the {args.timeout:g} s timeout and ignored the interruption; "
+                       "the executor stopped it",
+            "traceback": None,
+        })
+        sys.__stderr__.flush()
+        os._exit(0)
+
+    timer = SoftTimeout(args.timeout, on_stuck)
+    status, exit_code, error = "success", 0, None
+    saved = sys.stdout, sys.stderr, sys.stdin
+    try:
+        code = artifact.read_text(encoding="utf-8")
+        result["has_final_call"] = has_final_call(code)
+        repl = Repl(context=load_context(args.context_path), lm=lm)
+        sys.stdout, sys.stderr, sys.stdin = stdout, stderr, io.StringIO("")
+        with timer:
+            repl.run(code, filename)
+    except ExecutionTimeout as exc:
+        status, exit_code = "timeout", None
+        error = {"type": "ExecutionTimeout", "message": str(exc), "traceback": bound_traceback(_user_traceback(exc, filename))}
+    except SystemExit as exc:
+        exit_code = _exit_code(exc.code)
+        status = "exit"
+        if exc.code is not None and not isinstance(exc.code, int):
+            stderr.write(f"{exc.code}\n")  # what the interpreter would print for sys.exit("message")
+        if exit_code != 0:
+            error = {"type": "SystemExit", "message": f"exit code {exit_code}", "traceback": None}
+    except BaseException as exc:  # noqa: BLE001 - analyst code may raise anything; it all goes in the result
+        status, exit_code = "error", 1
+        error = {
+            "type": type(exc).__name__,
+            "message": str(exc),
+            "traceback": bound_traceback(_user_traceback(exc, filename)),
+        }
+    finally:
+        sys.stdout, sys.stderr, sys.stdin = saved
+    if timer.fired and status != "timeout":
+        # The code caught the timeout and finished anyway: it still ran past its deadline.
+        status, exit_code = "timeout", None
+        error = error or {"type": "ExecutionTimeout", "message": f"execution exceeded the {args.timeout:g} s timeout", "traceback": None}
+    lm.close()
+    try:
+        finish(status, exit_code, error)
+    except OSError as exc:
+        print(f"executor: could not write {result_path}: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run(build_parser().parse_args(argv))

@@ -1,0 +1,83 @@
+"""The result JSON Job_B leaves next to the artifact: its name, shape and atomic write.
+
+Shared by the executor (which writes it) and the job runners (which write one
+themselves when the executor died before it could).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import tempfile
+from pathlib import Path
+from typing import Any, Literal
+
+Status = Literal["success", "error", "timeout", "exit", "killed"]
+STATUSES: tuple[str, ...] = ("success", "error", "timeout", "exit", "killed")
+
+# The executor's second-stage timeout fires this long after the soft one; a runner's
+# hard wall-clock grace must be longer, so the executor gets to write its own result.
+EXECUTOR_TIMEOUT_GRACE_S = 1.0
+TRACEBACK_CAP_CHARS = 8_000
+
+
+def result_filename(run_id: str, iteration: int) -> str:
+    return f"result_{run_id}_iter{iteration}.json"
+
+
+def result_volume_path(artifact_path: str, run_id: str, iteration: int) -> str:
+    """The result's volume path: the artifact's directory, ``result_{run_id}_iter{n}.json``."""
+    return posixpath.join(posixpath.dirname(artifact_path), result_filename(run_id, iteration))
+
+
+def new_result(*, run_id: str, iteration: int, artifact_path: str) -> dict[str, Any]:
+    """A result with every key present, as if nothing ran; callers fill in what happened."""
+    return {
+        "run_id": run_id,
+        "iteration": iteration,
+        "artifact_path": artifact_path,
+        "status": "error",
+        "exit_code": None,
+        "signal": None,
+        "error": None,
+        "stdout": "",
+        "stderr": "",
+        "stdout_bytes": 0,
+        "stderr_bytes": 0,
+        "stdout_truncated": False,
+        "stderr_truncated": False,
+        "duration_s": 0.0,
+        "final_answer": None,
+        "final_var": None,
+        "final_error": None,
+        "sublm_calls": [],
+        "code_blocks": 1,
+        "has_final_call": False,
+        # "executor" when Job_B wrote it, "runner" when the job runner had to.
+        "written_by": "executor",
+    }
+
+
+def bound_traceback(text: str, cap: int = TRACEBACK_CAP_CHARS) -> str:
+    """Keep the tail: the frames nearest the error and the error line matter most."""
+    if len(text) <= cap:
+        return text
+    return f"... [{len(text) - cap} characters of traceback omitted] ...\n" + text[-cap:]
+
+
+def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
+    """Temp file in the same directory, then ``os.replace``: readers never see half a result."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            # ensure_ascii: lone surrogates in user strings stay representable.
+            json.dump(payload, handle, ensure_ascii=True, indent=1)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise

@@ -1,0 +1,63 @@
+"""Instruction providers for the agents.
+
+They are functions, not strings, on purpose: ADK templates a *string*
+instruction, so ``{rlm:last_results_summary?}`` would be left verbatim (only
+app:/user:/temp: prefixes are templated) and a code example such as
+``{row}`` would crash the run with "Context variable not found". A provider's
+text is used as is, and it reads the durable summary from state itself.
+"""
+
+from __future__ import annotations
+
+from google.adk.agents.readonly_context import ReadonlyContext
+
+from . import state_contract as keys
+
+_ANALYST_BASE = """\
+You are a data analyst working in a Python REPL that runs on a separate executor (Job_B).
+Solve the user's question by delegating Python code with the tool delegate_code_results(code, instruction).
+
+In the code you may use:
+- `context`: the data for this task (JSON: dicts, lists, numbers, strings);
+- `llm_query(prompt)` -> str: ask a language model about a chunk of text;
+- `llm_query_batched(prompts)` -> list[str]: many prompts answered concurrently;
+- `FINAL(answer)`: give the final answer and end the task;
+- `FINAL_VAR(name)`: give the value of a variable created in an EARLIER step as the final answer.
+Variables do not survive between delegations unless the executor says so: create a variable in one
+block and answer with FINAL_VAR in a separate step only when told the REPL persists.
+Print what you need to see: stdout is summarised for you after each run.
+For example: `for row in context["rows"]: print(row["id"])`.
+
+When the question is answered and no more code is needed, call exit_loop.
+"""
+
+
+def analyst_instruction(ctx: ReadonlyContext) -> str:
+    """The analyst's prompt, with the durable summary of the last execution when there is one."""
+    parts = [_ANALYST_BASE]
+    iteration = ctx.state.get(keys.ITERATION)
+    summary = ctx.state.get(keys.LAST_RESULTS_SUMMARY)
+    if summary:
+        artifact = ctx.state.get(keys.LAST_ARTIFACT_ID, "unknown")
+        ok = ctx.state.get(keys.LAST_EXECUTION_SUCCESS)
+        status = "succeeded" if ok else "failed" if ok is False else "unknown"
+        parts.append(
+            f"\n## Results of your last delegation (iteration {iteration}, artifact {artifact}, run {status})\n"
+            f"{summary}\n"
+        )
+    else:
+        parts.append("\n## Results of your last delegation\n(none yet)\n")
+    return "".join(parts)
+
+
+_PROCESSOR_BASE = """\
+You summarise the output of Python code that was just executed for a data analyst.
+Say what the output shows, quote the key numbers exactly, and report errors plainly
+(exception type and message). If the output contains a final answer, state it.
+Keep it under 200 words. Do not write code and do not call tools.
+"""
+
+
+def results_processor_instruction(ctx: ReadonlyContext) -> str:
+    """The processor's prompt; the execution results arrive in the request from the injection plugin."""
+    return _PROCESSOR_BASE

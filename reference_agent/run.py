@@ -1,0 +1,101 @@
+"""``run_conversation``: one user turn through the Runner, with an outcome read from storage.
+
+Stale flags of the previous turn are cleared by *appending a cleanup event*
+(never by mutating a fetched session, which would not be persisted). The
+outcome is computed from the persisted session, not from ``temp:`` flags in
+yielded events — ADK has already stripped those, so such a runner always says
+"success".
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Literal
+
+from google.adk.events import Event, EventActions
+from google.adk.runners import Runner
+from google.adk.sessions import Session
+from google.genai import types
+
+from . import state_contract as keys
+
+logger = logging.getLogger(__name__)
+
+Termination = Literal["final_answer", "exit_loop", "max_iterations", "fatal_error", "model_error"]
+
+# Flags of a finished turn that must not leak into the next one.
+STALE_TURN_KEYS = (keys.EXIT_REQUESTED, keys.FATAL_ERROR, keys.FATAL_ERROR_MSG, keys.FINAL_ANSWER,
+                   keys.TERMINATION_REASON)
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    session_id: str
+    termination: Termination
+    final_answer: str | None
+    delegations: int
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.termination in ("final_answer", "exit_loop")
+
+
+async def _append(runner: Runner, session: Session, delta: dict, label: str) -> None:
+    event = Event(
+        invocation_id=f"{label}-{uuid.uuid4().hex[:8]}",
+        author=keys.RUN_CONVERSATION,
+        actions=EventActions(state_delta=delta),
+        timestamp=time.time(),
+    )
+    await runner.session_service.append_event(session, event)
+
+
+async def ensure_session(runner: Runner, *, user_id: str, session_id: str) -> Session:
+    service = runner.session_service
+    session = await service.get_session(app_name=runner.app_name, user_id=user_id, session_id=session_id)
+    if session is None:
+        session = await service.create_session(app_name=runner.app_name, user_id=user_id, session_id=session_id)
+    return session
+
+
+async def run_conversation(runner: Runner, *, user_id: str, session_id: str, message: str) -> RunOutcome:
+    service = runner.session_service
+    session = await ensure_session(runner, user_id=user_id, session_id=session_id)
+    stale = {key: None for key in STALE_TURN_KEYS if key in session.state}
+    if stale:
+        await _append(runner, session, stale, "cleanup")
+    iteration_before = int(session.state.get(keys.ITERATION, 0))
+
+    error: str | None = None
+    try:
+        async for _event in runner.run_async(
+            user_id=user_id,
+            session_id=session_id,
+            new_message=types.Content(role="user", parts=[types.Part.from_text(text=message)]),
+        ):
+            pass
+    except Exception as exc:  # a model or infrastructure failure ends the turn cleanly; the session stays
+        logger.warning("turn failed: %s: %s", type(exc).__name__, exc, exc_info=True)
+        error = f"{type(exc).__name__}: {exc}"
+
+    stored = await service.get_session(app_name=runner.app_name, user_id=user_id, session_id=session_id)
+    assert stored is not None, "the session vanished during the turn"
+    reason = stored.state.get(keys.TERMINATION_REASON)
+    if error is not None:
+        reason = "model_error"
+        await _append(runner, stored, {keys.TERMINATION_REASON: reason, keys.FATAL_ERROR: True,
+                                       keys.FATAL_ERROR_MSG: error[:2000]}, "outcome")
+    elif reason is None:
+        reason = "max_iterations"
+        await _append(runner, stored, {keys.TERMINATION_REASON: reason}, "outcome")
+    return RunOutcome(
+        session_id=session_id,
+        termination=reason,
+        final_answer=stored.state.get(keys.FINAL_ANSWER),
+        delegations=int(stored.state.get(keys.ITERATION, 0)) - iteration_before,
+        error=error,
+    )

@@ -1,0 +1,52 @@
+"""The runtime services the agents share: volume, job runner, artifact registry, sub-LM.
+
+One object is built per process (by ``build_local_services`` for the embedded
+defaults) and handed to the tool, ``job_builder`` and the plugins, so that a
+different backend (Databricks) is a different ``RuntimeServices``, not a
+different agent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .backends.jobs import JobRunner, LocalJobRunner, SubLm
+from .backends.volume import LocalVolumeStore, VolumeStore
+from .config import AgentSettings
+from .registry import ArtifactRegistry
+from .storage.duckdb_engine import DuckDBEngine
+from .storage.sql import SqlEngine
+
+
+@dataclass
+class RuntimeServices:
+    settings: AgentSettings
+    engine: SqlEngine
+    volume: VolumeStore
+    runner: JobRunner
+    registry: ArtifactRegistry
+    # Answers Job_B's llm_query calls; runs in this process so every model call is recordable.
+    sub_lm: SubLm
+    # Volume path of the scenario/task data given to executed code as `context`.
+    context_path: str | None = None
+
+
+def build_local_services(
+    settings: AgentSettings,
+    *,
+    sub_lm: SubLm,
+    engine: SqlEngine | None = None,
+    volume_root: Path | None = None,
+) -> RuntimeServices:
+    """Embedded defaults: DuckDB file and a local folder as the volume, Job_B as a subprocess."""
+    engine = engine or DuckDBEngine(settings.database_path)
+    volume = LocalVolumeStore(volume_root or settings.volume_root)
+    return RuntimeServices(
+        settings=settings,
+        engine=engine,
+        volume=volume,
+        runner=LocalJobRunner(volume),
+        registry=ArtifactRegistry(engine),
+        sub_lm=sub_lm,
+    )

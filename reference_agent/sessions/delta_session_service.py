@@ -1,0 +1,452 @@
+"""``DeltaSessionService``: an ADK session service on a ``SqlEngine``.
+
+One SQL code path for DuckDB (embedded, the default) and Databricks SQL. It
+follows ADK's ``DatabaseSessionService`` contract with one declared divergence:
+
+**A ``None`` value in a state delta deletes the key** — in session, ``user:``
+and ``app:`` scope alike (and ``temp:`` in the live session). ADK's own
+services store ``None``. Persisted state therefore never holds a null at top
+level: an event row keeps the keys it set in ``state_delta_json`` and the keys
+it deleted in ``deleted_keys_json``; reading the event back restores
+``{key: None}`` in ``actions.state_delta`` so the event round-trips.
+
+Other rules:
+
+* ``temp:`` keys are applied to the live session and never persisted (the
+  base class helpers do the applying and trimming).
+* Optimistic concurrency: every session row has a ``version``, carried on the
+  returned ``Session`` as ``_storage_update_marker``. ``append_event`` updates
+  the row only ``WHERE version = :expected``; a stale writer gets ADK's
+  ``StaleSessionError`` and nothing is written or appended in memory.
+* Returned sessions are built from storage on each call, so they are copies.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from google.adk.errors._stale_session_error import StaleSessionError
+from google.adk.errors.already_exists_error import AlreadyExistsError
+from google.adk.errors.session_not_found_error import SessionNotFoundError
+from google.adk.events.event import Event
+from google.adk.platform import time as platform_time
+from google.adk.platform import uuid as platform_uuid
+from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig, ListSessionsResponse
+from google.adk.sessions.session import Session
+from google.adk.sessions.state import State
+from pydantic_core import PydanticSerializationError, to_jsonable_python
+from typing_extensions import override
+
+from reference_agent.storage.sql import SqlEngine, affected_rows
+
+from .schema import ensure_schema
+
+logger = logging.getLogger(__name__)
+
+_STALE_MESSAGE = (
+    "The session has been modified in storage since it was loaded. "
+    "Please reload the session before appending more events."
+)
+
+
+# --- persisted read-back (for the conformance harness) ------------------------
+
+
+@dataclass(frozen=True)
+class PersistedEvent:
+    seq: int
+    id: str
+    author: str | None
+    invocation_id: str | None
+    timestamp: float
+    state_delta: dict[str, Any]  # parsed state_delta_json: only non-None values
+    deleted_keys: list[str]
+
+
+@dataclass(frozen=True)
+class PersistedSession:
+    """What storage holds for one session, read from the tables, not memory."""
+
+    state: dict[str, Any]  # the session row's state_json (no app:/user: keys)
+    app_state: dict[str, Any]  # un-prefixed keys, as stored
+    user_state: dict[str, Any]  # un-prefixed keys, as stored
+    version: int
+    events: list[PersistedEvent]
+
+
+# --- JSON and state helpers ---------------------------------------------------
+
+
+def _dumps(value: Any) -> str:
+    try:
+        data = to_jsonable_python(value)
+    except PydanticSerializationError:
+        # Same trade-off as ADK: a lossy write (repr) beats failing the turn; warn so it is visible.
+        logger.warning("state value is not JSON-serializable; storing its repr", exc_info=True)
+        data = to_jsonable_python(value, fallback=repr)
+    return json.dumps(data, ensure_ascii=False)
+
+
+def _loads(text: str | None, default: Any) -> Any:
+    return default if text is None or text == "" else json.loads(text)
+
+
+def _split_scopes(delta: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Split a (temp-free) delta into app/user/session parts, prefixes removed."""
+    scopes: dict[str, dict[str, Any]] = {"app": {}, "user": {}, "session": {}}
+    for key, value in delta.items():
+        if key.startswith(State.APP_PREFIX):
+            scopes["app"][key.removeprefix(State.APP_PREFIX)] = value
+        elif key.startswith(State.USER_PREFIX):
+            scopes["user"][key.removeprefix(State.USER_PREFIX)] = value
+        elif not key.startswith(State.TEMP_PREFIX):
+            scopes["session"][key] = value
+    return scopes
+
+
+def _apply_delta(stored: Mapping[str, Any], delta: Mapping[str, Any]) -> dict[str, Any]:
+    """``stored`` updated by ``delta``, where None deletes (the declared divergence)."""
+    result = dict(stored)
+    for key, value in delta.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = value
+    return result
+
+
+def _merge(session_state: dict[str, Any], app_state: Mapping[str, Any], user_state: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(session_state)
+    merged.update({State.APP_PREFIX + k: v for k, v in app_state.items()})
+    merged.update({State.USER_PREFIX + k: v for k, v in user_state.items()})
+    return merged
+
+
+def _event_to_json(event: Event) -> str:
+    # The delta lives in its own columns (nulls split out), so it is left out here.
+    data = event.model_dump(mode="json", exclude_none=True, exclude={"actions": {"state_delta"}})
+    return json.dumps(data, ensure_ascii=False)
+
+
+def _event_from_row(row: tuple) -> Event:
+    seq, event_id, invocation_id, author, timestamp, delta_json, deleted_json, event_json = row
+    data = _loads(event_json, {})
+    delta = _loads(delta_json, {})
+    delta.update({key: None for key in _loads(deleted_json, [])})
+    data.setdefault("actions", {})["state_delta"] = delta
+    data.update(id=event_id, invocation_id=invocation_id, author=author, timestamp=timestamp)
+    return Event.model_validate(data)
+
+
+_SCOPE_TABLES = {
+    # scope: (table, key columns)
+    "app": ("app_states", ("app_name",)),
+    "user": ("user_states", ("app_name", "user_id")),
+}
+
+_EVENT_COLUMNS = "seq, id, invocation_id, author, timestamp, state_delta_json, deleted_keys_json, event_json"
+_SESSION_KEY = "app_name = :app_name AND user_id = :user_id AND id = :session_id"
+_EVENT_KEY = "app_name = :app_name AND user_id = :user_id AND session_id = :session_id"
+
+
+class DeltaSessionService(BaseSessionService):
+    """ADK ``BaseSessionService`` on a ``SqlEngine`` (see the module docstring)."""
+
+    def __init__(self, engine: SqlEngine) -> None:
+        self.engine = engine
+        self._owns_engine = False
+        ensure_schema(engine)
+
+    @classmethod
+    def duckdb(cls, path: str | Path | None = None) -> DeltaSessionService:
+        """A service on its own DuckDB engine (None = in memory)."""
+        from reference_agent.storage.duckdb_engine import DuckDBEngine
+
+        service = cls(DuckDBEngine(path))
+        service._owns_engine = True
+        return service
+
+    def close(self) -> None:
+        """Close the engine if this service created it."""
+        if self._owns_engine:
+            self.engine.close()
+
+    # --- scoped state ---------------------------------------------------------
+
+    def _read_scope(self, scope: str, keys: Mapping[str, str]) -> dict[str, Any] | None:
+        table, columns = _SCOPE_TABLES[scope]
+        where = " AND ".join(f"{c} = :{c}" for c in columns)
+        rows = self.engine.execute(f"SELECT state_json FROM {table} WHERE {where}", {c: keys[c] for c in columns})
+        return _loads(rows[0][0], {}) if rows else None
+
+    def _write_scope(self, scope: str, keys: Mapping[str, str], delta: Mapping[str, Any], now: float) -> None:
+        """Read-modify-write one app/user state row (call inside a transaction)."""
+        table, columns = _SCOPE_TABLES[scope]
+        new_state = _apply_delta(self._read_scope(scope, keys) or {}, delta)
+        source = ", ".join(f":{c} AS {c}" for c in columns)
+        on = " AND ".join(f"t.{c} = s.{c}" for c in columns)
+        insert_cols = ", ".join((*columns, "state_json", "update_time"))
+        insert_vals = ", ".join(f"s.{c}" for c in (*columns, "state_json", "update_time"))
+        self.engine.execute(
+            f"MERGE INTO {table} t USING (SELECT {source}, :state_json AS state_json, :now AS update_time) s"
+            f" ON {on}"
+            " WHEN MATCHED THEN UPDATE SET state_json = s.state_json, update_time = s.update_time"
+            f" WHEN NOT MATCHED THEN INSERT ({insert_cols}) VALUES ({insert_vals})",
+            {**{c: keys[c] for c in columns}, "state_json": _dumps(new_state), "now": now},
+        )
+
+    def _scoped_states(self, app_name: str, user_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        keys = {"app_name": app_name, "user_id": user_id}
+        return self._read_scope("app", keys) or {}, self._read_scope("user", keys) or {}
+
+    # --- BaseSessionService ---------------------------------------------------
+
+    @override
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        session_id = session_id or platform_uuid.new_uuid()
+        scopes = _split_scopes(state or {})
+        session_state_json = _dumps(_apply_delta({}, scopes["session"]))
+        now = platform_time.get_time()
+        keys = {"app_name": app_name, "user_id": user_id, "session_id": session_id}
+        with self.engine.transaction():
+            # MERGE ... WHEN NOT MATCHED is an atomic insert-if-absent on both engines (no enforced keys on Delta).
+            inserted = affected_rows(self.engine.execute(
+                "MERGE INTO sessions t USING (SELECT :app_name AS app_name, :user_id AS user_id,"
+                " :session_id AS id) s ON t.app_name = s.app_name AND t.user_id = s.user_id AND t.id = s.id"
+                " WHEN NOT MATCHED THEN INSERT (app_name, user_id, id, state_json, version, create_time, update_time)"
+                " VALUES (s.app_name, s.user_id, s.id, :state_json, 0, :now, :now)",
+                {**keys, "state_json": session_state_json, "now": now},
+            ))
+            if not inserted:
+                raise AlreadyExistsError(f"Session with id {session_id} already exists.")
+            for scope in ("app", "user"):
+                if scopes[scope]:
+                    self._write_scope(scope, keys, scopes[scope], now)
+            app_state, user_state = self._scoped_states(app_name, user_id)
+        # Built from the JSON written, so the result equals what a later get_session returns.
+        return self._build_session(keys, _loads(session_state_json, {}), app_state, user_state, 0, now, [])
+
+    @override
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        config: GetSessionConfig | None = None,
+    ) -> Session | None:
+        keys = {"app_name": app_name, "user_id": user_id, "session_id": session_id}
+        # One transaction = one consistent snapshot of the row, its events and scoped state.
+        with self.engine.transaction():
+            rows = self.engine.execute(f"SELECT state_json, version, update_time FROM sessions WHERE {_SESSION_KEY}", keys)
+            if not rows:
+                return None
+            state_json, version, update_time = rows[0]
+            events = self._read_events(keys, config)
+            app_state, user_state = self._scoped_states(app_name, user_id)
+        return self._build_session(keys, _loads(state_json, {}), app_state, user_state, version, update_time, events)
+
+    def _read_events(self, keys: Mapping[str, str], config: GetSessionConfig | None) -> list[Event]:
+        if config and config.num_recent_events == 0:
+            return []
+        params: dict[str, Any] = dict(keys)
+        sql = f"SELECT {_EVENT_COLUMNS} FROM events WHERE {_EVENT_KEY}"
+        if config and config.after_timestamp is not None:
+            sql += " AND timestamp >= :after_timestamp"
+            params["after_timestamp"] = config.after_timestamp
+        # seq is the append order: unlike timestamps it has no ties.
+        sql += " ORDER BY seq DESC"
+        if config and config.num_recent_events is not None:
+            sql += f" LIMIT {int(config.num_recent_events)}"  # an int, validated by GetSessionConfig
+        return [_event_from_row(row) for row in reversed(self.engine.execute(sql, params))]
+
+    @staticmethod
+    def _build_session(
+        keys: Mapping[str, str],
+        session_state: dict[str, Any],
+        app_state: Mapping[str, Any],
+        user_state: Mapping[str, Any],
+        version: int,
+        update_time: float,
+        events: list[Event],
+    ) -> Session:
+        session = Session(
+            app_name=keys["app_name"],
+            user_id=keys["user_id"],
+            id=keys["session_id"],
+            state=_merge(session_state, app_state, user_state),
+            events=events,
+            last_update_time=update_time,
+        )
+        session._storage_update_marker = str(version)
+        return session
+
+    @override
+    async def list_sessions(self, *, app_name: str, user_id: str | None = None) -> ListSessionsResponse:
+        params = {"app_name": app_name}
+        user_filter = ""
+        if user_id is not None:
+            params["user_id"] = user_id
+            user_filter = " AND user_id = :user_id"
+        with self.engine.transaction():
+            rows = self.engine.execute(
+                "SELECT user_id, id, state_json, version, update_time FROM sessions"
+                f" WHERE app_name = :app_name{user_filter} ORDER BY update_time, user_id, id",
+                params,
+            )
+            user_states = {
+                uid: _loads(text, {})
+                for uid, text in self.engine.execute(
+                    f"SELECT user_id, state_json FROM user_states WHERE app_name = :app_name{user_filter}", params
+                )
+            }
+            app_state = self._read_scope("app", params) or {}
+        sessions = [
+            self._build_session(
+                {"app_name": app_name, "user_id": uid, "session_id": sid},
+                _loads(state_json, {}), app_state, user_states.get(uid, {}), version, update_time, [],
+            )
+            for uid, sid, state_json, version, update_time in rows
+        ]
+        return ListSessionsResponse(sessions=sessions)
+
+    @override
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        keys = {"app_name": app_name, "user_id": user_id, "session_id": session_id}
+        with self.engine.transaction():
+            self.engine.execute(f"DELETE FROM events WHERE {_EVENT_KEY}", keys)
+            self.engine.execute(f"DELETE FROM sessions WHERE {_SESSION_KEY}", keys)
+
+    @override
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        return self._read_scope("user", {"app_name": app_name, "user_id": user_id}) or {}
+
+    # --- appending --------------------------------------------------------------
+
+    @override
+    async def append_event(self, session: Session, event: Event) -> Event:
+        if event.partial:
+            return event
+        # Persist a copy trimmed by the base helper; the caller's event and the live
+        # session are only touched once the write has succeeded.
+        persisted = event.model_copy(update={"actions": event.actions.model_copy()})
+        self._trim_temp_delta_state(persisted)
+        delta = dict(persisted.actions.state_delta or {})
+        scopes = _split_scopes(delta)
+        keys = {"app_name": session.app_name, "user_id": session.user_id, "session_id": session.id}
+
+        with self.engine.transaction():
+            rows = self.engine.execute(f"SELECT state_json, version, update_time FROM sessions WHERE {_SESSION_KEY}", keys)
+            if not rows:
+                raise SessionNotFoundError(f"Session {session.id} not found.")
+            state_json, version, update_time = rows[0]
+            self._check_not_stale(session, keys, version, update_time)
+            # Compare-and-set: the guard that holds where transaction() is a no-op (Databricks).
+            updated = affected_rows(self.engine.execute(
+                "UPDATE sessions SET state_json = :state_json, version = version + 1, update_time = :update_time"
+                f" WHERE {_SESSION_KEY} AND version = :expected",
+                {
+                    **keys,
+                    "state_json": _dumps(_apply_delta(_loads(state_json, {}), scopes["session"])),
+                    "update_time": event.timestamp,
+                    "expected": version,
+                },
+            ))
+            if updated == 0:
+                raise StaleSessionError(_STALE_MESSAGE)
+            for scope in ("app", "user"):
+                if scopes[scope]:
+                    self._write_scope(scope, keys, scopes[scope], event.timestamp)
+            self.engine.execute(
+                f"INSERT INTO events (app_name, user_id, session_id, {_EVENT_COLUMNS})"
+                " VALUES (:app_name, :user_id, :session_id, :seq, :id, :invocation_id, :author, :timestamp,"
+                " :state_delta_json, :deleted_keys_json, :event_json)",
+                {
+                    **keys,
+                    "seq": version + 1,  # versions advance once per event, so seq is unique per session
+                    "id": event.id,
+                    "invocation_id": event.invocation_id,
+                    "author": event.author,
+                    "timestamp": event.timestamp,
+                    "state_delta_json": _dumps({k: v for k, v in delta.items() if v is not None}),
+                    "deleted_keys_json": _dumps([k for k, v in delta.items() if v is None]),
+                    "event_json": _event_to_json(persisted),
+                },
+            )
+
+        # Base class: apply temp: to the live session, trim it from the event, then
+        # commit the rest (through _update_session_state below) and append.
+        await super().append_event(session, event)
+        session.last_update_time = event.timestamp
+        session._storage_update_marker = str(version + 1)
+        return event
+
+    def _check_not_stale(self, session: Session, keys: Mapping[str, str], version: int, update_time: float) -> None:
+        if session._storage_update_marker is not None:
+            if session._storage_update_marker != str(version):
+                raise StaleSessionError(_STALE_MESSAGE)
+            return
+        # Marker-less session (built elsewhere): ADK's fallback — stale only if storage
+        # advanced past it and its last event is not storage's last event.
+        if update_time <= session.last_update_time:
+            return
+        rows = self.engine.execute(f"SELECT id FROM events WHERE {_EVENT_KEY} ORDER BY seq DESC LIMIT 1", keys)
+        latest = rows[0][0] if rows else None
+        if latest != (session.events[-1].id if session.events else None):
+            raise StaleSessionError(_STALE_MESSAGE)
+
+    @override
+    def _apply_temp_state(self, session: Session, event: Event) -> None:
+        super()._apply_temp_state(session, event)
+        # None deletes in temp: scope too, so the live session never holds a None-valued key.
+        for key, value in (event.actions.state_delta or {}).items():
+            if value is None and key.startswith(State.TEMP_PREFIX):
+                session.state.pop(key, None)
+
+    @override
+    def _update_session_state(self, session: Session, event: Event) -> None:
+        # The declared divergence, in memory: None removes the key instead of storing None.
+        if not event.actions or not event.actions.state_delta:
+            return
+        for key, value in event.actions.state_delta.items():
+            if value is None:
+                session.state.pop(key, None)
+            else:
+                session.state[key] = value
+
+    # --- read-back --------------------------------------------------------------
+
+    async def persisted_rows(self, *, app_name: str, user_id: str, session_id: str) -> PersistedSession:
+        """The stored rows of one session (raises SessionNotFoundError if absent)."""
+        keys = {"app_name": app_name, "user_id": user_id, "session_id": session_id}
+        with self.engine.transaction():
+            rows = self.engine.execute(f"SELECT state_json, version FROM sessions WHERE {_SESSION_KEY}", keys)
+            if not rows:
+                raise SessionNotFoundError(f"Session {session_id} not found.")
+            event_rows = self.engine.execute(
+                f"SELECT {_EVENT_COLUMNS} FROM events WHERE {_EVENT_KEY} ORDER BY seq", keys
+            )
+            app_state, user_state = self._scoped_states(app_name, user_id)
+        events = [
+            PersistedEvent(
+                seq=seq, id=eid, author=author, invocation_id=inv, timestamp=ts,
+                state_delta=_loads(delta_json, {}), deleted_keys=_loads(deleted_json, []),
+            )
+            for seq, eid, inv, author, ts, delta_json, deleted_json, _ in event_rows
+        ]
+        return PersistedSession(
+            state=_loads(rows[0][0], {}), app_state=app_state, user_state=user_state,
+            version=rows[0][1], events=events,
+        )

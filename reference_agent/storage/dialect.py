@@ -1,0 +1,64 @@
+"""The one place where SQL dialects differ.
+
+Every statement in the project is written once, in the subset Databricks SQL
+and DuckDB share, with ``:name`` parameter markers. A ``Dialect`` turns that
+text into what one engine accepts and renders ``CREATE TABLE``; nothing else
+in the code base may branch on the engine.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+# Logical column types used in DDL. ``JSON`` is a string column holding JSON
+# text: neither engine's native JSON/VARIANT type is portable.
+LOGICAL_TYPES = ("STRING", "BIGINT", "DOUBLE", "BOOLEAN", "TIMESTAMP", "JSON")
+
+# A ``:name`` marker that is not part of a ``::`` cast. Quoted literals and
+# identifiers ('...', "...", `...`) are matched first and kept as they are, so a
+# colon inside quotes is never a marker.
+_TOKEN = re.compile(r"""'(?:[^']|'')*'|"(?:[^"]|"")*"|`(?:[^`]|``)*`|(?<!:):([A-Za-z_][A-Za-z0-9_]*)\b""")
+
+
+@dataclass(frozen=True)
+class Dialect:
+    name: str
+    # Prefix the engine uses for a named parameter (":" for Databricks, "$" for DuckDB).
+    param_prefix: str
+    # Appended to CREATE TABLE, e.g. "USING DELTA".
+    create_table_suffix: str = ""
+    type_names: dict[str, str] = field(default_factory=lambda: {"JSON": "STRING"})
+
+    def translate(self, sql: str) -> tuple[str, tuple[str, ...]]:
+        """``sql`` with markers in this dialect's style, and the parameter names it uses."""
+        names: list[str] = []
+
+        def repl(match: re.Match[str]) -> str:
+            if match.group(1) is None:  # a string literal
+                return match.group(0)
+            names.append(match.group(1))
+            return self.param_prefix + match.group(1)
+
+        return _TOKEN.sub(repl, sql), tuple(dict.fromkeys(names))
+
+    def column_type(self, logical: str) -> str:
+        if logical not in LOGICAL_TYPES:
+            raise ValueError(f"unknown column type {logical!r}; use one of {', '.join(LOGICAL_TYPES)}")
+        return self.type_names.get(logical, logical)
+
+    def create_table(self, table: str, columns: Sequence[tuple[str, str]]) -> str:
+        """Idempotent DDL for ``table`` from ``(column, logical type)`` pairs.
+
+        No PRIMARY KEY or UNIQUE: Delta does not enforce them, so the storage
+        code guarantees uniqueness itself (MERGE, compare-and-set updates) and
+        behaves the same on both engines.
+        """
+        cols = ",\n  ".join(f"{name} {self.column_type(logical)}" for name, logical in columns)
+        suffix = f" {self.create_table_suffix}" if self.create_table_suffix else ""
+        return f"CREATE TABLE IF NOT EXISTS {table} (\n  {cols}\n){suffix}"
+
+
+DUCKDB = Dialect(name="duckdb", param_prefix="$")
+DATABRICKS = Dialect(name="databricks", param_prefix=":", create_table_suffix="USING DELTA")

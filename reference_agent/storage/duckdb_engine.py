@@ -1,0 +1,82 @@
+"""DuckDB, embedded: the default SQL engine (a file, or memory for tests)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from .dialect import DUCKDB, Dialect
+
+
+class DuckDBEngine:
+    """One DuckDB connection guarded by a re-entrant lock.
+
+    A DuckDB connection must not be used by two threads at once, so every
+    statement, and every transaction as a whole, holds the lock. The lock is
+    re-entrant so statements inside ``transaction()`` (same thread) pass.
+    """
+
+    dialect: Dialect = DUCKDB
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        if path is None or str(path) == ":memory:":
+            self.path: Path | None = None
+            self._conn = duckdb.connect(":memory:")
+        else:
+            self.path = Path(path)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = duckdb.connect(str(self.path))
+        self._lock = threading.RLock()
+        self._tx_depth = 0  # only touched while holding the lock
+
+    def execute(self, sql: str, params: Mapping[str, Any] | None = None) -> list[tuple]:
+        text, names = self.dialect.translate(sql)
+        params = params or {}
+        missing = [n for n in names if n not in params]
+        if missing:
+            raise KeyError(f"SQL parameter(s) {', '.join(missing)} not supplied for: {sql.strip()[:200]}")
+        # DuckDB rejects parameters the statement does not use, so pass only the used ones.
+        bound = {n: params[n] for n in names}
+        with self._lock:
+            cursor = self._conn.execute(text, bound) if bound else self._conn.execute(text)
+            return cursor.fetchall() if cursor.description is not None else []
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self._lock:
+            if self._tx_depth:  # nested: join the outer transaction
+                self._tx_depth += 1
+                try:
+                    yield
+                finally:
+                    self._tx_depth -= 1
+                return
+            self._conn.execute("BEGIN TRANSACTION")
+            self._tx_depth = 1
+            try:
+                yield
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            else:
+                self._conn.execute("COMMIT")
+            finally:
+                self._tx_depth = 0
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> "DuckDBEngine":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"DuckDBEngine({str(self.path) if self.path else ':memory:'!r})"
