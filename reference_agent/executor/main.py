@@ -134,6 +134,23 @@ def _user_traceback(exc: BaseException, filename: str) -> str:
     return "".join(head + traceback.format_exception_only(type(exc), exc))
 
 
+def _message(exc: BaseException, cap: int = 4_000) -> str:
+    """``str(exc)``, bounded, and never raising (analyst exceptions may have a broken ``__str__``)."""
+    try:
+        text = str(exc)
+    except BaseException:  # noqa: BLE001
+        text = f"<{type(exc).__name__} with an unprintable message>"
+    return text if len(text) <= cap else text[:cap] + f" ... [{len(text) - cap} characters omitted]"
+
+
+def _error(exc: BaseException, filename: str) -> dict[str, Any]:
+    try:
+        tb = bound_traceback(_user_traceback(exc, filename))
+    except BaseException:  # noqa: BLE001 - a traceback that cannot be formatted must not lose the result
+        tb = None
+    return {"type": type(exc).__name__, "message": _message(exc), "traceback": tb}
+
+
 def _exit_code(code: object) -> int:
     if code is None:
         return 0
@@ -194,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
             repl.run(code, filename)
     except ExecutionTimeout as exc:
         status, exit_code = "timeout", None
-        error = {"type": "ExecutionTimeout", "message": str(exc), "traceback": bound_traceback(_user_traceback(exc, filename))}
+        error = _error(exc, filename)
     except SystemExit as exc:
         exit_code = _exit_code(exc.code)
         status = "exit"
@@ -204,11 +221,7 @@ def run(args: argparse.Namespace) -> int:
             error = {"type": "SystemExit", "message": f"exit code {exit_code}", "traceback": None}
     except BaseException as exc:  # noqa: BLE001 - analyst code may raise anything; it all goes in the result
         status, exit_code = "error", 1
-        error = {
-            "type": type(exc).__name__,
-            "message": str(exc),
-            "traceback": bound_traceback(_user_traceback(exc, filename)),
-        }
+        error = _error(exc, filename)
     finally:
         sys.stdout, sys.stderr, sys.stdin = saved
     if timer.fired and status != "timeout":

@@ -1,0 +1,56 @@
+"""The turn outcome agrees with storage: termination and final answer are read from persisted state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
+from .evidence import capped, show
+from .timeline import appended_events, last_snapshot_of_turn
+
+NAME = "outcome_from_storage"
+
+
+def _same(outcome_value: Any, stored: Any) -> bool:
+    if outcome_value is None or stored is None:
+        return outcome_value is None and stored is None
+    return outcome_value == stored or str(outcome_value) == str(stored)
+
+
+@check(
+    NAME,
+    title="Outcome computed from persisted state",
+    why="Events yielded by the Runner have lost their temp: keys, so an outcome computed from temp: flags always "
+        "reads 'success'. The outcome a turn reports must match what storage holds (termination reason, final "
+        "answer) and the delegations made in that turn.",
+    dod_item="design: compute outcomes from persisted state or explicit events",
+)
+def outcome_from_storage(ctx: CheckContext) -> CheckResult:
+    trace, profile = ctx.trace, ctx.profile
+    if not any(t.outcome.termination is not None for t in trace.turns):
+        return not_applicable(NAME, "The target's turn outcome carries no termination.")
+    events = appended_events(trace)
+    problems: list[str] = []
+    compared = 0
+    for turn in sorted(trace.turns, key=lambda t: t.turn):
+        label = f"turn {turn.turn} (session {turn.session_id})"
+        snapshot = last_snapshot_of_turn(trace, turn.session_id, turn.turn)
+        if snapshot is None:
+            problems.append(f"{label}: no persisted snapshot of session {turn.session_id} after this turn to "
+                            f"compare the outcome with")
+            continue
+        compared += 1
+        state = snapshot.session_state
+        for field, key in (("termination", profile.termination_key), ("final_answer", profile.final_answer_key)):
+            value, stored = getattr(turn.outcome, field), state.get(key)
+            if not _same(value, stored):
+                problems.append(f"{label}: outcome.{field} is {show(value)} but the persisted {key!r} is {show(stored)}")
+        if turn.outcome.delegations is not None:
+            calls = sum(e.function_calls.count(profile.delegate_tool) for e in events
+                        if e.session_id == turn.session_id and e.turn == turn.turn)
+            if turn.outcome.delegations != calls:
+                problems.append(f"{label}: outcome.delegations is {turn.outcome.delegations} but the turn's events "
+                                f"hold {calls} {profile.delegate_tool} call(s)")
+    if problems:
+        return failed(NAME, "Turn outcomes disagree with persisted state.", capped(problems))
+    return passed(NAME, f"The outcome of each of {compared} turn(s) matches persisted state.")

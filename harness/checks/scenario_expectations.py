@@ -1,0 +1,67 @@
+"""The scenario's own expectations: executions, final answer, termination, state fragments, error."""
+
+from __future__ import annotations
+
+from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
+from .evidence import name_snapshot, show
+from .timeline import executions
+
+NAME = "scenario_expectations"
+
+
+@check(
+    NAME,
+    title="Scenario expectations met",
+    why="Beyond the invariants, each scenario states what its run must end with: how many Job_B runs, the final "
+        "answer, how the loop ended, fragments of the final persisted state, and for failure scenarios the error.",
+    dod_item=None,
+)
+def scenario_expectations(ctx: CheckContext) -> CheckResult:
+    trace, profile, expect = ctx.trace, ctx.profile, ctx.scenario.expect
+    if (expect.executions is None and expect.final_answer is None and expect.termination is None
+            and not expect.state and expect.outcome_error is None):
+        return not_applicable(NAME, "The scenario's expect block sets no executions, final_answer, termination, "
+                                    "state or outcome_error.")
+    met: list[str] = []
+    problems: list[str] = []
+
+    def compare(what: str, ok: bool, detail: str) -> None:
+        (met if ok else problems).append(f"{what}: {detail}")
+
+    if expect.executions is not None:
+        count = len(executions(trace, profile))
+        compare("executions", count == expect.executions, f"expected {expect.executions}, the trace has {count}")
+    last = max(trace.turns, key=lambda t: t.turn) if trace.turns else None
+    turn_label = f"turn {last.turn} (session {last.session_id})" if last else "no turn"
+    for field in ("final_answer", "termination"):
+        wanted = getattr(expect, field)
+        if wanted is None:
+            continue
+        actual = getattr(last.outcome, field) if last else None
+        compare(field, actual is not None and str(actual) == str(wanted),
+                f"expected {show(wanted)}, {turn_label} ended with {show(actual)}")
+    if expect.outcome_error is not None:
+        errors = [e for e in ((last.outcome.error, last.run_error) if last else ()) if e]
+        compare("outcome_error", any(expect.outcome_error in e for e in errors),
+                f"expected an error containing {show(expect.outcome_error)}; {turn_label} has "
+                + (" / ".join(show(e, 160) for e in errors) if errors else "no error"))
+    if expect.state:
+        session = last.session_id if last else (trace.persisted[-1].session_id if trace.persisted else None)
+        snapshot = trace.final_persisted(session) if session else None
+        if snapshot is None:
+            problems.append(f"state: no persisted snapshot of the last session ({session}) to compare with")
+        else:
+            where = name_snapshot(snapshot)
+            for key, wanted in expect.state.items():
+                if wanted is None:
+                    compare(f"state {key!r}", key not in snapshot.session_state,
+                            f"must be absent; {where} " + (f"holds {show(snapshot.session_state[key])}"
+                                                           if key in snapshot.session_state else "has none"))
+                else:
+                    actual = snapshot.session_state.get(key)
+                    compare(f"state {key!r}", key in snapshot.session_state and actual == wanted,
+                            f"expected {show(wanted)}; {where} holds "
+                            + (show(actual) if key in snapshot.session_state else "<absent>"))
+    if problems:
+        return failed(NAME, f"{len(problems)} expectation(s) not met.", problems + met)
+    return passed(NAME, f"All {len(met)} expectation(s) met.", met)

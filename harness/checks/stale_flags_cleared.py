@@ -1,0 +1,65 @@
+"""(k) A turn's flags are cleared by an appended event before the next turn's agents run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
+from .evidence import capped, name_event, show
+from .timeline import agent_names, appended_events, last_snapshot_of_turn
+
+NAME = "stale_flags_cleared"
+
+
+def _is_set(value: Any) -> bool:
+    return value is not None and value is not False and value != ""
+
+
+@check(
+    NAME,
+    title="Stale flags are cleared by an appended event",
+    why="exit_requested, fatal_error, final_answer and termination_reason of a finished turn would end or "
+        "mislabel the next one. run_conversation must clear them by appending a cleanup event before the "
+        "agents run; mutating the fetched session instead is never persisted.",
+    dod_item="001-A: clear stale flags with a system cleanup event appended via the session service",
+)
+def stale_flags_cleared(ctx: CheckContext) -> CheckResult:
+    trace, profile = ctx.trace, ctx.profile
+    agents = agent_names(trace, profile)
+    events = appended_events(trace)
+    sessions: dict[str, list[int]] = {}
+    for turn in sorted(trace.turns, key=lambda t: t.turn):
+        sessions.setdefault(turn.session_id, []).append(turn.turn)
+    checked: list[str] = []
+    problems: list[str] = []
+    for sid, turns in sessions.items():
+        for previous, current in zip(turns, turns[1:]):
+            snapshot = last_snapshot_of_turn(trace, sid, previous)
+            if snapshot is None:
+                continue
+            flags = {k: snapshot.session_state[k] for k in profile.stale_flag_keys
+                     if _is_set(snapshot.session_state.get(k))}
+            if not flags:
+                continue
+            turn_events = [e for e in events if e.session_id == sid and e.turn == current]
+            first_agent = next((e for e in turn_events if e.author in agents), None)
+            preamble = turn_events if first_agent is None else [e for e in turn_events if e.index < first_agent.index]
+            cleanups = [e for e in preamble if e.author not in agents]
+            limit = f"the first agent event {name_event(first_agent)}" if first_agent else "the end of the turn"
+            for key, value in flags.items():
+                clearing = next((e for e in cleanups if key in e.emitted_delta
+                                 and not _is_set(e.emitted_delta[key])), None)
+                if clearing is not None:
+                    checked.append(f"session {sid} turn {current}: {key!r} cleared by {name_event(clearing)}")
+                    continue
+                later = next((e for e in turn_events if key in e.emitted_delta and not _is_set(e.emitted_delta[key])
+                              and e not in cleanups), None)
+                hint = f"; it is only cleared later, by {name_event(later)}" if later else ""
+                problems.append(f"session {sid} turn {current}: flag {key!r} (= {show(value)} persisted after turn "
+                                f"{previous}) was not cleared by an appended event before {limit}{hint}")
+    if not checked and not problems:
+        return not_applicable(NAME, "No session has two turns with a flag set at the end of the earlier one.")
+    if problems:
+        return failed(NAME, f"{len(problems)} stale flag(s) were not cleared by an appended event.", capped(problems))
+    return passed(NAME, f"All {len(checked)} stale flag(s) were cleared by an appended event before the next turn.",
+                  capped(checked))

@@ -1,0 +1,40 @@
+"""(j) Persisted state and every persisted delta stay within the scenario's size budget."""
+
+from __future__ import annotations
+
+from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
+from .evidence import capped, json_bytes, name_row, name_snapshot
+from .timeline import unique_rows
+
+NAME = "state_budget"
+
+
+@check(
+    NAME,
+    title="State stays within its size budget",
+    why="stdout/stderr belong in the volume (the result JSON); state holds pointers and bounded previews. "
+        "Persisted session state and each event's state_delta must stay under expect.state_budget_bytes.",
+    dod_item="002: keep session.state small (artifact-first stdout/stderr)",
+)
+def state_budget(ctx: CheckContext) -> CheckResult:
+    trace = ctx.trace
+    budget = ctx.scenario.expect.state_budget_bytes
+    if not trace.persisted:
+        return not_applicable(NAME, "The trace holds no persisted snapshot.")
+    evidence: list[str] = []
+    largest = 0
+    for snapshot in trace.persisted:
+        largest = max(largest, snapshot.state_bytes)
+        if snapshot.state_bytes > budget:
+            evidence.append(f"{name_snapshot(snapshot)}: session_state is {snapshot.state_bytes} bytes "
+                            f"> budget {budget}")
+    for snapshot, row in unique_rows(trace):
+        size = json_bytes(row.state_delta)
+        if size > budget:
+            biggest = max(row.state_delta, key=lambda k: json_bytes(row.state_delta[k]))
+            evidence.append(f"{name_row(snapshot, row)}: state_delta is {size} bytes > budget {budget} "
+                            f"(largest key {biggest!r})")
+    if evidence:
+        return failed(NAME, f"Persisted state exceeds the {budget}-byte budget.", capped(evidence))
+    return passed(NAME, f"Largest persisted session state: {largest} bytes; budget {budget} bytes; every row's "
+                        f"state_delta within it too.")

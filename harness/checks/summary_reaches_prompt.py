@@ -1,0 +1,62 @@
+"""(i) The persisted summary actually reaches the analyst's next prompt."""
+
+from __future__ import annotations
+
+from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
+from .evidence import capped, name_event, name_request, name_row, show
+from .timeline import appended_events, request_positions, rows_by_event, session_of_request
+
+NAME = "summary_reaches_prompt"
+LONG_SUMMARY = 500
+PREFIX = 200
+
+
+@check(
+    NAME,
+    title="The summary reaches the analyst's prompt",
+    why="Persisting the summary is not enough: ADK's {key?} templating leaves {rlm:last_results_summary?} "
+        "verbatim (only app:/user:/temp: prefixes are templated), so the analyst may never see it. Every analyst "
+        "request after a results_processor run must carry the latest persisted summary.",
+    dod_item="design: the handoff reaches the prompt (what seed 000 missed)",
+)
+def summary_reaches_prompt(ctx: CheckContext) -> CheckResult:
+    trace, profile = ctx.trace, ctx.profile
+    positions = request_positions(trace)
+    rows = rows_by_event(trace)
+    events = appended_events(trace)
+    checked: list[str] = []
+    problems: list[str] = []
+    for request in sorted(trace.requests_of(profile.analyst), key=lambda r: r.index):
+        position = positions.get(request.index)
+        session = session_of_request(trace, request)
+        if position is None or session is None:
+            continue
+        before = [e for e in events if e.session_id == session and e.index < position]
+        if not any(e.author == profile.results_processor for e in before):
+            continue
+        writers = [e for e in before if e.author == profile.results_processor and profile.summary_key in e.emitted_delta]
+        if not writers:
+            problems.append(f"{name_request(request)} follows a {profile.results_processor} run, but no "
+                            f"{profile.summary_key!r} was written before it (see summary_persisted)")
+            continue
+        writer = writers[-1]
+        located = rows.get(writer.index)
+        if located is not None and profile.summary_key in located[1].state_delta:
+            summary, source = located[1].state_delta[profile.summary_key], name_row(*located)
+        else:
+            summary, source = writer.emitted_delta[profile.summary_key], f"{name_event(writer)} (not persisted)"
+        needle = str(summary if summary is not None else "").strip()
+        if len(needle) > LONG_SUMMARY:
+            needle = needle[:PREFIX]
+        if needle in request.system_instruction or needle in request.contents_text:
+            checked.append(f"{name_request(request)} carries the summary from {source}")
+        else:
+            problems.append(f"{name_request(request)}: neither its system_instruction nor its contents holds the "
+                            f"summary {show(needle)} persisted by {source}")
+    if not checked and not problems:
+        return not_applicable(NAME, f"No {profile.analyst} request follows a {profile.results_processor} run.")
+    if problems:
+        return failed(NAME, f"{len(problems)} analyst request(s) after a processor run do not show the summary.",
+                      capped(problems))
+    return passed(NAME, f"All {len(checked)} analyst request(s) after a processor run carry the latest summary.",
+                  capped(checked))

@@ -1,0 +1,208 @@
+"""What several checks derive from a trace: executions, processor runs, request positions, row lookups.
+
+Pure functions of the trace and the target profile. The trace records events
+and model requests in separate lists; ``request_positions`` places each request
+among the events (a request comes just before the event holding its answer),
+which is what "an analyst request after a processor run" needs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+
+from ..targets.profile import TargetProfile
+from ..trace.model import (EventRecord, LlmRequestRecord, LlmResponseRecord, PersistedEventRow, PersistedSnapshot,
+                           Trace)
+
+
+def appended_events(trace: Trace) -> list[EventRecord]:
+    """Non-partial events in append order."""
+    return sorted((e for e in trace.events if not e.partial), key=lambda e: e.index)
+
+
+def session_ids(trace: Trace) -> list[str]:
+    """Sessions in the order they first appear (turns first, then events, then snapshots)."""
+    seen: dict[str, None] = {}
+    for sid in [t.session_id for t in trace.turns] + [e.session_id for e in trace.events] + [
+            p.session_id for p in trace.persisted]:
+        seen.setdefault(sid, None)
+    return list(seen)
+
+
+def session_of_turn(trace: Trace) -> dict[int, str]:
+    mapping = {e.turn: e.session_id for e in trace.events}
+    mapping.update({t.turn: t.session_id for t in trace.turns})
+    return mapping
+
+
+def agent_names(trace: Trace, profile: TargetProfile) -> set[str]:
+    """Names of the target's agents: those the trace lists plus the profile's roles."""
+    return {a.name for a in trace.agents} | {profile.loop_agent, profile.analyst, profile.job_builder,
+                                               profile.results_processor}
+
+
+def is_execution(event: EventRecord, profile: TargetProfile) -> bool:
+    """A Job_B run: a job_builder event that carries a state delta (a gated no-op carries none)."""
+    return event.author == profile.job_builder and bool(event.emitted_delta) and not event.partial
+
+
+def executions(trace: Trace, profile: TargetProfile) -> list[EventRecord]:
+    return [e for e in appended_events(trace) if is_execution(e, profile)]
+
+
+def is_model_answer(event: EventRecord) -> bool:
+    """An event holding a model's answer (text or function calls), not a tool's response."""
+    return not event.partial and bool(event.text.strip() or event.function_calls) and not event.function_responses
+
+
+@dataclass(frozen=True)
+class ProcessorRun:
+    """Consecutive results_processor events of one invocation: one run of the agent."""
+
+    events: tuple[EventRecord, ...]
+
+    @property
+    def first(self) -> EventRecord:
+        return self.events[0]
+
+    @property
+    def last(self) -> EventRecord:
+        return self.events[-1]
+
+
+def processor_runs(trace: Trace, profile: TargetProfile) -> list[ProcessorRun]:
+    runs: list[ProcessorRun] = []
+    for sid in session_ids(trace):
+        current: list[EventRecord] = []
+        for event in (e for e in appended_events(trace) if e.session_id == sid):
+            mine = event.author == profile.results_processor
+            if current and (not mine or current[-1].invocation_id != event.invocation_id):
+                runs.append(ProcessorRun(tuple(current)))
+                current = []
+            if mine:
+                current.append(event)
+        if current:
+            runs.append(ProcessorRun(tuple(current)))
+    return sorted(runs, key=lambda r: r.first.index)
+
+
+@dataclass(frozen=True)
+class ExecutionWindow:
+    """One execution and what followed it, up to the next execution of the same session."""
+
+    execution: EventRecord
+    ordinal: int
+    next_execution: EventRecord | None
+    runs: tuple[ProcessorRun, ...]
+
+    def contains(self, position: float) -> bool:
+        end = self.next_execution.index if self.next_execution else math.inf
+        return self.execution.index < position < end
+
+
+def execution_windows(trace: Trace, profile: TargetProfile) -> list[ExecutionWindow]:
+    """Each execution with the processor runs of its invocation that came after it and before the next one."""
+    runs = processor_runs(trace, profile)
+    windows: list[ExecutionWindow] = []
+    for sid in session_ids(trace):
+        session_executions = [e for e in executions(trace, profile) if e.session_id == sid]
+        for ordinal, execution in enumerate(session_executions, start=1):
+            following = session_executions[ordinal] if ordinal < len(session_executions) else None
+            end = following.index if following else math.inf
+            mine = tuple(r for r in runs if r.first.session_id == sid and r.first.invocation_id == execution.invocation_id
+                         and execution.index < r.first.index < end)
+            windows.append(ExecutionWindow(execution, ordinal, following, mine))
+    return sorted(windows, key=lambda w: w.execution.index)
+
+
+def request_positions(trace: Trace) -> dict[int, float]:
+    """Request index -> where it falls among the events (a fractional event index).
+
+    The k-th request of an agent in an invocation is answered by the k-th model-answer
+    event of that agent in that invocation, so it sits just before that event. A request
+    without an answer event (the model failed) sits after the invocation's last event.
+    """
+    answers: dict[tuple[str, str], list[EventRecord]] = defaultdict(list)
+    last_of_invocation: dict[str, int] = {}
+    for event in appended_events(trace):
+        last_of_invocation[event.invocation_id] = event.index
+        if is_model_answer(event):
+            answers[(event.invocation_id, event.author)].append(event)
+    requests: dict[tuple[str, str], list[LlmRequestRecord]] = defaultdict(list)
+    for request in sorted(trace.llm_requests, key=lambda r: r.index):
+        requests[(request.invocation_id, request.agent)].append(request)
+    positions: dict[int, float] = {}
+    for key, group in requests.items():
+        answered_by = answers.get(key, [])
+        for k, request in enumerate(group):
+            if k < len(answered_by):
+                positions[request.index] = answered_by[k].index - 0.5
+            else:
+                last = last_of_invocation.get(request.invocation_id)
+                positions[request.index] = last + 0.5 if last is not None else math.inf
+    return positions
+
+
+def session_of_request(trace: Trace, request: LlmRequestRecord) -> str | None:
+    by_invocation = {e.invocation_id: e.session_id for e in trace.events}
+    return by_invocation.get(request.invocation_id) or session_of_turn(trace).get(request.turn)
+
+
+def response_to(trace: Trace, request: LlmRequestRecord) -> LlmResponseRecord | None:
+    """The response record answering ``request``: same index when the recorder pairs them, else by order."""
+    requests = sorted((r for r in trace.llm_requests if r.agent == request.agent), key=lambda r: r.index)
+    responses = sorted((r for r in trace.llm_responses if r.agent == request.agent), key=lambda r: r.index)
+    if {r.index for r in responses} <= {r.index for r in requests}:
+        return next((r for r in responses if r.index == request.index), None)
+    k = next(i for i, r in enumerate(requests) if r.index == request.index)
+    return responses[k] if k < len(responses) else None
+
+
+def rows_by_event(trace: Trace) -> dict[int, tuple[PersistedSnapshot, PersistedEventRow]]:
+    """Event index -> its row in the last persisted snapshot of its session.
+
+    Rows and events are paired per (invocation, author) in order, so an event the
+    service failed to persist leaves its own slot empty without shifting the others.
+    """
+    found: dict[int, tuple[PersistedSnapshot, PersistedEventRow]] = {}
+    for sid in session_ids(trace):
+        snapshot = trace.final_persisted(sid)
+        if snapshot is None:
+            continue
+        rows: dict[tuple[str, str], list[PersistedEventRow]] = defaultdict(list)
+        for row in sorted(snapshot.events, key=lambda r: r.seq):
+            rows[(row.invocation_id, row.author)].append(row)
+        events: dict[tuple[str, str], list[EventRecord]] = defaultdict(list)
+        for event in appended_events(trace):
+            if event.session_id == sid:
+                events[(event.invocation_id, event.author)].append(event)
+        for key, group in events.items():
+            for event, row in zip(group, rows.get(key, [])):
+                found[event.index] = (snapshot, row)
+    return found
+
+
+def unique_rows(trace: Trace) -> list[tuple[PersistedSnapshot, PersistedEventRow]]:
+    """Every persisted row once (snapshots repeat earlier rows), with the first snapshot that held it."""
+    seen: set[tuple[str, int]] = set()
+    result: list[tuple[PersistedSnapshot, PersistedEventRow]] = []
+    for snapshot in trace.persisted:
+        for row in snapshot.events:
+            if (snapshot.session_id, row.seq) not in seen:
+                seen.add((snapshot.session_id, row.seq))
+                result.append((snapshot, row))
+    return result
+
+
+def last_snapshot_of_turn(trace: Trace, session_id: str, turn: int) -> PersistedSnapshot | None:
+    matches = [p for p in trace.persisted if p.session_id == session_id and p.turn == turn]
+    return matches[-1] if matches else None
+
+
+def delegation_count(event: EventRecord, profile: TargetProfile) -> int:
+    """Fresh delegations in an analyst event: delegate_tool responses that wrote state (opened a stage)."""
+    if event.author != profile.analyst or event.partial or not event.emitted_delta:
+        return 0
+    return event.function_responses.count(profile.delegate_tool)

@@ -1,0 +1,44 @@
+"""A vcrpy matcher that keeps each model call with its caller.
+
+vcrpy's default matching ignores bodies and replays same-URL calls in recorded
+order. Every agent and Job_B's sub-LM post to the same URL, and concurrent
+``llm_query_batched`` calls may arrive in any order, so order alone could hand
+one caller another's answer. ``caller`` compares who is calling — the agent
+named in the system instruction, or for a sub-LM call the prompt itself —
+and nothing else, so prompt wording may still drift between recording and
+replay.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from vcr.request import Request
+
+from ..scenario.script import SUB_LM
+from .scripted_endpoint import agent_from_request
+
+
+def caller_of(request: Request) -> str:
+    body: Any = request.body
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", errors="replace")
+    try:
+        data = json.loads(body) if body else {}
+    except ValueError:
+        return "unparseable-body"
+    if not isinstance(data, dict):
+        return "unparseable-body"
+    agent = agent_from_request(data)
+    if agent != SUB_LM:
+        return agent
+    texts = [part.get("text", "") for content in data.get("contents") or [] if isinstance(content, dict)
+             for part in content.get("parts") or [] if isinstance(part, dict)]
+    return f"{SUB_LM}:{' '.join(texts)}"
+
+
+def caller(r1: Request, r2: Request) -> None:
+    a, b = caller_of(r1), caller_of(r2)
+    if a != b:
+        raise AssertionError(f"caller {a[:80]!r} != {b[:80]!r}")

@@ -1,0 +1,42 @@
+"""The result of a conformance run: the only input the reporters read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .checks.base import CheckResult, Status
+from .trace.model import Trace
+
+
+@dataclass(frozen=True)
+class ScenarioResult:
+    scenario: str
+    description: str
+    target: str
+    llm_mode: str
+    session_service: str
+    checks: tuple[CheckResult, ...]
+    trace: Trace | None
+    duration_s: float
+    # A harness-level failure (cassette miss, target import error ...): the scenario could not be judged.
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not any(c.status is Status.FAIL for c in self.checks)
+
+    def check(self, name: str) -> CheckResult | None:
+        return next((c for c in self.checks if c.name == name), None)
+
+
+@dataclass(frozen=True)
+class RunReport:
+    results: tuple[ScenarioResult, ...]
+    started_at: str
+    machine: str
+    tool_version: str
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.results)

@@ -1,0 +1,171 @@
+"""``run_scenario``: the one pipeline the pytest plugin and the CLI share.
+
+scenario -> target -> run (per LLM mode) -> trace -> checks -> ScenarioResult.
+Nothing here reaches back upstream: the target is built from the scenario, the
+recorder fills the trace, the checks read it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import tempfile
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Iterator
+
+from google.adk.runners import Runner
+from google.genai import types
+
+from .checks import run_checks
+from .checks.base import CheckContext
+from .errors import CassetteError, HarnessError
+from .llm.modes import LlmMode, endpoint_for
+from .result import ScenarioResult
+from .scenario.models import Scenario
+from .targets.base import BuiltTarget, SessionServiceFactory, TargetEnvironment
+from .targets.profile import TargetProfile
+from .targets.registry import resolve_target
+from .capture import persisted_snapshot
+from .trace.model import AgentInfo, Trace, TurnOutcome, TurnRecord
+from .trace.recorder_plugin import TraceRecorderPlugin
+from .trace.recording_service import RecordingSessionService
+
+DEFAULT_MODEL = "gemini-2.5-flash"
+# Retries as a production agent would configure them; short delays keep replay fast.
+RETRY_OPTIONS = types.HttpRetryOptions(attempts=3, initial_delay=0.05, max_delay=0.2, exp_base=2.0,
+                                       http_status_codes=[429, 500, 503])
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    target: str | None = None  # None: the scenario's own target
+    llm_mode: LlmMode = LlmMode.REPLAY
+    record: bool = False  # write the cassette (scripted or live mode)
+    cassette_dir: Path = Path("cassettes")
+    model: str = DEFAULT_MODEL
+    session_service: str = "delta"
+    profile: TargetProfile | None = None
+    work_dir: Path | None = None  # None: a fresh temporary folder per scenario
+    secrets: tuple[str, ...] = field(default=(), repr=False)
+
+
+def rerecord_command(scenario: str) -> str:
+    return f"rlm-conformance record --scenario {scenario}  (or: tox -e record -- --scenario {scenario})"
+
+
+def run_scenario(scenario: Scenario, options: RunOptions = RunOptions()) -> ScenarioResult:
+    return asyncio.run(run_scenario_async(scenario, options))
+
+
+async def run_scenario_async(scenario: Scenario, options: RunOptions = RunOptions()) -> ScenarioResult:
+    started = time.perf_counter()
+    target_name = options.target or scenario.target
+    base = dict(scenario=scenario.name, description=scenario.description, target=target_name,
+                llm_mode=options.llm_mode.value, session_service=options.session_service)
+    try:
+        with _work_dir(options) as home:
+            trace, profile = await _drive(scenario, options, target_name, home)
+    except HarnessError as exc:
+        return ScenarioResult(**base, checks=(), trace=None, duration_s=time.perf_counter() - started, error=str(exc))
+    checks = run_checks(CheckContext(trace=trace, scenario=scenario, profile=profile),
+                        only=scenario.expect.checks.only, skip=scenario.expect.checks.skip)
+    return ScenarioResult(**base, checks=tuple(checks), trace=trace, duration_s=time.perf_counter() - started)
+
+
+@contextlib.contextmanager
+def _work_dir(options: RunOptions) -> Iterator[Path]:
+    if options.work_dir is not None:
+        options.work_dir.mkdir(parents=True, exist_ok=True)
+        yield options.work_dir
+        return
+    with tempfile.TemporaryDirectory(prefix="rlm-conformance-") as tmp:
+        yield Path(tmp)
+
+
+async def _drive(scenario: Scenario, options: RunOptions, target_name: str, home: Path) -> tuple[Trace, TargetProfile]:
+    from .llm.session import llm_session
+
+    async with llm_session(scenario, options, rerecord=rerecord_command(scenario.name)) as llm:
+        env = TargetEnvironment(
+            model=llm.endpoint.gemini(retry_options=RETRY_OPTIONS),
+            model_name=options.model,
+            sub_lm=llm.sub_lm,
+            home=home,
+            max_iterations=scenario.max_iterations,
+            context=scenario.context,
+            session_service_factory=_session_service_factory(options.session_service),
+        )
+        built = resolve_target(target_name)(env)
+        if options.profile is not None:
+            built.profile = options.profile
+        try:
+            trace = await _run_sessions(scenario, built, options, llm.mode_label)
+        finally:
+            built.close()
+        llm.raise_if_cassette_missed()
+    return trace, built.profile
+
+
+def _session_service_factory(name: str) -> SessionServiceFactory | None:
+    from .targets.session_services import resolve_session_service
+
+    return resolve_session_service(name)
+
+
+async def _run_sessions(scenario: Scenario, built: BuiltTarget, options: RunOptions, mode_label: str) -> Trace:
+    turn_counter = {"turn": 0}
+    current_turn = lambda: turn_counter["turn"]  # noqa: E731
+    service = RecordingSessionService(built.session_service, current_turn=current_turn)
+    recorder = TraceRecorderPlugin(store=built.session_service, current_turn=current_turn)
+    app = built.app.model_copy(update={"plugins": [*built.app.plugins, recorder]})
+    runner = Runner(app=app, session_service=service)
+    trace = Trace(scenario=scenario.name, target=built.name, llm_mode=mode_label,
+                  session_service=type(built.session_service).__name__,
+                  plugins=[type(p).__name__ for p in built.app.plugins], agents=describe_agents(built.app.root_agent))
+
+    for index, spec in enumerate(scenario.sessions):
+        session_id = spec.id or f"{scenario.name}-{index}"
+        if await service.get_session(app_name=app.name, user_id=spec.user, session_id=session_id) is None:
+            await service.create_session(app_name=app.name, user_id=spec.user, session_id=session_id,
+                                         state=dict(spec.initial_state) or None)
+        for turn in spec.turns:
+            run_error = None
+            try:
+                outcome = await built.run_turn(runner, spec.user, session_id, turn.user)
+            except HarnessError:
+                raise
+            except Exception as exc:  # the target's runner crashed: the checks see it as the turn's error
+                outcome, run_error = TurnOutcome(), f"{type(exc).__name__}: {exc}"
+            trace.turns.append(TurnRecord(turn=turn_counter["turn"], session_id=session_id, user_id=spec.user,
+                                          message=turn.user, outcome=outcome, run_error=run_error))
+            trace.persisted.append(await persisted_snapshot(built.session_service, app_name=app.name,
+                                                            user_id=spec.user, session_id=session_id,
+                                                            turn=turn_counter["turn"]))
+            turn_counter["turn"] += 1
+        if built.list_executions is not None:
+            trace.executions.extend(built.list_executions(app.name, spec.user, session_id))
+
+    trace.events = service.records
+    trace.llm_requests = recorder.requests
+    trace.llm_responses = recorder.responses
+    trace.live_states = recorder.live_states
+    return trace
+
+
+def describe_agents(root: Any, parent: str | None = None) -> list[AgentInfo]:
+    """Name, kind, output_key, instruction kind and tools of every agent in the tree."""
+    instruction = getattr(root, "instruction", None)
+    kind = "none" if not instruction else "string" if isinstance(instruction, str) else "provider"
+    tools = []
+    for tool in getattr(root, "tools", None) or []:
+        tools.append(getattr(tool, "name", None) or getattr(tool, "__name__", type(tool).__name__))
+    info = AgentInfo(name=root.name, kind=type(root).__name__, parent=parent,
+                     output_key=getattr(root, "output_key", None), instruction_kind=kind,
+                     instruction_text=instruction if isinstance(instruction, str) else None, tools=tools,
+                     has_before_agent_callback=bool(getattr(root, "before_agent_callback", None)))
+    agents = [info]
+    for child in getattr(root, "sub_agents", None) or []:
+        agents.extend(describe_agents(child, root.name))
+    return agents

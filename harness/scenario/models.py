@@ -1,0 +1,125 @@
+"""The scenario file format: strict pydantic models, published as JSON Schema.
+
+Every model forbids unknown fields and documents every field; the descriptions
+become the editor completion text of ``scenarios/scenario.schema.json``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, JsonValue, StringConstraints,
+                      Tag, model_validator)
+from pydantic_core import PydanticCustomError
+
+from harness.scenario.script import CallStep, FaultStep, TextStep
+
+STEP_TAGS: dict[str, type[BaseModel]] = {"CallStep": CallStep, "FaultStep": FaultStep, "TextStep": TextStep}
+"""Union tags pydantic puts in an error's location inside a script step (the loader drops them)."""
+
+_SHAPES = "{call: <tool>, args: {...}}, {fault: <kind>} or {text: <answer>}"
+
+
+def _step_tag(value: Any) -> str:
+    if isinstance(value, dict):
+        return "CallStep" if "call" in value else "FaultStep" if "fault" in value else "TextStep"
+    return type(value).__name__ if type(value).__name__ in STEP_TAGS else "TextStep"
+
+
+def _check_step_shape(value: Any) -> Any:
+    """Reject a step that is not exactly one of the shapes, before the union tries each member."""
+    if isinstance(value, BaseModel):
+        return value
+    if not isinstance(value, dict):
+        raise PydanticCustomError("step_shape", "a step must be a mapping: " + _SHAPES)
+    shapes = [key for key in ("call", "fault") if key in value]
+    if len(shapes) > 1:
+        raise PydanticCustomError("step_shape", "a step must be exactly one of " + _SHAPES
+                                  + ", but this one has both 'call' and 'fault'")
+    if not shapes and "text" not in value:
+        raise PydanticCustomError("step_shape", "a step needs 'call', 'fault' or 'text': " + _SHAPES)
+    return value
+
+
+Step = Annotated[
+    Union[Annotated[CallStep, Tag("CallStep")], Annotated[FaultStep, Tag("FaultStep")],
+          Annotated[TextStep, Tag("TextStep")]],
+    Discriminator(_step_tag),
+    BeforeValidator(_check_step_shape),
+]
+"""One model-script step: exactly one of CallStep, FaultStep, TextStep."""
+
+Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]+$")]
+ScriptKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+Termination = Literal["final_answer", "exit_loop", "max_iterations", "fatal_error", "model_error"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Turn(_Model):
+    """One user turn of a session."""
+
+    user: str = Field(description="The user message text sent for this turn.")
+
+
+class SessionSpec(_Model):
+    """One session: a user and the turns they send, in order."""
+
+    user: str = Field(default="user_1", description="User id that owns the session (user: state is shared by it).")
+    id: str | None = Field(default=None, description="Session id; default '<scenario name>-<index>'.")
+    turns: list[Turn] = Field(min_length=1, description="The user turns of this session, in order.")
+    initial_state: dict[str, JsonValue] = Field(default_factory=dict,
+                                                description="State the session is created with.")
+
+
+class CheckSelection(_Model):
+    """Which registered checks apply to this scenario."""
+
+    only: list[str] | None = Field(default=None, description="Run only these checks (by name); default all.")
+    skip: dict[str, Annotated[str, StringConstraints(min_length=1)]] = Field(
+        default_factory=dict, description="Checks not to run: check name -> the reason it does not apply.")
+
+    @model_validator(mode="after")
+    def _only_and_skip_disjoint(self) -> CheckSelection:
+        both = sorted(set(self.only or ()) & set(self.skip))
+        if both:
+            raise PydanticCustomError("check_selection", "a check cannot be both in 'only' and in 'skip': {names}",
+                                      {"names": ", ".join(both)})
+        return self
+
+
+class Expectations(_Model):
+    """What the run must show, beyond the invariant checks."""
+
+    checks: CheckSelection = Field(default_factory=CheckSelection, description="Which checks apply.")
+    executions: int | None = Field(default=None, ge=0,
+                                   description="Number of Job_B runs expected in the whole scenario.")
+    final_answer: str | None = Field(default=None, description="The final answer the run must end with.")
+    termination: Termination | None = Field(default=None, description="How the last session's loop must end.")
+    state: dict[str, JsonValue] = Field(
+        default_factory=dict, description="Persisted session-state fragments expected at the end of the last "
+                                          "session; a value of null means the key must be absent.")
+    outcome_error: str | None = Field(
+        default=None, description="A substring the run's error must contain, for scenarios expected to end in "
+                                  "a clean failure (e.g. retries exhausted).")
+    state_budget_bytes: int = Field(default=16384, ge=1,
+                                    description="Upper bound on the size of persisted state, in bytes of JSON.")
+
+
+class Scenario(_Model):
+    """One conformance scenario: user turns, a model script, and what must come out."""
+
+    name: Slug = Field(description="Scenario name: lowercase letters, digits, underscores; equals the file stem.")
+    description: str = Field(description="What the scenario exercises, in one sentence.")
+    target: str = Field(default="reference", pattern=r"^(reference|legacy|[A-Za-z_][\w.]*:[A-Za-z_][\w.]*)$",
+                        description="Target to run: 'reference', 'legacy' or 'module:attr'.")
+    max_iterations: int = Field(default=6, ge=1, description="max_iterations of the orchestrator loop.")
+    context: JsonValue = Field(default=None, description="Data given to executed code as `context`.")
+    sessions: list[SessionSpec] = Field(min_length=1, description="Sessions run one after another.")
+    script: dict[ScriptKey, list[Step]] = Field(
+        description="Model script: agent name (or 'sub_lm' for llm_query calls) -> its answers, in order.",
+        json_schema_extra={"additionalProperties": False})
+    expect: Expectations = Field(default_factory=Expectations, description="Expectations on the run.")
+    tags: list[str] = Field(default_factory=list, description="Free labels to select scenarios by.")

@@ -1,0 +1,59 @@
+"""What a target is: an ADK App the harness can build, drive one turn at a time, and read back.
+
+The harness hands a target a ``TargetEnvironment`` (the model for the current
+LLM mode, the sub-LM, a private folder, the session service to use) and gets a
+``BuiltTarget``. The harness then wires its recorder around it: the App gets
+one more plugin and the session service a recording wrapper.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Protocol
+
+from google.adk.apps import App
+from google.adk.models.base_llm import BaseLlm
+from google.adk.runners import Runner
+from google.adk.sessions.base_session_service import BaseSessionService
+
+from ..trace.model import ExecutionRecord, TurnOutcome
+from .profile import TargetProfile
+
+SubLm = Callable[[str], Awaitable[str]]
+SessionServiceFactory = Callable[["TargetEnvironment"], BaseSessionService]
+
+
+@dataclass
+class TargetEnvironment:
+    model: BaseLlm
+    model_name: str
+    sub_lm: SubLm
+    home: Path
+    max_iterations: int
+    context: Any = None
+    # None: the target's own default (DeltaSessionService on DuckDB for the reference agent).
+    session_service_factory: SessionServiceFactory | None = None
+    executor_timeout_s: float = 20.0
+
+
+RunTurn = Callable[[Runner, str, str, str], Awaitable[TurnOutcome]]
+"""(runner, user_id, session_id, message) -> outcome, the target's own run_conversation."""
+
+ListExecutions = Callable[[str, str, str], list[ExecutionRecord]]
+"""(app_name, user_id, session_id) -> Job_B runs, from the target's artifact registry."""
+
+
+@dataclass
+class BuiltTarget:
+    name: str
+    app: App
+    session_service: BaseSessionService
+    run_turn: RunTurn
+    profile: TargetProfile = field(default_factory=TargetProfile)
+    list_executions: ListExecutions | None = None
+    close: Callable[[], None] = lambda: None
+
+
+class TargetFactory(Protocol):
+    def __call__(self, env: TargetEnvironment) -> BuiltTarget: ...

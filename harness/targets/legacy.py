@@ -1,0 +1,45 @@
+"""The ``legacy`` target: the seeds' before-state (``reference_agent.legacy``), to prove the checks fail."""
+
+from __future__ import annotations
+
+import json
+
+from google.adk.runners import Runner
+from google.adk.sessions import DatabaseSessionService
+
+from reference_agent.config import AgentSettings
+from reference_agent.legacy.agent import build_legacy_app
+from reference_agent.legacy.run import run_conversation
+from reference_agent.services import build_local_services
+from reference_agent.storage.duckdb_engine import DuckDBEngine
+
+from ..trace.model import TurnOutcome
+from .base import BuiltTarget, TargetEnvironment
+from .profile import TargetProfile
+from .reference import executions_from_registry
+
+
+async def _run_turn(runner: Runner, user_id: str, session_id: str, message: str) -> TurnOutcome:
+    outcome = await run_conversation(runner, user_id=user_id, session_id=session_id, message=message)
+    return TurnOutcome(termination=outcome.status, delegations=outcome.delegations)
+
+
+def build_legacy(env: TargetEnvironment) -> BuiltTarget:
+    settings = AgentSettings(home=env.home, model=env.model_name, max_iterations=env.max_iterations,
+                             executor_timeout_s=env.executor_timeout_s)
+    engine = DuckDBEngine(settings.database_path)
+    services = build_local_services(settings, sub_lm=env.sub_lm, engine=engine)
+    if env.context is not None:
+        services.context_path = services.volume.path("context", "context.json")
+        services.volume.write_text(services.context_path, json.dumps(env.context))
+    service = (env.session_service_factory(env) if env.session_service_factory
+               else DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{env.home / 'legacy_sessions.db'}"))
+    return BuiltTarget(
+        name="legacy",
+        app=build_legacy_app(services, model=env.model),
+        session_service=service,
+        run_turn=_run_turn,
+        profile=TargetProfile(none_semantics="delete"),
+        list_executions=executions_from_registry(services.registry, services.volume.read_text),
+        close=engine.close,
+    )

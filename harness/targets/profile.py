@@ -1,0 +1,89 @@
+"""A target profile: the names a target uses for the roles the checks talk about.
+
+The checks speak of roles (the analyst, the job builder, the summary key ...).
+The reference agent's names are the defaults, read from its state contract; a
+user whose agent uses other names passes a profile YAML (``--profile``) so the
+same checks apply to their agent.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from reference_agent import state_contract as sc
+
+
+class KeyRule(BaseModel):
+    """One contract row: which writers may put ``key`` (or keys starting with it) in a delta."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    key: str
+    writers: tuple[str, ...]
+    family: bool = False
+
+    def matches(self, key: str) -> bool:
+        return key.startswith(self.key) if self.family else key == self.key
+
+
+def _reference_contract() -> tuple[KeyRule, ...]:
+    return tuple(KeyRule(key=s.key, writers=s.writers, family=s.family) for s in sc.CONTRACT)
+
+
+class TargetProfile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    loop_agent: str = Field(default="orchestrator_loop", description="The LoopAgent.")
+    analyst: str = Field(default=sc.ANALYST, description="The LlmAgent that writes code and delegates.")
+    job_builder: str = Field(default=sc.JOB_BUILDER, description="The agent that runs Job_B.")
+    results_processor: str = Field(default=sc.RESULTS_PROCESSOR, description="The LlmAgent that summarises results.")
+    delegate_tool: str = Field(default=sc.DELEGATE_TOOL)
+    exit_tool: str = Field(default=sc.EXIT_TOOL)
+    run_conversation_author: str = Field(default=sc.RUN_CONVERSATION, description="Author of cleanup/outcome events.")
+    summary_key: str = Field(default=sc.LAST_RESULTS_SUMMARY)
+    iteration_key: str = Field(default=sc.ITERATION)
+    final_answer_key: str = Field(default=sc.FINAL_ANSWER)
+    termination_key: str = Field(default=sc.TERMINATION_REASON)
+    stale_flag_keys: tuple[str, ...] = Field(
+        default=(sc.EXIT_REQUESTED, sc.FATAL_ERROR, sc.FATAL_ERROR_MSG, sc.FINAL_ANSWER, sc.TERMINATION_REASON),
+        description="Per-turn flags that must be cleared by an appended event before the next turn.",
+    )
+    pruning_plugins: tuple[str, ...] = Field(
+        default=("RlmContextPruningPlugin",), description="Plugin class names that count as a pruning plugin."
+    )
+    contract: tuple[KeyRule, ...] = Field(default_factory=_reference_contract)
+    # Which contract writers each event author may act for: a tool's writes land in its
+    # agent's events, a plugin's after_agent writes in the agent it ran after.
+    author_writers: dict[str, tuple[str, ...]] = Field(
+        default_factory=lambda: {
+            sc.ANALYST: (sc.ANALYST, sc.DELEGATE_TOOL, sc.EXIT_TOOL),
+            sc.JOB_BUILDER: (sc.JOB_BUILDER,),
+            sc.RESULTS_PROCESSOR: (sc.RESULTS_PROCESSOR, sc.STAGE_PLUGIN, sc.INJECTION_PLUGIN),
+            sc.RUN_CONVERSATION: (sc.RUN_CONVERSATION,),
+        }
+    )
+    none_semantics: Literal["delete", "store"] = Field(
+        default="delete", description="What None in a delta means for the target's session service."
+    )
+
+    def writers_for_author(self, author: str) -> tuple[str, ...]:
+        return self.author_writers.get(author, (author,))
+
+    def rule_for(self, key: str) -> KeyRule | None:
+        return next((rule for rule in self.contract if rule.matches(key)), None)
+
+
+def load_profile(path: Path) -> TargetProfile:
+    from ..errors import HarnessError
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        return TargetProfile.model_validate(data)
+    except (OSError, yaml.YAMLError) as exc:
+        raise HarnessError(f"{path}: cannot read the target profile ({exc}). Fix the file or drop --profile.") from None
+    except ValidationError as exc:
+        problems = "; ".join(f"field '{'.'.join(map(str, e['loc']))}': {e['msg']}" for e in exc.errors())
+        raise HarnessError(f"{path}: invalid target profile: {problems}. Fields: {', '.join(TargetProfile.model_fields)}.") from None

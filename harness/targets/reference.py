@@ -1,0 +1,64 @@
+"""The ``reference`` target: the reference agent on its embedded defaults (DuckDB, local Job_B)."""
+
+from __future__ import annotations
+
+import json
+
+from google.adk.runners import Runner
+
+from reference_agent.app import build_app
+from reference_agent.config import AgentSettings
+from reference_agent.registry import ArtifactRegistry
+from reference_agent.run import run_conversation
+from reference_agent.services import build_local_services
+from reference_agent.sessions.delta_session_service import DeltaSessionService
+from reference_agent.storage.duckdb_engine import DuckDBEngine
+
+from ..trace.model import ExecutionRecord, TurnOutcome
+from .base import BuiltTarget, TargetEnvironment
+
+
+async def _run_turn(runner: Runner, user_id: str, session_id: str, message: str) -> TurnOutcome:
+    outcome = await run_conversation(runner, user_id=user_id, session_id=session_id, message=message)
+    return TurnOutcome(termination=outcome.termination, final_answer=outcome.final_answer,
+                       delegations=outcome.delegations, error=outcome.error)
+
+
+def executions_from_registry(registry: ArtifactRegistry, read_text) -> callable:
+    def list_executions(app_name: str, user_id: str, session_id: str) -> list[ExecutionRecord]:
+        records = []
+        for artifact in registry.list_for_session(app_name, user_id, session_id):
+            result = {}
+            if artifact.result_json_path:
+                try:
+                    result = json.loads(read_text(artifact.result_json_path))
+                except (OSError, ValueError):
+                    result = {}
+            records.append(ExecutionRecord(
+                artifact_id=artifact.artifact_id, session_id=session_id, iteration=artifact.iteration,
+                status=artifact.status, result_status=result.get("status"),
+                result_json_path=artifact.result_json_path, stdout_bytes=result.get("stdout_bytes"),
+                final_answer=result.get("final_answer"), sublm_calls=len(result.get("sublm_calls") or []),
+            ))
+        return records
+
+    return list_executions
+
+
+def build_reference(env: TargetEnvironment) -> BuiltTarget:
+    settings = AgentSettings(home=env.home, model=env.model_name, max_iterations=env.max_iterations,
+                             executor_timeout_s=env.executor_timeout_s)
+    engine = DuckDBEngine(settings.database_path)
+    services = build_local_services(settings, sub_lm=env.sub_lm, engine=engine)
+    if env.context is not None:
+        services.context_path = services.volume.path("context", "context.json")
+        services.volume.write_text(services.context_path, json.dumps(env.context))
+    session_service = env.session_service_factory(env) if env.session_service_factory else DeltaSessionService(engine)
+    return BuiltTarget(
+        name="reference",
+        app=build_app(services, model=env.model),
+        session_service=session_service,
+        run_turn=_run_turn,
+        list_executions=executions_from_registry(services.registry, services.volume.read_text),
+        close=engine.close,
+    )

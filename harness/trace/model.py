@@ -1,0 +1,158 @@
+"""The trace of one scenario run: everything the checks, snapshots and reports read.
+
+Data flows one way: the recorder fills a ``Trace``; checks, the snapshot
+normaliser and the reporters only read it. Every record is plain data (JSON
+serialisable through pydantic) so a trace can be written next to the report.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class EventRecord(_Record):
+    """One event as the runner appended it to the session service."""
+
+    index: int = Field(description="Position among all events appended during the scenario.")
+    session_id: str
+    user_id: str
+    turn: int = Field(description="Index of the user turn (across the scenario) the event belongs to.")
+    invocation_id: str
+    author: str
+    emitted_delta: dict[str, Any] = Field(description="state_delta as the writer emitted it (before the service trimmed temp:).")
+    appended_delta: dict[str, Any] = Field(description="state_delta left on the event after append_event returned.")
+    escalate: bool = False
+    transfer_to_agent: str | None = None
+    function_calls: list[str] = Field(default_factory=list)
+    function_responses: list[str] = Field(default_factory=list)
+    text: str = ""
+    partial: bool = False
+
+
+class LlmRequestRecord(_Record):
+    """One request an agent sent to its model (as built by ADK, after all callbacks)."""
+
+    index: int
+    agent: str
+    turn: int
+    invocation_id: str
+    system_instruction: str
+    contents_text: str
+    tools: list[str] = Field(default_factory=list)
+
+
+class LlmResponseRecord(_Record):
+    index: int
+    agent: str
+    text: str
+    function_calls: list[str] = Field(default_factory=list)
+    error: str | None = None
+
+
+class ExecutionRecord(_Record):
+    """One Job_B run, read from the target's artifact registry and the result JSON."""
+
+    artifact_id: str
+    session_id: str
+    iteration: int
+    status: str = Field(description="Registry status at the end of the scenario: pending, executed, consumed, failed.")
+    result_status: str | None = Field(default=None, description="Job_B's own status from the result JSON.")
+    result_json_path: str | None = None
+    stdout_bytes: int | None = None
+    final_answer: str | None = None
+    sublm_calls: int = 0
+
+
+class PersistedEventRow(_Record):
+    seq: int
+    author: str
+    invocation_id: str
+    state_delta: dict[str, Any]
+    deleted_keys: list[str] = Field(default_factory=list)
+
+
+class PersistedSnapshot(_Record):
+    """What storage holds for one session after a turn, read back from storage (not from memory)."""
+
+    session_id: str
+    user_id: str
+    turn: int
+    session_state: dict[str, Any]
+    app_state: dict[str, Any]
+    user_state: dict[str, Any]
+    events: list[PersistedEventRow]
+    source: Literal["rows", "reload"] = Field(
+        description="'rows': raw rows of the service's tables; 'reload': a fresh get_session()."
+    )
+    state_bytes: int = Field(description="Bytes of the JSON of session_state as stored.")
+
+
+class LiveStateRecord(_Record):
+    """The live in-memory session state at the end of an invocation (after_run_callback)."""
+
+    session_id: str
+    turn: int
+    invocation_id: str
+    state: dict[str, Any] = Field(description="ctx.session.state as the agents left it (temp: included).")
+    persisted_state: dict[str, Any] = Field(
+        description="A fresh get_session() from the service at the same moment (app:/user: merged, as ADK returns it)."
+    )
+
+
+class TurnOutcome(_Record):
+    termination: str | None = None
+    final_answer: str | None = None
+    delegations: int | None = None
+    error: str | None = None
+
+
+class TurnRecord(_Record):
+    turn: int
+    session_id: str
+    user_id: str
+    message: str
+    outcome: TurnOutcome
+    run_error: str | None = Field(default=None, description="An exception that escaped the target's runner, if any.")
+
+
+class AgentInfo(_Record):
+    name: str
+    kind: str = Field(description="Class name, e.g. LlmAgent, LoopAgent, JobBuilderAgent.")
+    parent: str | None = None
+    output_key: str | None = None
+    instruction_kind: Literal["string", "provider", "none"] = "none"
+    instruction_text: str | None = Field(default=None, description="The raw string instruction, when it is a string.")
+    tools: list[str] = Field(default_factory=list)
+    has_before_agent_callback: bool = False
+
+
+class Trace(_Record):
+    scenario: str
+    target: str
+    llm_mode: str
+    session_service: str
+    plugins: list[str] = Field(default_factory=list, description="Class names of the App's plugins (the recorder excluded).")
+    agents: list[AgentInfo] = Field(default_factory=list)
+    turns: list[TurnRecord] = Field(default_factory=list)
+    events: list[EventRecord] = Field(default_factory=list)
+    llm_requests: list[LlmRequestRecord] = Field(default_factory=list)
+    llm_responses: list[LlmResponseRecord] = Field(default_factory=list)
+    executions: list[ExecutionRecord] = Field(default_factory=list)
+    persisted: list[PersistedSnapshot] = Field(default_factory=list)
+    live_states: list[LiveStateRecord] = Field(default_factory=list)
+
+    def events_of(self, author: str) -> list[EventRecord]:
+        return [e for e in self.events if e.author == author]
+
+    def requests_of(self, agent: str) -> list[LlmRequestRecord]:
+        return [r for r in self.llm_requests if r.agent == agent]
+
+    def final_persisted(self, session_id: str) -> PersistedSnapshot | None:
+        snapshots = [p for p in self.persisted if p.session_id == session_id]
+        return snapshots[-1] if snapshots else None

@@ -1,0 +1,89 @@
+"""A session service wrapper that records every event as the runner appends it.
+
+It delegates everything to the target's own service, so what is persisted is
+exactly what the target's service does; it only copies each event's delta
+before (as the writer emitted it) and after ``append_event`` (as the service
+left it). The harness owns the wrapper; the target never sees the difference.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable, Optional
+
+from google.adk.events import Event
+from google.adk.sessions import Session
+from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig, ListSessionsResponse
+
+from .model import EventRecord
+
+
+def _names(event: Event, attr: str) -> list[str]:
+    getter = getattr(event, attr, None)
+    return [item.name for item in (getter() if getter else []) if getattr(item, "name", None)]
+
+
+def _text(event: Event, limit: int = 2_000) -> str:
+    if not event.content or not event.content.parts:
+        return ""
+    text = "".join(p.text for p in event.content.parts if getattr(p, "text", None) and not getattr(p, "thought", False))
+    return text[:limit]
+
+
+class RecordingSessionService(BaseSessionService):
+    def __init__(self, inner: BaseSessionService, *, current_turn: Callable[[], int]) -> None:
+        self.inner = inner
+        self.records: list[EventRecord] = []
+        self._current_turn = current_turn
+
+    async def create_session(self, *, app_name: str, user_id: str, state: Optional[dict[str, Any]] = None,
+                             session_id: Optional[str] = None) -> Session:
+        return await self.inner.create_session(app_name=app_name, user_id=user_id, state=state, session_id=session_id)
+
+    async def get_session(self, *, app_name: str, user_id: str, session_id: str,
+                          config: Optional[GetSessionConfig] = None) -> Optional[Session]:
+        return await self.inner.get_session(app_name=app_name, user_id=user_id, session_id=session_id, config=config)
+
+    async def list_sessions(self, *, app_name: str, user_id: Optional[str] = None) -> ListSessionsResponse:
+        return await self.inner.list_sessions(app_name=app_name, user_id=user_id)
+
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        await self.inner.delete_session(app_name=app_name, user_id=user_id, session_id=session_id)
+
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        return await self.inner.get_user_state(app_name=app_name, user_id=user_id)
+
+    async def append_event(self, session: Session, event: Event) -> Event:
+        emitted = copy.deepcopy(dict(event.actions.state_delta or {})) if event.actions else {}
+        appended = await self.inner.append_event(session, event)
+        if appended.partial:
+            return appended
+        actions = appended.actions
+        self.records.append(
+            EventRecord(
+                index=len(self.records),
+                session_id=session.id,
+                user_id=session.user_id,
+                turn=self._current_turn(),
+                invocation_id=appended.invocation_id or "",
+                author=appended.author or "",
+                emitted_delta=_jsonable(emitted),
+                appended_delta=_jsonable(dict(actions.state_delta or {})) if actions else {},
+                escalate=bool(actions and actions.escalate),
+                transfer_to_agent=actions.transfer_to_agent if actions else None,
+                function_calls=_names(appended, "get_function_calls"),
+                function_responses=_names(appended, "get_function_responses"),
+                text=_text(appended),
+                partial=bool(appended.partial),
+            )
+        )
+        return appended
+
+    async def flush(self) -> None:
+        await self.inner.flush()
+
+
+def _jsonable(value: dict[str, Any]) -> dict[str, Any]:
+    from pydantic_core import to_jsonable_python
+
+    return to_jsonable_python(value, fallback=repr)

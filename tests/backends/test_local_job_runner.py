@@ -1,0 +1,225 @@
+"""LocalJobRunner: Job_B as a subprocess, the LM bridge, and the results it writes when Job_B cannot."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reference_agent.backends.jobs import JobOutcome, JobRequest, JobRunner, LocalJobRunner
+from reference_agent.backends.sublm import sublm_from_genai
+from reference_agent.backends.volume import LocalVolumeStore
+
+
+class FakeSubLm:
+    """Answers after ``delay`` seconds and records when each prompt started and ended."""
+
+    def __init__(self, delay: float = 0.0, fail_on: str | None = None) -> None:
+        self.delay = delay
+        self.fail_on = fail_on
+        self.spans: list[tuple[str, float, float]] = []
+
+    async def __call__(self, prompt: str) -> str:
+        start = time.perf_counter()
+        await asyncio.sleep(self.delay)
+        self.spans.append((prompt, start, time.perf_counter()))
+        if self.fail_on is not None and self.fail_on in prompt:
+            raise ValueError(f"model refused {prompt!r}")
+        return f"answer:{prompt}"
+
+
+@pytest.fixture
+def volume(tmp_path: Path) -> LocalVolumeStore:
+    return LocalVolumeStore(tmp_path / "volume")
+
+
+async def run_code(
+    volume: LocalVolumeStore,
+    code: str,
+    sub_lm: Any = None,
+    *,
+    iteration: int = 1,
+    context: Any = None,
+    timeout_s: float = 10.0,
+    grace_s: float = 5.0,
+    output_cap_bytes: int = 100_000,
+    max_sublm_calls: int = 16,
+) -> tuple[JobOutcome, dict[str, Any]]:
+    artifact = volume.path("artifacts", f"agent_code_run1_iter{iteration}.py")
+    volume.write_text(artifact, code)
+    context_path = None
+    if context is not None:
+        context_path = volume.path("context", "data.json")
+        volume.write_text(context_path, json.dumps(context))
+    runner: JobRunner = LocalJobRunner(volume, grace_s=grace_s)
+    request = JobRequest(
+        artifact_path=artifact,
+        run_id="run1",
+        iteration=iteration,
+        context_path=context_path,
+        timeout_s=timeout_s,
+        output_cap_bytes=output_cap_bytes,
+        max_sublm_calls=max_sublm_calls,
+    )
+    outcome = await runner.run(request, sub_lm=sub_lm or FakeSubLm())
+    assert outcome.result_json_path == volume.path("artifacts", f"result_run1_iter{iteration}.json")
+    return outcome, json.loads(volume.read_text(outcome.result_json_path))
+
+
+async def test_success_with_context(volume: LocalVolumeStore) -> None:
+    outcome, result = await run_code(volume, "print(context['q'])\nFINAL(context['q'].upper())\n", context={"q": "hi"})
+    assert outcome.runner_state == "SUCCESS" and outcome.run_url is None
+    assert result["status"] == "success" and result["stdout"] == "hi\n"
+    assert result["final_answer"] == "HI" and result["written_by"] == "executor"
+
+
+async def test_llm_query_and_batched_calls_go_through_the_bridge_concurrently(volume: LocalVolumeStore) -> None:
+    sub_lm = FakeSubLm(delay=0.3)
+    code = "one = llm_query('single')\nmany = llm_query_batched([f'p{i}' for i in range(5)])\nprint(one)\nprint(many)\n"
+    _, result = await run_code(volume, code, sub_lm)
+    assert result["status"] == "success", result["error"]
+    assert result["stdout"] == "answer:single\n" + str([f"answer:p{i}" for i in range(5)]) + "\n"
+
+    batch = [span for span in sub_lm.spans if span[0] != "single"]
+    assert len(batch) == 5
+    # Concurrency observed, not inferred from wall time: every prompt started before any finished.
+    assert max(start for _, start, _ in batch) < min(end for _, _, end in batch)
+
+    calls = result["sublm_calls"]
+    assert [c["batched"] for c in calls] == [False] + [True] * 5
+    assert [c["batch_size"] for c in calls] == [1] + [5] * 5
+    assert [c["index"] for c in calls] == list(range(6))
+    assert all(c["error"] is None for c in calls)
+    assert calls[0]["prompt_chars"] == len("single") and calls[0]["response_chars"] == len("answer:single")
+    assert calls[1]["latency_s"] < 2 * 0.3  # one batch costs about one call, not five
+
+
+async def test_llm_query_failure_surfaces_as_an_error(volume: LocalVolumeStore) -> None:
+    code = "print('before')\nllm_query_batched(['ok', 'bad one'])\nprint('after')\n"
+    _, result = await run_code(volume, code, FakeSubLm(fail_on="bad"))
+    assert result["status"] == "error"
+    assert result["stdout"] == "before\n"
+    assert result["error"]["type"] == "SubLmError"
+    assert "prompt 2 of 2 failed: ValueError" in result["error"]["message"]
+    assert all(c["error"] for c in result["sublm_calls"])
+
+
+async def test_sublm_budget_exceeded(volume: LocalVolumeStore) -> None:
+    code = "llm_query('a')\nllm_query_batched(['b', 'c'])\nllm_query('d')\n"
+    _, result = await run_code(volume, code, max_sublm_calls=3)
+    assert result["status"] == "error"
+    assert result["error"]["type"] == "SubLmBudgetExceeded"
+    assert "at most 3" in result["error"]["message"]
+    assert len(result["sublm_calls"]) == 3
+
+
+async def test_bridge_enforces_the_budget_even_when_code_bypasses_the_client(volume: LocalVolumeStore) -> None:
+    code = (
+        "import json, socket, sys\n"
+        "host, port = sys.argv[sys.argv.index('--lm-address') + 1].split(':')\n"
+        "s = socket.create_connection((host, int(port)))\n"
+        "s.sendall(json.dumps({'id': 1, 'prompts': ['x'] * 5}).encode() + b'\\n')\n"
+        "print(s.makefile().readline())\n"
+    )
+    _, result = await run_code(volume, code, max_sublm_calls=2)
+    assert "budget exceeded" in json.loads(result["stdout"])["error"]
+
+
+async def test_environment_is_scrubbed(volume: LocalVolumeStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GEMINI_API_KEY", "fake-gemini-key")
+    monkeypatch.setenv("DATABRICKS_TOKEN", "fake-databricks-token")
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "fake-project")
+    code = "import json, os\nprint(json.dumps({'env': dict(os.environ), 'cwd': os.getcwd()}))\n"
+    _, result = await run_code(volume, code)
+    seen = json.loads(result["stdout"])
+    env = seen["env"]
+    assert "fake-gemini-key" not in result["stdout"] and "fake-databricks-token" not in result["stdout"]
+    assert set(env) <= {"PATH", "HOME", "LANG", "PYTHONPATH", "PYTHONHASHSEED", "PYTHONIOENCODING"}
+    assert env["HOME"] == seen["cwd"]
+    assert Path(seen["cwd"]).name.startswith("rlm-jobb-")
+    assert not Path(seen["cwd"]).exists()  # the private working directory is removed afterwards
+
+
+async def test_os_exit_gets_a_runner_written_result(volume: LocalVolumeStore) -> None:
+    stale = volume.path("artifacts", "result_run1_iter1.json")
+    volume.write_text(stale, json.dumps({"status": "success", "stdout": "stale"}))
+    code = "import os, sys\nsys.__stderr__.write('dying\\n'); sys.__stderr__.flush()\nos._exit(1)\n"
+    outcome, result = await run_code(volume, code)
+    assert outcome.runner_state == "FAILED"
+    assert result["written_by"] == "runner"
+    assert result["status"] == "exit" and result["exit_code"] == 1
+    assert result["stderr"] == "dying\n"
+    assert result["has_final_call"] is False
+
+
+async def test_killed_by_a_signal(volume: LocalVolumeStore) -> None:
+    code = "import os\nos.kill(os.getpid(), 9)\n"
+    outcome, result = await run_code(volume, code)
+    assert outcome.runner_state == "FAILED"
+    assert result["status"] == "killed"
+    assert result["signal"] == 9 and result["exit_code"] == -9
+    assert "SIGKILL" in result["error"]["message"]
+
+
+async def test_hard_timeout_kills_code_that_disarms_the_soft_one(volume: LocalVolumeStore) -> None:
+    code = "import signal, time\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True:\n    time.sleep(0.05)\n"
+    started = time.perf_counter()
+    outcome, result = await run_code(volume, code, timeout_s=0.3, grace_s=1.2)
+    assert time.perf_counter() - started < 5
+    assert outcome.runner_state == "TIMEDOUT"
+    assert result["status"] == "timeout" and result["written_by"] == "runner"
+    assert result["error"]["type"] == "HardTimeout"
+
+
+async def test_soft_timeout_keeps_partial_output(volume: LocalVolumeStore) -> None:
+    outcome, result = await run_code(volume, "print('partial')\nwhile True:\n    pass\n", timeout_s=0.4)
+    assert outcome.runner_state == "SUCCESS"
+    assert result["status"] == "timeout" and result["stdout"] == "partial\n"
+
+
+async def test_ten_megabytes_on_the_raw_pipes_are_drained_with_caps(volume: LocalVolumeStore) -> None:
+    # Straight to fd 1 and 2, past the in-process capture: only the runner's drain sees it.
+    code = "import os\nblock = b'y' * 1_000_000\nfor _ in range(10):\n    os.write(1, block)\n    os.write(2, block)\nos._exit(4)\n"
+    _, result = await run_code(volume, code, output_cap_bytes=2048)
+    assert result["status"] == "exit" and result["exit_code"] == 4
+    for stream in ("stdout", "stderr"):
+        assert result[f"{stream}_bytes"] == 10_000_000
+        assert result[f"{stream}_truncated"] is True
+        assert result[stream] == "y" * 2048
+
+
+async def test_sublm_from_genai_uses_the_async_client() -> None:
+    class _Response:
+        def __init__(self, text: str | None) -> None:
+            self.text = text
+
+    class _Models:
+        def __init__(self) -> None:
+            self.calls: list[dict[str, Any]] = []
+
+        async def generate_content(self, *, model: str, contents: str) -> _Response:
+            self.calls.append({"model": model, "contents": contents})
+            return _Response(None if contents == "empty" else f"re:{contents}")
+
+    class _Client:
+        def __init__(self) -> None:
+            self.aio = type("Aio", (), {})()
+            self.aio.models = _Models()
+
+    client = _Client()
+    sub_lm = sublm_from_genai(client, "gemini-test")
+    assert await sub_lm("hello") == "re:hello"
+    assert await sub_lm("empty") == ""
+    assert client.aio.models.calls == [
+        {"model": "gemini-test", "contents": "hello"},
+        {"model": "gemini-test", "contents": "empty"},
+    ]
+
+
+def test_grace_must_exceed_the_executor_grace(volume: LocalVolumeStore) -> None:
+    with pytest.raises(ValueError):
+        LocalJobRunner(volume, grace_s=0.5)
