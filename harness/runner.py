@@ -8,6 +8,7 @@ recorder fills the trace, the checks read it.
 from __future__ import annotations
 
 import asyncio
+import re
 import contextlib
 import tempfile
 import time
@@ -51,8 +52,16 @@ class RunOptions:
     secrets: tuple[str, ...] = field(default=(), repr=False)
 
 
-def rerecord_command(scenario: str) -> str:
-    return f"rlm-conformance record --scenario {scenario}  (or: tox -e record -- --scenario {scenario})"
+def rerecord_command(scenario: str, target: str = "reference") -> str:
+    flag = "" if target == "reference" else f" --target {target}"
+    return f"rlm-conformance record --scenario {scenario}{flag}"
+
+
+def cassette_dir_for(base: Path, target: str) -> Path:
+    """The reference agent's cassettes sit in ``base``; every other target's in a folder of its own."""
+    if target == "reference":
+        return base
+    return base / re.sub(r"[^A-Za-z0-9_.-]+", "_", target)
 
 
 def run_scenario(scenario: Scenario, options: RunOptions = RunOptions()) -> ScenarioResult:
@@ -87,7 +96,8 @@ def _work_dir(options: RunOptions) -> Iterator[Path]:
 async def _drive(scenario: Scenario, options: RunOptions, target_name: str, home: Path) -> tuple[Trace, TargetProfile]:
     from .llm.session import llm_session
 
-    async with llm_session(scenario, options, rerecord=rerecord_command(scenario.name)) as llm:
+    options = replace(options, cassette_dir=cassette_dir_for(options.cassette_dir, target_name))
+    async with llm_session(scenario, options, rerecord=rerecord_command(scenario.name, target_name)) as llm:
         env = TargetEnvironment(
             model=llm.endpoint.gemini(retry_options=RETRY_OPTIONS),
             model_name=options.model,

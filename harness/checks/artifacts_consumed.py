@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from ..trace.model import ExecutionRecord
 from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
 from .evidence import capped, name_event
 from .timeline import ExecutionWindow, execution_windows
-from ..trace.model import ExecutionRecord
 
 NAME = "artifacts_consumed"
 CONSUMED = "consumed"

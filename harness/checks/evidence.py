@@ -16,7 +16,7 @@ MAX_EVIDENCE = 30
 """Evidence lines a check reports before summarising the rest as '... and N more'."""
 
 
-def short_id(value: str, keep: int = 8) -> str:
+def short_id(value: str, keep: int = 12) -> str:
     """An id cut to ``keep`` characters (invocation ids are uuids: the head is enough to find them)."""
     return value if len(value) <= keep + 1 else value[:keep] + "…"
 

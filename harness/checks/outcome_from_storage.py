@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..trace.model import TurnOutcome
 from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
 from .evidence import capped, show
 from .timeline import appended_events, last_snapshot_of_turn
@@ -34,6 +35,8 @@ def outcome_from_storage(ctx: CheckContext) -> CheckResult:
     compared = 0
     for turn in sorted(trace.turns, key=lambda t: t.turn):
         label = f"turn {turn.turn} (session {turn.session_id})"
+        if turn.run_error and turn.outcome == TurnOutcome():
+            continue  # the target's runner crashed: the harness made up an empty outcome; nothing to compare
         snapshot = last_snapshot_of_turn(trace, turn.session_id, turn.turn)
         if snapshot is None:
             problems.append(f"{label}: no persisted snapshot of session {turn.session_id} after this turn to "
@@ -44,7 +47,8 @@ def outcome_from_storage(ctx: CheckContext) -> CheckResult:
         for field, key in (("termination", profile.termination_key), ("final_answer", profile.final_answer_key)):
             value, stored = getattr(turn.outcome, field), state.get(key)
             if not _same(value, stored):
-                problems.append(f"{label}: outcome.{field} is {show(value)} but the persisted {key!r} is {show(stored)}")
+                problems.append(f"{label}: outcome.{field} is {show(value)} but the persisted {key!r} is "
+                                f"{show(stored)}")
         if turn.outcome.delegations is not None:
             calls = sum(e.function_calls.count(profile.delegate_tool) for e in events
                         if e.session_id == turn.session_id and e.turn == turn.turn)

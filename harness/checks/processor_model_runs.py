@@ -51,7 +51,8 @@ def processor_model_runs(ctx: CheckContext) -> CheckResult:
             continue
         if summary is None:
             problems.append(f"{name_event(execution)}: {profile.results_processor} answered "
-                            f"{show(response.text)} ({name_request(mine[-1])}) but persisted no {profile.summary_key!r}")
+                            f"{show(response.text)} ({name_request(mine[-1])}) but persisted no "
+                            f"{profile.summary_key!r}")
         elif str(summary).strip() != response.text.strip():
             problems.append(f"{name_event(execution)}: {source} holds {show(summary)} but the model's last answer "
                             f"({name_request(mine[-1])}) was {show(response.text)}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from ..trace.model import EventRecord
 from .base import CheckContext, CheckResult, check, failed, passed
 from .evidence import capped, name_event, name_request
 from .timeline import appended_events, delegation_count, is_execution, processor_runs, session_of_turn
@@ -23,7 +24,7 @@ NAME = "stage_gating"
 def stage_gating(ctx: CheckContext) -> CheckResult:
     trace, profile = ctx.trace, ctx.profile
     events = appended_events(trace)
-    by_turn: dict[tuple[str, int], list] = defaultdict(list)
+    by_turn: dict[tuple[str, int], list[EventRecord]] = defaultdict(list)
     for event in events:
         by_turn[(event.session_id, event.turn)].append(event)
     run_starts = {run.first.index for run in processor_runs(trace, profile)}
@@ -33,8 +34,8 @@ def stage_gating(ctx: CheckContext) -> CheckResult:
     problems: list[str] = []
     total_executions = total_delegations = total_runs = 0
     for (sid, turn), turn_events in sorted(by_turn.items(), key=lambda kv: kv[1][0].index):
-        pending: list = []  # delegation events not yet executed
-        unprocessed: list = []  # executions not yet processed
+        pending: list[EventRecord] = []  # delegation events not yet executed
+        unprocessed: list[EventRecord] = []  # executions not yet processed
         executions = runs = 0
         for event in turn_events:
             for _ in range(delegation_count(event, profile)):

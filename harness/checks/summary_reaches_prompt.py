@@ -34,7 +34,8 @@ def summary_reaches_prompt(ctx: CheckContext) -> CheckResult:
         before = [e for e in events if e.session_id == session and e.index < position]
         if not any(e.author == profile.results_processor for e in before):
             continue
-        writers = [e for e in before if e.author == profile.results_processor and profile.summary_key in e.emitted_delta]
+        writers = [e for e in before
+                   if e.author == profile.results_processor and profile.summary_key in e.emitted_delta]
         if not writers:
             problems.append(f"{name_request(request)} follows a {profile.results_processor} run, but no "
                             f"{profile.summary_key!r} was written before it (see summary_persisted)")

@@ -134,8 +134,11 @@ class TraceBuilder:
 
     def request(self, agent: str, *, system_instruction: str | None = None, contents_text: str = "",
                 response_text: str = "", response_calls: Iterable[str] = (), error: str | None = None,
-                tools: Iterable[str] = ()) -> LlmRequestRecord:
-        """One model request of ``agent`` and its response (same index)."""
+                tools: Iterable[str] = (), answered: bool = True) -> LlmRequestRecord:
+        """One model request of ``agent`` and (unless the call failed: ``answered=False``) its response.
+
+        Like the recorder, responses are numbered by their own counter.
+        """
         if system_instruction is None:
             system_instruction = self.analyst_prompt() if agent == self.profile.analyst else PROCESSOR_PROMPT
         index = len(self.trace.llm_requests)
@@ -143,8 +146,10 @@ class TraceBuilder:
                                    system_instruction=system_instruction, contents_text=contents_text,
                                    tools=list(tools))
         self.trace.llm_requests.append(request)
-        self.trace.llm_responses.append(LlmResponseRecord(index=index, agent=agent, text=response_text,
-                                                          function_calls=list(response_calls), error=error))
+        if answered:
+            self.trace.llm_responses.append(LlmResponseRecord(
+                index=len(self.trace.llm_responses), agent=agent, text=response_text,
+                function_calls=list(response_calls), error=error))
         return request
 
     def analyst_prompt(self) -> str:

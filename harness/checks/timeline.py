@@ -59,7 +59,11 @@ def is_model_answer(event: EventRecord) -> bool:
 
 @dataclass(frozen=True)
 class ProcessorRun:
-    """Consecutive results_processor events of one invocation: one run of the agent."""
+    """Consecutive results_processor events of one invocation, at least one with text or a call: one run.
+
+    A group holding only state deltas (a plugin's after_agent write while the agent
+    itself was gated) is not a run.
+    """
 
     events: tuple[EventRecord, ...]
 
@@ -73,19 +77,20 @@ class ProcessorRun:
 
 
 def processor_runs(trace: Trace, profile: TargetProfile) -> list[ProcessorRun]:
-    runs: list[ProcessorRun] = []
+    groups: list[ProcessorRun] = []
     for sid in session_ids(trace):
         current: list[EventRecord] = []
         for event in (e for e in appended_events(trace) if e.session_id == sid):
             mine = event.author == profile.results_processor
             if current and (not mine or current[-1].invocation_id != event.invocation_id):
-                runs.append(ProcessorRun(tuple(current)))
+                groups.append(ProcessorRun(tuple(current)))
                 current = []
             if mine:
                 current.append(event)
         if current:
-            runs.append(ProcessorRun(tuple(current)))
-    return sorted(runs, key=lambda r: r.first.index)
+            groups.append(ProcessorRun(tuple(current)))
+    substantive = [g for g in groups if any(e.text.strip() or e.function_calls for e in g.events)]
+    return sorted(substantive, key=lambda r: r.first.index)
 
 
 @dataclass(frozen=True)
@@ -111,8 +116,8 @@ def execution_windows(trace: Trace, profile: TargetProfile) -> list[ExecutionWin
         for ordinal, execution in enumerate(session_executions, start=1):
             following = session_executions[ordinal] if ordinal < len(session_executions) else None
             end = following.index if following else math.inf
-            mine = tuple(r for r in runs if r.first.session_id == sid and r.first.invocation_id == execution.invocation_id
-                         and execution.index < r.first.index < end)
+            mine = tuple(r for r in runs if r.first.session_id == sid
+                         and r.first.invocation_id == execution.invocation_id and execution.index < r.first.index < end)
             windows.append(ExecutionWindow(execution, ordinal, following, mine))
     return sorted(windows, key=lambda w: w.execution.index)
 
@@ -151,13 +156,35 @@ def session_of_request(trace: Trace, request: LlmRequestRecord) -> str | None:
 
 
 def response_to(trace: Trace, request: LlmRequestRecord) -> LlmResponseRecord | None:
-    """The response record answering ``request``: same index when the recorder pairs them, else by order."""
+    """The response record answering ``request``, paired in order among the agent's records.
+
+    Responses carry their own counter, not the request's index, and a request whose
+    model call failed has no response. When the agent has fewer responses than
+    requests, only the requests answered by an event take part in the pairing.
+    """
     requests = sorted((r for r in trace.llm_requests if r.agent == request.agent), key=lambda r: r.index)
     responses = sorted((r for r in trace.llm_responses if r.agent == request.agent), key=lambda r: r.index)
-    if {r.index for r in responses} <= {r.index for r in requests}:
-        return next((r for r in responses if r.index == request.index), None)
-    k = next(i for i, r in enumerate(requests) if r.index == request.index)
-    return responses[k] if k < len(responses) else None
+    if len(responses) < len(requests):
+        answered = _answered_requests(trace)
+        requests = [r for r in requests if r.index in answered]
+    k = next((i for i, r in enumerate(requests) if r.index == request.index), None)
+    return responses[k] if k is not None and k < len(responses) else None
+
+
+def _answered_requests(trace: Trace) -> set[int]:
+    """Indexes of requests whose answer became an event (see ``request_positions``)."""
+    answers: dict[tuple[str, str], int] = defaultdict(int)
+    for event in appended_events(trace):
+        if is_model_answer(event):
+            answers[(event.invocation_id, event.author)] += 1
+    answered: set[int] = set()
+    seen: dict[tuple[str, str], int] = defaultdict(int)
+    for request in sorted(trace.llm_requests, key=lambda r: r.index):
+        key = (request.invocation_id, request.agent)
+        if seen[key] < answers[key]:
+            answered.add(request.index)
+        seen[key] += 1
+    return answered
 
 
 def rows_by_event(trace: Trace) -> dict[int, tuple[PersistedSnapshot, PersistedEventRow]]:

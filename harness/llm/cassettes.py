@@ -232,6 +232,7 @@ def _write_atomically(path: Path, text: str) -> None:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(temp, 0o644)  # mkstemp makes 0600; a cassette is a reviewable repo file
         os.replace(temp, path)
     except BaseException:
         Path(temp).unlink(missing_ok=True)

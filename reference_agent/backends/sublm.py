@@ -22,3 +22,22 @@ def sublm_from_genai(client: "Client | Any", model: str) -> SubLm:
         return response.text or ""
 
     return sub_lm
+
+
+def lazy_genai_sub_lm(model: str, *, base_url: str | None = None) -> SubLm:
+    """A ``SubLm`` whose google-genai client is created on the first call.
+
+    For ``adk run`` / ``adk web``: importing the agent must not need an API key;
+    the first ``llm_query`` does (``GOOGLE_API_KEY`` / ``GEMINI_API_KEY``).
+    """
+    client: Any = None
+
+    async def sub_lm(prompt: str) -> str:
+        nonlocal client
+        if client is None:
+            from google.genai import Client, types
+
+            client = Client(http_options=types.HttpOptions(base_url=base_url) if base_url else None)
+        return await sublm_from_genai(client, model)(prompt)
+
+    return sub_lm

@@ -1,0 +1,596 @@
+"""Every check passes on a reference-like trace and fails, naming the culprit, on a broken one."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.checks import run_checks
+from harness.checks.base import CheckResult, Status
+from harness.checks.testing import TraceBuilder, happy_trace, make_context, make_scenario, two_turn_trace
+from harness.targets.profile import TargetProfile
+from harness.trace.model import Trace, TurnOutcome
+from reference_agent import state_contract as keys
+
+
+def run(name: str, trace: Trace, **kwargs) -> CheckResult:
+    [result] = run_checks(make_context(trace, **kwargs), only=[name])
+    assert result.name == name
+    return result
+
+
+def assert_pass(result: CheckResult) -> None:
+    assert result.status is Status.PASS, (result.explanation, result.evidence)
+
+
+def assert_fail(result: CheckResult, *fragments: str) -> str:
+    assert result.status is Status.FAIL, (result.explanation, result.evidence)
+    text = "\n".join(result.evidence)
+    for fragment in fragments:
+        assert fragment in text, f"{fragment!r} not in evidence:\n{text}"
+    return text
+
+
+def assert_na(result: CheckResult, fragment: str = "") -> None:
+    assert result.status is Status.NOT_APPLICABLE, (result.explanation, result.evidence)
+    assert fragment in result.explanation
+
+
+def test_reference_like_traces_pass_every_check() -> None:
+    for trace in (happy_trace(), two_turn_trace()):
+        results = run_checks(make_context(trace))
+        failures = [(r.name, r.explanation, r.evidence) for r in results if r.failed]
+        assert not failures
+
+
+# --- (a) no_pruning_plugin -------------------------------------------------------
+
+
+def test_no_pruning_plugin() -> None:
+    assert_pass(run("no_pruning_plugin", happy_trace()))
+    trace = happy_trace()
+    trace.plugins.append("RlmContextPruningPlugin")
+    trace.plugins.append("MyOwnPruningPlugin")
+    assert_fail(run("no_pruning_plugin", trace),
+                "plugin #2 'RlmContextPruningPlugin'", "plugin #3 'MyOwnPruningPlugin'")
+
+
+# --- (b) summary_persisted -------------------------------------------------------
+
+
+def processor_without_output_key(b: TraceBuilder, summary: str = "It printed 1.") -> None:
+    b.request(b.profile.results_processor, contents_text="EXECUTION RESULTS", response_text=summary)
+    b.event(b.profile.results_processor, text=summary)
+    b.event(b.profile.results_processor, delta={keys.STAGE: keys.STAGE_PROCESSED})
+
+
+def test_summary_persisted_passes_and_is_na_without_execution() -> None:
+    assert_pass(run("summary_persisted", two_turn_trace()))
+    b = TraceBuilder()
+    b.start_turn()
+    b.exit_loop()
+    b.end_turn()
+    assert_na(run("summary_persisted", b.build()), "No execution")
+
+
+def test_summary_persisted_fails_when_processor_has_no_output_key() -> None:
+    b = TraceBuilder()
+    b.start_turn()
+    b.delegate()
+    execution = b.execute()
+    processor_without_output_key(b)
+    b.exit_loop()
+    b.end_turn()
+    assert_fail(run("summary_persisted", b.build()), f"event #{execution.index} (author job_builder",
+                "persisted row seq 4 (author job_builder", "'rlm:last_results_summary'")
+
+
+def test_summary_persisted_fails_when_another_author_wrote_it() -> None:
+    b = TraceBuilder()
+    b.start_turn()
+    b.delegate()
+    b.execute()
+    processor_without_output_key(b)
+    b.event(b.profile.run_conversation_author, delta={b.profile.summary_key: "copied"})
+    b.exit_loop()
+    b.end_turn()
+    assert_fail(run("summary_persisted", b.build()), "only in rows by other authors: seq 7 (author run_conversation)")
+
+
+def test_summary_persisted_fails_when_event_was_never_persisted() -> None:
+    b = TraceBuilder()
+    b.start_turn()
+    b.delegate()
+    b.execute()
+    b.request(b.profile.results_processor, response_text="sum")
+    b.event(b.profile.results_processor, text="sum", delta={b.profile.summary_key: "sum"}, persist=False)
+    b.end_turn()
+    assert_fail(run("summary_persisted", b.build()), "no results_processor row after persisted row seq 4")
+
+
+# --- (c) no_temp_persisted -------------------------------------------------------
+
+
+def test_no_temp_persisted() -> None:
+    assert_pass(run("no_temp_persisted", happy_trace()))
+    b = TraceBuilder()
+    b.start_turn()
+    b.delegate()
+    leaky = {keys.STAGE: keys.STAGE_EXECUTED, keys.LAST_EXECUTION_SUCCESS: True}
+    event = b.event(b.profile.job_builder, delta=leaky, appended_delta=leaky)  # a service that forgot to strip
+    b.end_turn()
+    assert_fail(run("no_temp_persisted", b.build()),
+                f"event #{event.index} (author job_builder",
+                "persisted row seq 4 (author job_builder",
+                "persisted snapshot of session s1 after turn 0: session_state holds 'temp:rlm:stage'")
+
+
+# --- (d) stage_gating ------------------------------------------------------------
+
+
+def test_stage_gating_passes_with_expected_executions() -> None:
+    assert_pass(run("stage_gating", two_turn_trace(), scenario=make_scenario(executions=2)))
+
+
+def test_stage_gating_names_the_stale_rerun() -> None:
+    b = TraceBuilder()
+    b.start_turn()
+    b.delegate()
+    b.execute()
+    b.process("It printed 1.")
+    b.analyst_text()  # no fresh delegation...
+    rerun = b.execute()  # ...but job_builder runs Job_B again on stale glue
+    reprocess = b.process("It printed 1 again.")
+    b.exit_loop()
+    b.end_turn()
+    text = assert_fail(run("stage_gating", b.build(), scenario=make_scenario(executions=1)),
+                       f"event #{rerun.index} (author job_builder", "stale trigger",
+                       "expects 1 execution(s) (expect.executions); the trace has 2")
+    assert f"event #{reprocess.index}" not in text  # the re-run consumed its own execution
+
+
+def test_stage_gating_names_an_extra_processor_run_and_an_unexecuted_delegation() -> None:
+    b = TraceBuilder()
+    b.start_turn()
+    b.delegate()
+    b.execute()
+    b.process("once")
+    b.analyst_text()
+    again = b.process("twice")  # the processor re-runs on stale stage glue
+    lost = b.delegate("print(2)")  # a delegation job_builder never picks up
+    b.analyst_text("giving up")
+    b.end_turn()
+    trace = b.build()
+    delegation_event = next(e for e in trace.events if e.function_responses and e.emitted_delta.get(
+        keys.ARTIFACT_ID) == lost.artifact_id)
+    assert_fail(run("stage_gating", trace), f"event #{again.index} (author results_processor",
+                "ran again without a new execution", f"event #{delegation_event.index} (author databricks_analyst",
+                "never executed", "sent 2 model requests")
+
+
+# --- (e) artifacts_consumed ------------------------------------------------------
+
+
+def test_artifacts_consumed_passes_and_is_na_without_registry() -> None:
+    assert_pass(run("artifacts_consumed", two_turn_trace()))
+    trace = happy_trace()
+    trace.executions.clear()
+    assert_na(run("artifacts_consumed", trace), "no execution records")
+
+
+def test_artifacts_consumed_fails_when_analysed_artifact_stays_executed() -> None:
+    b = TraceBuilder()
+    b.start_turn()
+    b.delegate()
+    execution = b.execute()
+    b.process(consume=False)
+    b.exit_loop()
+    b.end_turn()
+    assert_fail(run("artifacts_consumed", b.build()), "artifact art001 (session s1, iteration 1): status 'executed'",
+                f"execution event #{execution.index} (author job_builder")
+
+
+def test_artifacts_consumed_fails_when_consumed_without_analysis() -> None:
+    b = TraceBuilder()
+    b.start_turn()
+    record = b.delegate()
+    execution = b.execute()
+    record.status = "consumed"  # executor-consumed semantics: not what the reference declares
+    b.exit_loop()
+    b.end_turn()
+    assert_fail(run("artifacts_consumed", b.build()), "artifact art001", "status 'consumed' but no results_processor",
+                f"event #{execution.index}")
+
+
+# --- (f) minimal_deltas ----------------------------------------------------------
+
+
+def test_minimal_deltas_whole_state_delta() -> None:
+    assert_pass(run("minimal_deltas", two_turn_trace()))
+    b = TraceBuilder()
+    b.start_turn()
+    b.delegate()
+    whole = dict(b.live) | {keys.STAGE: keys.STAGE_EXECUTED, keys.EXECUTION_STDOUT: "1\n"}
+    event = b.event(b.profile.job_builder, delta=whole)
+    b.end_turn()
+    assert_fail(run("minimal_deltas", b.build()), f"event #{event.index} (author job_builder",
+                "looks like a whole-state delta")
+
+
+def test_minimal_deltas_single_foreign_and_unknown_keys() -> None:
+    b = TraceBuilder()
+    b.start_turn()
+    b.delegate()
+    event = b.event(b.profile.job_builder, delta={keys.ITERATION: 1, "rlm:execution_stdout": "legacy",
+                                                  keys.STAGE: keys.STAGE_EXECUTED})
+    b.end_turn()
+    assert_fail(run("minimal_deltas", b.build()),
+                f"event #{event.index} (author job_builder, invocation e-",
+                "key 'rlm:iteration' not owned by job_builder (contract writers: delegate_code_results)",
+                "key 'rlm:execution_stdout' is not in the state contract")
+
+
+# --- (g) none_deletes ------------------------------------------------------------
+
+
+def storing_trace() -> Trace:
+    """Two turns on a service that stores None (ADK's own semantics)."""
+    b = TraceBuilder(profile=TargetProfile(none_semantics="store"))
+    b.start_turn()
+    b.exit_loop()
+    b.end_turn()
+    b.start_turn("again")
+    b.exit_loop()
+    b.end_turn()
+    return b.build()
+
+
+def test_none_deletes() -> None:
+    assert_pass(run("none_deletes", two_turn_trace()))
+    assert_fail(run("none_deletes", storing_trace()),
+                "persisted row seq 4 (author run_conversation", "state_delta stores null for 'rlm:exit_requested'")
+
+
+def test_none_deletes_declared_divergence() -> None:
+    result = run("none_deletes", storing_trace(), profile=TargetProfile(none_semantics="store"))
+    assert_na(result, "declared divergence: this target's session service stores None")
+
+
+def test_none_deletes_flags_null_in_stored_state() -> None:
+    trace = happy_trace()
+    trace.persisted[-1].session_state["rlm:fatal_error"] = None
+    assert_fail(run("none_deletes", trace),
+                "persisted snapshot of session s1 after turn 0: session_state stores 'rlm:fatal_error' = null")
+
+
+# --- (h) no_unpersisted_mutation -------------------------------------------------
+
+
+def test_no_unpersisted_mutation() -> None:
+    assert_pass(run("no_unpersisted_mutation", two_turn_trace()))
+    b = TraceBuilder()
+    b.start_turn()
+    b.delegate()
+    b.live[keys.EXIT_REQUESTED] = False  # ctx.session.state[...] = ... : visible, never persisted
+    b.live["rlm:notes"] = "x" * 200
+    b.exit_loop()
+    b.live[keys.EXIT_REQUESTED] = False
+    b.end_turn()
+    text = assert_fail(run("no_unpersisted_mutation", b.build()),
+                       "live state of session s1 at the end of turn 0 (invocation e-",
+                       "key 'rlm:exit_requested' is False in memory but True in storage",
+                       "key 'rlm:notes' is 'xxx")
+    notes = next(line for line in text.splitlines() if "rlm:notes" in line)
+    assert "… in memory but <absent> in storage" in notes and "x" * 81 not in notes
+
+
+def test_no_unpersisted_mutation_ignores_temp_keys() -> None:
+    trace = happy_trace()
+    trace.live_states[0].state["temp:rlm:stage"] = "processed"
+    assert_pass(run("no_unpersisted_mutation", trace))
+
+
+# --- (i) summary_reaches_prompt --------------------------------------------------
+
+
+def test_summary_reaches_prompt_passes_and_is_na_without_processor() -> None:
+    assert_pass(run("summary_reaches_prompt", two_turn_trace()))
+    b = TraceBuilder()
+    b.start_turn()
+    b.analyst_text()
+    b.exit_loop()
+    b.end_turn()
+    assert_na(run("summary_reaches_prompt", b.build()), "No databricks_analyst request follows")
+
+
+def test_summary_reaches_prompt_fails_on_verbatim_placeholder() -> None:
+    trace = happy_trace()
+    after = trace.requests_of("databricks_analyst")[1]
+    after.system_instruction = "You are a data analyst.\nLast results: {rlm:last_results_summary?}\n"
+    assert_fail(run("summary_reaches_prompt", trace),
+                f"request #{after.index} (agent databricks_analyst", "'It printed 1.'",
+                "persisted row seq 5 (author results_processor")
+
+
+def test_summary_reaches_prompt_long_summary_needs_only_its_head() -> None:
+    long = "The table has these columns: " + "col, " * 150
+    trace = happy_trace(summary=long)
+    request = trace.requests_of("databricks_analyst")[1]
+    request.system_instruction = "Results:\n" + long.strip()[:200] + " [cut]"
+    assert_pass(run("summary_reaches_prompt", trace))
+
+
+def test_summary_reaches_prompt_uses_the_latest_summary() -> None:
+    trace = two_turn_trace()
+    last = trace.requests_of("databricks_analyst")[-1]
+    last.system_instruction = last.system_instruction.replace("It printed 2.", "It printed 1.")
+    assert_fail(run("summary_reaches_prompt", trace), f"request #{last.index}", "'It printed 2.'", "seq 14")
+
+
+# --- (j) state_budget ------------------------------------------------------------
+
+
+def test_state_budget() -> None:
+    assert_pass(run("state_budget", happy_trace()))
+    b = TraceBuilder()
+    b.start_turn()
+    b.delegate()
+    b.execute(stdout="y" * 400)  # in temp: only: does not count
+    b.process("z" * 300)
+    b.exit_loop()
+    b.end_turn()
+    assert_fail(run("state_budget", b.build(), scenario=make_scenario(state_budget_bytes=250)),
+                "persisted snapshot of session s1 after turn 0: session_state is",
+                "persisted row seq 5 (author results_processor", "largest key 'rlm:last_results_summary'")
+
+
+# --- (k) stale_flags_cleared -----------------------------------------------------
+
+
+def test_stale_flags_cleared_is_na_for_single_turns() -> None:
+    assert_na(run("stale_flags_cleared", happy_trace()), "No session has two turns")
+
+
+def test_stale_flags_not_cleared_names_the_flag_and_first_agent_event() -> None:
+    b = TraceBuilder()
+    b.start_turn()
+    b.exit_loop()
+    b.end_turn()
+    b.start_turn("again", cleanup=False)  # the legacy runner mutated the fetched session instead
+    first = b.exit_loop()
+    b.end_turn()
+    trace = b.build()
+    first_agent = next(e for e in trace.events if e.turn == 1 and e.author == "databricks_analyst")
+    assert first.index > first_agent.index
+    assert_fail(run("stale_flags_cleared", trace),
+                "session s1 turn 1: flag 'rlm:exit_requested' (= True persisted after turn 0)",
+                f"before the first agent event event #{first_agent.index} (author databricks_analyst")
+
+
+def test_stale_flags_cleared_too_late() -> None:
+    b = TraceBuilder()
+    b.start_turn()
+    b.exit_loop()
+    b.end_turn()
+    b.start_turn("again", cleanup=False)
+    b.analyst_text()
+    late = b.event("system", delta={keys.EXIT_REQUESTED: False, keys.TERMINATION_REASON: None})
+    b.exit_loop()
+    b.end_turn()
+    assert_fail(run("stale_flags_cleared", b.build()), f"only cleared later, by event #{late.index} (author system")
+
+
+def test_stale_flags_cleared_by_any_non_agent_author_with_falsy_values() -> None:
+    b = TraceBuilder()
+    b.start_turn()
+    b.exit_loop()
+    b.end_turn()
+    b.start_turn("again", cleanup=False)
+    b.trace.events.pop()  # re-append the user event after a "system" cleanup
+    b.event("system", delta={keys.EXIT_REQUESTED: False, keys.TERMINATION_REASON: ""},
+            invocation_id="cleanup-system")
+    b.event("user", text="again")
+    b.exit_loop()
+    b.end_turn()
+    assert_pass(run("stale_flags_cleared", b.build()))
+
+
+# --- processor_model_runs ----------------------------------------------------------
+
+
+def test_processor_model_runs_passes_and_is_na_without_execution() -> None:
+    assert_pass(run("processor_model_runs", two_turn_trace()))
+    b = TraceBuilder()
+    b.start_turn()
+    b.exit_loop()
+    b.end_turn()
+    assert_na(run("processor_model_runs", b.build()))
+
+
+def test_processor_skipped_by_before_agent_callback() -> None:
+    b = TraceBuilder()
+    b.start_turn()
+    b.delegate()
+    execution = b.execute()
+    injected = "EXECUTION RESULTS\n--- stdout ---\n1\n"
+    b.event(b.profile.results_processor, text=injected, delta={b.profile.summary_key: injected})  # no model call
+    b.exit_loop()
+    b.end_turn()
+    assert_fail(run("processor_model_runs", b.build()),
+                f"event #{execution.index} (author job_builder", "sent no model request after this execution",
+                "persisted row seq 5 (author results_processor", "the agent was skipped")
+
+
+def test_processor_summary_differs_from_model_answer() -> None:
+    b = TraceBuilder()
+    b.start_turn()
+    b.delegate()
+    b.execute()
+    request = b.request(b.profile.results_processor, response_text="The model said this.")
+    b.event(b.profile.results_processor, text="The model said this.",
+            delta={b.profile.summary_key: "Something else was stored."})
+    b.exit_loop()
+    b.end_turn()
+    assert_fail(run("processor_model_runs", b.build()), "'Something else was stored.'",
+                f"request #{request.index} (agent results_processor", "'The model said this.'")
+
+
+def test_processor_answer_compared_whitespace_stripped() -> None:
+    b = TraceBuilder()
+    b.start_turn()
+    b.delegate()
+    b.execute()
+    b.request(b.profile.results_processor, response_text="  Sum is 3.\n")
+    b.event(b.profile.results_processor, text="  Sum is 3.\n", delta={b.profile.summary_key: "Sum is 3."})
+    b.exit_loop()
+    b.end_turn()
+    assert_pass(run("processor_model_runs", b.build()))
+
+
+# --- instructions_render -----------------------------------------------------------
+
+
+def test_instructions_render() -> None:
+    assert_pass(run("instructions_render", two_turn_trace()))
+    trace = happy_trace()
+    request = trace.requests_of("databricks_analyst")[1]
+    request.system_instruction += "\nLast: {rlm:last_results_summary?}\nQuery {tbl} with {+app:x}. JSON {\"a\": 1}"
+    trace.turns[0].outcome.error = "KeyError: 'Context variable not found: `row`.'"
+    text = assert_fail(run("instructions_render", trace),
+                       f"request #{request.index} (agent databricks_analyst",
+                       "{rlm:last_results_summary?}", "{tbl}", "{+app:x}",
+                       "turn 0 (session s1): outcome.error", "Context variable not found")
+    assert '{"a"' not in text
+
+
+# --- outcome_from_storage ----------------------------------------------------------
+
+
+def test_outcome_from_storage() -> None:
+    assert_pass(run("outcome_from_storage", two_turn_trace()))
+    b = TraceBuilder()
+    b.start_turn()
+    b.delegate()
+    b.execute(final_answer="42")
+    b.process("The answer is 42.")
+    b.end_turn(outcome=TurnOutcome(termination="success", final_answer=None, delegations=0))
+    assert_fail(run("outcome_from_storage", b.build()),
+                "turn 0 (session s1): outcome.termination is 'success' but the persisted 'rlm:termination_reason' "
+                "is 'final_answer'",
+                "outcome.final_answer is None but the persisted 'rlm:final_answer' is '42'",
+                "outcome.delegations is 0 but the turn's events hold 1 delegate_code_results call(s)")
+
+
+def test_outcome_from_storage_na_without_termination() -> None:
+    b = TraceBuilder()
+    b.start_turn()
+    b.exit_loop()
+    b.end_turn(outcome=TurnOutcome())
+    assert_na(run("outcome_from_storage", b.build()), "no termination")
+
+
+# --- loop_without_transfers --------------------------------------------------------
+
+
+def test_loop_without_transfers() -> None:
+    assert_pass(run("loop_without_transfers", happy_trace()))
+    b = TraceBuilder()
+    b.start_turn()
+    call = b.event("databricks_analyst", function_calls=["transfer_to_agent"])
+    transfer = b.event("databricks_analyst", function_responses=["transfer_to_agent"], transfer_to_agent="job_builder")
+    b.end_turn()
+    assert_fail(run("loop_without_transfers", b.build()),
+                f"event #{call.index} (author databricks_analyst", "calls transfer_to_agent",
+                f"event #{transfer.index} (author databricks_analyst", "transfers to 'job_builder'")
+
+
+# --- scenario_expectations ---------------------------------------------------------
+
+
+def final_answer_trace() -> Trace:
+    b = TraceBuilder()
+    b.start_turn()
+    b.delegate("FINAL_VAR('answer')")
+    b.execute(final_answer="42")
+    b.process("The answer is 42.")
+    b.end_turn()
+    return b.build()
+
+
+def test_scenario_expectations_pass() -> None:
+    scenario = make_scenario(executions=1, final_answer="42", termination="final_answer",
+                             state={"rlm:final_answer": "42", "rlm:iteration": 1, "rlm:exit_requested": None})
+    result = run("scenario_expectations", final_answer_trace(), scenario=scenario)
+    assert_pass(result)
+    assert len(result.evidence) == 6
+
+
+def test_scenario_expectations_fail() -> None:
+    scenario = make_scenario(executions=2, final_answer="41", termination="exit_loop",
+                             state={"rlm:final_answer": None, "rlm:iteration": 3}, outcome_error="retries exhausted")
+    assert_fail(run("scenario_expectations", final_answer_trace(), scenario=scenario),
+                "executions: expected 2, the trace has 1",
+                "final_answer: expected '41', turn 0 (session s1) ended with '42'",
+                "termination: expected 'exit_loop'",
+                "state 'rlm:final_answer': must be absent; persisted snapshot of session s1 after turn 0 holds '42'",
+                "state 'rlm:iteration': expected 3",
+                "outcome_error: expected an error containing 'retries exhausted'; turn 0 (session s1) has no error")
+
+
+def test_scenario_expectations_outcome_error_and_na() -> None:
+    b = TraceBuilder()
+    b.start_turn()
+    b.end_turn(error="ServerError: 503 retries exhausted")
+    assert_pass(run("scenario_expectations", b.build(), scenario=make_scenario(outcome_error="retries exhausted")))
+    assert_na(run("scenario_expectations", happy_trace()), "sets no executions")
+
+
+@pytest.mark.parametrize("trace_factory", [happy_trace, two_turn_trace, final_answer_trace, storing_trace])
+def test_checks_do_not_modify_the_trace(trace_factory) -> None:
+    trace = trace_factory()
+    before = trace.model_dump()
+    run_checks(make_context(trace))
+    assert trace.model_dump() == before
+
+
+def test_processor_model_runs_pairs_responses_after_a_failed_call() -> None:
+    b = TraceBuilder()
+    b.start_turn()
+    b.delegate()
+    failed_execution = b.execute()
+    failed_request = b.request(b.profile.results_processor, answered=False)  # 503 after retries: no response
+    b.end_turn(error="ServerError: 503 UNAVAILABLE")
+    b.start_turn("again")
+    b.delegate("print(2)")
+    good_execution = b.execute(stdout="2\n")
+    b.process("It printed 2.")
+    b.exit_loop()
+    b.end_turn()
+    text = assert_fail(run("processor_model_runs", b.build()),
+                       f"event #{failed_execution.index} (author job_builder",
+                       f"request #{failed_request.index} (agent results_processor")
+    assert f"event #{good_execution.index} " not in text
+
+
+def test_stage_gating_ignores_delta_only_processor_events() -> None:
+    """A plugin's after_agent write while the processor was gated is not a processor run."""
+    b = TraceBuilder()
+    b.start_turn()
+    b.delegate()
+    b.execute()
+    b.process()
+    b.analyst_text()
+    b.event(b.profile.results_processor, delta={keys.STAGE: keys.STAGE_PROCESSED})
+    b.exit_loop()
+    b.end_turn()
+    assert_pass(run("stage_gating", b.build()))
+
+
+def test_outcome_from_storage_skips_turns_whose_runner_crashed() -> None:
+    b = TraceBuilder()
+    b.start_turn()
+    b.exit_loop()
+    b.end_turn()
+    b.start_turn("again")
+    b.exit_loop()
+    b.end_turn(outcome=TurnOutcome(), run_error="RuntimeError: the runner crashed")
+    assert_pass(run("outcome_from_storage", b.build()))
