@@ -78,8 +78,12 @@ async def run_scenario_async(scenario: Scenario, options: RunOptions = RunOption
             trace, profile = await _drive(scenario, options, target_name, home)
     except HarnessError as exc:
         return ScenarioResult(**base, checks=(), trace=None, duration_s=time.perf_counter() - started, error=str(exc))
-    checks = run_checks(CheckContext(trace=trace, scenario=scenario, profile=profile),
-                        only=scenario.expect.checks.only, skip=scenario.expect.checks.skip)
+    try:
+        checks = run_checks(CheckContext(trace=trace, scenario=scenario, profile=profile),
+                            only=scenario.expect.checks.only, skip=scenario.expect.checks.skip)
+    except ValueError as exc:  # an unknown check name in the scenario's expect.checks
+        return ScenarioResult(**base, checks=(), trace=trace, duration_s=time.perf_counter() - started,
+                              error=f"scenario {scenario.name!r}, field 'expect.checks': {exc}")
     return ScenarioResult(**base, checks=tuple(checks), trace=trace, duration_s=time.perf_counter() - started)
 
 

@@ -1,0 +1,397 @@
+"""``rlm-conformance``: run scenarios, record cassettes, list scenarios, re-render reports, explain checks.
+
+Thin by design: it parses arguments, calls ``run_scenario`` and the reporters,
+and turns a user error (``HarnessError``: a bad flag, scenario file, target,
+missing key ...) into one paragraph on stderr and exit code 2 — never a
+traceback. Exit codes:
+
+* 0 — every scenario ran and every check passed (``record``: every cassette was written);
+* 1 — a check failed, or a scenario could not run (a missing cassette, a target
+  that crashed): a scenario that cannot be judged is a failed scenario;
+* 2 — the command itself cannot start: bad arguments, scenario files, target,
+  session service, profile, report format or report file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import logging
+import os
+import platform
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .errors import HarnessError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from .result import RunReport, ScenarioResult
+    from .runner import RunOptions
+    from .scenario.models import Scenario
+
+PROG = "rlm-conformance"
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+LLM_MODES = ("replay", "scripted", "live")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+# --- arguments -------------------------------------------------------------------------------------------------
+
+
+def _formats(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def _add_selection(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--scenario", action="append", metavar="NAME", default=[],
+                        help="run only this scenario (repeat the flag for several)")
+    parser.add_argument("-k", metavar="SUBSTRING", dest="substring",
+                        help="run only scenarios whose name or a tag contains SUBSTRING (case-insensitive)")
+    parser.add_argument("--scenarios-dir", default="scenarios", metavar="DIR",
+                        help="folder of scenario YAML files (default: %(default)s)")
+
+
+def _add_target(parser: argparse.ArgumentParser, *, modes: Sequence[str], default_mode: str) -> None:
+    parser.add_argument("--target", metavar="TARGET",
+                        help="agent under test: reference, legacy, or module:attr naming an ADK App, a root agent "
+                             "or a factory(env) (default: each scenario's own target, normally reference)")
+    parser.add_argument("--session-service", default="delta", metavar="SERVICE",
+                        help="session service the target runs on: delta (the target's own, the default), "
+                             "adk-memory, adk-sqlite, or module:factory")
+    parser.add_argument("--llm-mode", choices=modes, default=default_mode,
+                        help="where model answers come from (default: %(default)s)")
+    parser.add_argument("--profile", type=Path, metavar="PATH",
+                        help="target profile YAML naming your agent's roles and keys (for --target module:attr)")
+    parser.add_argument("--cassette-dir", default="cassettes", metavar="DIR",
+                        help="cassette folder; targets other than 'reference' use a sub-folder (default: %(default)s)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar (it is off anyway without a TTY)")
+    parser.add_argument("--log-level", choices=LOG_LEVELS, default="error",
+                        help="show log records of the target and libraries from this level on (default: %(default)s; "
+                             "scenarios inject faults on purpose, so warnings are expected)")
+
+
+def _add_formats(parser: argparse.ArgumentParser, default: str) -> None:
+    parser.add_argument("--format", action="append", type=_formats, metavar="FORMAT[,FORMAT]", dest="formats",
+                        help=f"report formats to write: junit, markdown, html, json (repeatable; default: {default})")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Conformance suite for Recursive-Language-Model agents on Google ADK and Databricks.",
+        epilog="Exit codes: 0 all passed; 1 a check failed or a scenario could not run; 2 usage or input error. "
+               f"Start with: {PROG} run (replays cassettes against the reference agent, offline).")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_tool_version()}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser("run", help="run scenarios and write reports",
+                              description="Run scenarios against a target, print a summary table and write "
+                                          "reports. Exit 0 when every check passed, 1 otherwise.")
+    _add_selection(run)
+    _add_target(run, modes=LLM_MODES, default_mode="replay")
+    run.add_argument("--reports-dir", default="reports", metavar="DIR", help="where reports go (default: %(default)s)")
+    _add_formats(run, "all four")
+
+    record = commands.add_parser("record", help="run scenarios in record mode and write their cassettes",
+                                 description="Run scenarios with recording on (scripted endpoint by default) and "
+                                             "write their cassettes. Checks are shown but do not decide the exit "
+                                             "code: 0 when every cassette was written, 1 otherwise. Gate on "
+                                             f"`{PROG} run` (replay) afterwards.")
+    _add_selection(record)
+    _add_target(record, modes=("scripted", "live"), default_mode="scripted")
+
+    listing = commands.add_parser("list", help="list scenarios: names, descriptions, tags")
+    listing.add_argument("--scenarios-dir", default="scenarios", metavar="DIR",
+                         help="folder of scenario YAML files (default: %(default)s)")
+    listing.add_argument("-k", metavar="SUBSTRING", dest="substring", help="only names or tags containing SUBSTRING")
+
+    report = commands.add_parser("report", help="re-render reports from a conformance.json",
+                                 description="Re-render reports from the JSON a run wrote, without running "
+                                             "anything. Exit 0 when that run passed, 1 when it did not.")
+    report.add_argument("--from", dest="source", type=Path, default=Path("reports/conformance.json"), metavar="PATH",
+                        help="the JSON report to read (default: %(default)s)")
+    report.add_argument("--reports-dir", metavar="DIR", help="where to write (default: the folder of --from)")
+    _add_formats(report, "junit, markdown, html")
+
+    explain = commands.add_parser("explain", help="explain a check: what it verifies and why",
+                                  description="Print a check's title, why it matters and the Definition-of-Done "
+                                              "item it verifies; without CHECK, list every check.")
+    explain.add_argument("check", nargs="?", metavar="CHECK", help="check name, e.g. summary_persisted")
+    return parser
+
+
+# --- helpers -----------------------------------------------------------------------------------------------------
+
+
+def _tool_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("rlm-conformance")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def _configure_logging(level: str) -> None:
+    """Route log records (ADK's, the target's) to stderr from ``level`` on, unless the host already set logging up."""
+    root = logging.getLogger()
+    if not root.handlers:
+        logging.basicConfig(level=level.upper(), stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+
+
+def _stdout_console() -> Console:
+    from rich.console import Console
+
+    # Without a terminal rich assumes 80 columns; a CI log is wider, and the check table needs ~110.
+    wide = not sys.stdout.isatty() and not os.environ.get("COLUMNS")
+    return Console(width=160 if wide else None, highlight=False)
+
+
+def _titles() -> dict[str, str]:
+    from .checks import registered_checks
+
+    return {name: spec.title for name, spec in registered_checks().items()}
+
+
+def _select(scenarios: list[Scenario], names: Sequence[str], substring: str | None, where: str) -> list[Scenario]:
+    known = {s.name: s for s in scenarios}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise HarnessError(f"--scenario {', '.join(unknown)}: no such scenario in {where}. Known scenarios: "
+                           f"{', '.join(known) or '(none)'}.")
+    selected = [known[n] for n in dict.fromkeys(names)] if names else list(scenarios)
+    if substring:
+        needle = substring.lower()
+        selected = [s for s in selected if needle in s.name.lower() or any(needle in t.lower() for t in s.tags)]
+    if not selected:
+        what = f" matching -k {substring!r}" if substring else ""
+        raise HarnessError(f"no scenario{what} in {where}. Run `{PROG} list --scenarios-dir {where}` to see them.")
+    return selected
+
+
+def _load(directory: str, names: Sequence[str], substring: str | None) -> list[Scenario]:
+    from .scenario.loader import load_scenarios
+
+    return _select(load_scenarios(directory), names, substring, directory)
+
+
+def _options(args: argparse.Namespace, *, record: bool) -> RunOptions:
+    from .llm.modes import LlmMode
+    from .runner import RunOptions
+    from .targets.profile import load_profile
+
+    profile = load_profile(args.profile) if args.profile is not None else None
+    return RunOptions(target=args.target, llm_mode=LlmMode(args.llm_mode), record=record,
+                      cassette_dir=Path(args.cassette_dir), session_service=args.session_service, profile=profile)
+
+
+def _preflight(scenarios: list[Scenario], options: RunOptions) -> None:
+    """Fail before running anything on what would fail every scenario the same way: exit 2, not 1 per scenario."""
+    from .checks import registered_checks
+    from .llm.modes import endpoint_for
+    from .targets.registry import resolve_target
+    from .targets.session_services import resolve_session_service
+
+    for target in dict.fromkeys(options.target or s.target for s in scenarios):
+        resolve_target(target)  # imports a module:attr target; raises TargetError naming it
+    resolve_session_service(options.session_service)
+    known = registered_checks()
+    for scenario in scenarios:
+        selection = scenario.expect.checks
+        unknown = [n for n in [*(selection.only or ()), *selection.skip] if n not in known]
+        if unknown:
+            raise HarnessError(f"scenario {scenario.name!r}: expect.checks names unknown check(s) "
+                               f"{', '.join(map(repr, unknown))}. Known checks: {', '.join(known)}.")
+    endpoint_for(options.llm_mode, model=options.model, scripted_base_url="http://127.0.0.1:0")
+
+
+def _run_all(scenarios: list[Scenario], options: RunOptions, *, progress: bool,
+             extra: dict[str, str]) -> RunReport:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from .result import RunReport
+    from .runner import run_scenario
+
+    started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    err = Console(stderr=True)
+    results: list[ScenarioResult] = []
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=True, disable=not progress or not err.is_terminal) as bar:
+        task = bar.add_task("running", total=len(scenarios))
+        for scenario in scenarios:
+            bar.update(task, description=scenario.name)
+            results.append(run_scenario(scenario, options))
+            bar.advance(task)
+    machine = (f"{platform.node() or 'unknown'} ({platform.system()} {platform.machine()}, "
+               f"Python {platform.python_version()})")
+    return RunReport(results=tuple(results), started_at=started, machine=machine, tool_version=_tool_version(),
+                     extra=extra)
+
+
+def _report_formats(requested: list[list[str]] | None, default: Sequence[str]) -> list[str]:
+    from .report.write import check_formats
+
+    return check_formats([f for group in requested for f in group] if requested else list(default))
+
+
+def _print_written(console: Console, written: dict[str, Path]) -> None:
+    if not written:
+        return
+    folders = {path.parent for path in written.values()}
+    if len(folders) == 1:
+        console.print(f"Reports written to {folders.pop()}{os.sep}: " + ", ".join(p.name for p in written.values()),
+                      markup=False)
+    else:
+        console.print("Reports written: " + ", ".join(str(p) for p in written.values()), markup=False)
+
+
+# --- commands ----------------------------------------------------------------------------------------------------
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .report import DEFAULT_FORMATS, render_terminal, write_reports
+
+    formats = _report_formats(args.formats, DEFAULT_FORMATS)
+    _configure_logging(args.log_level)
+    scenarios = _load(args.scenarios_dir, args.scenario, args.substring)
+    options = _options(args, record=False)
+    _preflight(scenarios, options)
+    report = _run_all(scenarios, options, progress=not args.no_progress, extra={
+        "command": "run", "target": args.target or "(each scenario's own)", "llm_mode": args.llm_mode,
+        "session_service": args.session_service, "scenarios_dir": args.scenarios_dir})
+    console = _stdout_console()
+    render_terminal(report, console)
+    written = write_reports(report, args.reports_dir, formats, titles=_titles())
+    _print_written(console, written)
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    from .report import render_terminal
+    from .runner import cassette_dir_for
+
+    _configure_logging(args.log_level)
+    scenarios = _load(args.scenarios_dir, args.scenario, args.substring)
+    options = _options(args, record=True)
+    _preflight(scenarios, options)
+    paths = {s.name: cassette_dir_for(options.cassette_dir, options.target or s.target) / f"{s.name}.yaml"
+             for s in scenarios}
+    before = {name: _stamp(path) for name, path in paths.items()}
+    report = _run_all(scenarios, options, progress=not args.no_progress, extra={
+        "command": "record", "target": args.target or "(each scenario's own)", "llm_mode": args.llm_mode,
+        "session_service": args.session_service, "scenarios_dir": args.scenarios_dir})
+    console = _stdout_console()
+    render_terminal(report, console)
+    console.print()
+    missing = 0
+    for result in report.results:
+        path = paths[result.scenario]
+        stamp = _stamp(path)
+        written = stamp is not None and stamp != before[result.scenario]
+        if written and result.error is None:
+            console.print(f"cassette written: {path}", markup=False)
+            continue
+        missing += 1
+        if written:  # something was saved, but from a run that did not finish: do not trust it
+            console.print(f"cassette written but the run failed, re-record it: {path} — {result.error}",
+                          markup=False, style="bold red")
+        else:
+            reason = result.error or "the run made no model call to record"
+            console.print(f"cassette NOT written: {path} — {reason}", markup=False, style="bold red")
+    if not missing:
+        console.print(f"Replay them with: {PROG} run" + (f" --target {args.target}" if args.target else ""),
+                      markup=False)
+    return EXIT_OK if not missing else EXIT_FAILED
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from .scenario.loader import load_scenarios
+
+    scenarios = _select(load_scenarios(args.scenarios_dir), (), args.substring, args.scenarios_dir)
+    table = Table(title=f"{len(scenarios)} scenario(s) in {args.scenarios_dir}", title_justify="left")
+    table.add_column("name", no_wrap=True, style="bold")
+    table.add_column("description")
+    table.add_column("tags")
+    table.add_column("target", no_wrap=True)
+    for scenario in scenarios:
+        table.add_row(scenario.name, scenario.description, ", ".join(scenario.tags), scenario.target)
+    _stdout_console().print(table)
+    return EXIT_OK
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .report import load_report_json, render_terminal, write_reports
+
+    formats = _report_formats(args.formats, ("junit", "markdown", "html"))
+    report = load_report_json(args.source)
+    console = _stdout_console()
+    render_terminal(report, console)
+    out_dir = Path(args.reports_dir) if args.reports_dir else args.source.parent
+    _print_written(console, write_reports(report, out_dir, formats, titles=_titles()))
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from .checks import registered_checks
+
+    specs = registered_checks()
+    console = _stdout_console()
+    if args.check is None:
+        table = Table(title=f"{len(specs)} checks", title_justify="left")
+        table.add_column("check", no_wrap=True, style="bold")
+        table.add_column("title")
+        for name, spec in specs.items():
+            table.add_row(name, spec.title)
+        console.print(table)
+        console.print(f"Details: {PROG} explain CHECK", markup=False)
+        return EXIT_OK
+    spec = specs.get(args.check)
+    if spec is None:
+        raise HarnessError(f"unknown check {args.check!r}. Known checks: {', '.join(specs)}.")
+    console.print(f"{spec.name}: {spec.title}", style="bold", markup=False)
+    console.print()
+    console.print(spec.why, markup=False)
+    console.print()
+    console.print(f"Definition of Done: {spec.dod_item or '(scenario-specific: no single DoD item)'}", markup=False)
+    return EXIT_OK
+
+
+COMMANDS = {"run": cmd_run, "record": cmd_record, "list": cmd_list, "report": cmd_report, "explain": cmd_explain}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a usage error argparse already printed
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    try:
+        return COMMANDS[args.command](args)
+    except HarnessError as exc:
+        message = str(exc).strip() or type(exc).__name__
+        print(f"{PROG} {args.command}: error: {message}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"{PROG} {args.command}: interrupted.", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,62 @@
+"""One self-contained HTML file: a summary table, then per scenario its checks and state-delta timeline.
+
+Rendered with Jinja2 from ``templates/report.html.j2`` with autoescape on for
+every value (the template's name ends in ``.j2``, so ``select_autoescape``
+would *not* switch it on: it is forced here). CSS is inline; there is no
+script and no external asset, so the file can be attached to a CI run and
+opened anywhere. Sections are ``<details>``: failing scenarios start open.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..checks.base import Status
+from ..result import RunReport, ScenarioResult
+from .summary import abbreviations, check_columns, counts, scenario_status, summary_line
+from .timeline import build_timeline
+
+TEMPLATE = "report.html.j2"
+TEMPLATES = Path(__file__).parent / "templates"
+STATUS_CLASS = {Status.PASS: "pass", Status.FAIL: "fail", Status.NOT_APPLICABLE: "na"}
+STATUS_SYMBOL = {Status.PASS: "✓", Status.FAIL: "✗", Status.NOT_APPLICABLE: "–"}
+
+
+@functools.lru_cache(maxsize=1)
+def _environment() -> Any:
+    import jinja2
+
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+
+
+def _anchor(index: int, name: str) -> str:
+    return f"s{index}-" + re.sub(r"[^A-Za-z0-9_-]+", "-", name)
+
+
+def _scenario_view(index: int, result: ScenarioResult, columns: list[str]) -> dict[str, Any]:
+    status = scenario_status(result)
+    trace = result.trace
+    return {
+        "anchor": _anchor(index, result.scenario), "result": result, "status": status,
+        "cells": [(name, result.check(name)) for name in columns],
+        "timeline": build_timeline(trace) if trace is not None else [],
+        "events": len(trace.events) if trace is not None else 0,
+        "plugins": trace.plugins if trace is not None else [],
+        "failed": sum(1 for c in result.checks if c.status is Status.FAIL),
+    }
+
+
+def render_html(report: RunReport, *, titles: Mapping[str, str] | None = None) -> str:
+    columns = check_columns(report)
+    context = {
+        "report": report, "columns": columns, "short": abbreviations(columns), "titles": dict(titles or {}),
+        "counts": counts(report), "summary": summary_line(report),
+        "scenarios": [_scenario_view(i, r, columns) for i, r in enumerate(report.results)],
+        "status_class": STATUS_CLASS, "status_symbol": STATUS_SYMBOL,
+    }
+    return _environment().get_template(TEMPLATE).render(context)

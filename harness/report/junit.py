@@ -1,0 +1,70 @@
+"""JUnit XML: one ``<testsuite>`` per run, one ``<testcase name="scenario::check">`` per check result.
+
+A failed check is a ``<failure>`` (message: the explanation; text: explanation and
+evidence); a not-applicable check is ``<skipped>``; a scenario that could not be
+run (cassette missing, target import error ...) is one ``<testcase
+name="scenario::run">`` with an ``<error>``. Built with ``xml.etree`` so the
+output is well-formed; characters XML 1.0 cannot hold (ANSI escapes in a
+traceback, NUL ...) are replaced by ``\\xNN`` escapes first.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+from ..checks.base import CheckResult, Status
+from ..result import RunReport
+from .summary import counts
+
+SUITE_NAME = "rlm-conformance"
+ERROR_CASE = "run"
+"""The check-name part of the testcase that stands for a scenario that could not be run."""
+
+_NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_safe(text: str) -> str:
+    """``text`` with every character XML 1.0 forbids written as a ``\\xNN`` escape."""
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def _evidence_text(check: CheckResult) -> str:
+    lines = [check.explanation, *(f"- {line}" for line in check.evidence)]
+    return xml_safe("\n".join(lines))
+
+
+def render_junit(report: RunReport) -> str:
+    c = counts(report)
+    tests = sum(len(r.checks) for r in report.results) + c.errors
+    root = ET.Element("testsuites", name=SUITE_NAME, tests=str(tests), failures=str(c.failed),
+                      errors=str(c.errors), skipped=str(c.not_applicable),
+                      time=f"{sum(r.duration_s for r in report.results):.3f}")
+    suite = ET.SubElement(root, "testsuite", name=SUITE_NAME, tests=str(tests), failures=str(c.failed),
+                          errors=str(c.errors), skipped=str(c.not_applicable),
+                          time=f"{sum(r.duration_s for r in report.results):.3f}",
+                          timestamp=xml_safe(report.started_at), hostname=xml_safe(report.machine))
+    properties = ET.SubElement(suite, "properties")
+    for name, value in {"tool_version": report.tool_version, **report.extra}.items():
+        ET.SubElement(properties, "property", name=xml_safe(name), value=xml_safe(value))
+
+    for result in report.results:
+        for check in result.checks:
+            case = ET.SubElement(suite, "testcase", classname=xml_safe(result.scenario),
+                                 name=xml_safe(f"{result.scenario}::{check.name}"), time="0.000")
+            if check.status is Status.FAIL:
+                failure = ET.SubElement(case, "failure", message=xml_safe(check.explanation), type="CheckFailed")
+                failure.text = _evidence_text(check)
+            elif check.status is Status.NOT_APPLICABLE:
+                ET.SubElement(case, "skipped", message=xml_safe(check.explanation))
+            else:
+                ET.SubElement(case, "system-out").text = _evidence_text(check)
+        if result.error is not None:
+            case = ET.SubElement(suite, "testcase", classname=xml_safe(result.scenario),
+                                 name=xml_safe(f"{result.scenario}::{ERROR_CASE}"), time=f"{result.duration_s:.3f}")
+            first_line = result.error.strip().splitlines()[0] if result.error.strip() else "the scenario could not run"
+            error = ET.SubElement(case, "error", message=xml_safe(first_line), type="HarnessError")
+            error.text = xml_safe(f"{result.error}\n(target {result.target}, LLM mode {result.llm_mode}, "
+                                  f"session service {result.session_service})")
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

@@ -1,0 +1,75 @@
+"""Markdown summary: a scenario × check table (✅ ❌ –), then the evidence of every failure.
+
+Meant for a CI job summary or a pull-request comment. Cell text is escaped
+(``|``, HTML, line breaks); evidence goes in fenced blocks long enough for any
+backticks it holds, so nothing in it renders as markup.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from ..checks.base import Status
+from ..result import RunReport
+from .summary import abbreviations, check_columns, failing_checks, scenario_status, summary_line
+
+SYMBOLS = {Status.PASS: "✅", Status.FAIL: "❌", Status.NOT_APPLICABLE: "–"}
+SCENARIO_SYMBOLS = {"pass": "✅ pass", "fail": "❌ fail", "error": "⚠️ error"}
+
+
+def _text(value: str) -> str:
+    """Escape for Markdown inline text and table cells."""
+    value = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    value = re.sub(r"([\\`*_\[\]|])", r"\\\1", value)
+    return " ".join(value.split())
+
+
+def _fenced(lines: list[str]) -> list[str]:
+    body = "\n".join(lines)
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [f"{fence}text", body, fence]
+
+
+def render_markdown(report: RunReport, *, titles: Mapping[str, str] | None = None) -> str:
+    columns = check_columns(report)
+    short = abbreviations(columns)
+    out = ["# rlm-conformance report", "",
+           f"{summary_line(report)} — **{'all passed' if report.ok else 'FAILED'}**", "",
+           f"Run {_text(report.started_at)} on {_text(report.machine)}, rlm-conformance {_text(report.tool_version)}.",
+           ""]
+    if report.extra:
+        out += [", ".join(f"{_text(k)}: {_text(v)}" for k, v in report.extra.items()), ""]
+
+    out.append("| scenario | result | " + " | ".join(short[name] for name in columns) + " |")
+    out.append("|---|---|" + "".join(":-:|" for _ in columns))
+    for result in report.results:
+        cells = []
+        for name in columns:
+            check = result.check(name)
+            cells.append(SYMBOLS[check.status] if check is not None else " ")
+        out.append(f"| {_text(result.scenario)} | {SCENARIO_SYMBOLS[scenario_status(result)]} | "
+                   + " | ".join(cells) + " |")
+    out.append("")
+    if columns:
+        out += ["Checks: " + "; ".join(
+            f"**{short[n]}** {_text(n)}" + (f" ({_text(titles[n])})" if titles and n in titles else "")
+            for n in columns) + ".", ""]
+
+    errors = [r for r in report.results if r.error is not None]
+    if errors:
+        out += ["## Scenarios that could not run", ""]
+        for result in errors:
+            out += [f"### {_text(result.scenario)}", "",
+                    f"target {_text(result.target)}, LLM mode {_text(result.llm_mode)}", "",
+                    *_fenced(result.error.splitlines() or [""]), ""]
+
+    failures = [(r, c) for r in report.results for c in failing_checks(r)]
+    if failures:
+        out += ["## Failed checks", ""]
+        for result, check in failures:
+            out += [f"### {_text(result.scenario)}::{_text(check.name)}", "", _text(check.explanation), ""]
+            if check.evidence:
+                out += [*_fenced(list(check.evidence)), ""]
+    return "\n".join(out).rstrip("\n") + "\n"

@@ -1,0 +1,85 @@
+"""What every renderer shares: the check columns, their abbreviations, the counts and the summary line.
+
+Pure functions of a ``RunReport``. Columns are the check names in the order the
+results list them (the registry's order), so a report never needs the registry.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..checks.base import CheckResult, Status
+from ..result import RunReport, ScenarioResult
+
+
+def check_columns(report: RunReport) -> list[str]:
+    """Every check name that occurs in the report, in first-seen order."""
+    seen: dict[str, None] = {}
+    for result in report.results:
+        for check in result.checks:
+            seen.setdefault(check.name, None)
+    return list(seen)
+
+
+def abbreviations(names: Iterable[str]) -> dict[str, str]:
+    """``a``, ``b`` ... ``z``, ``aa``, ``ab`` ...: short column headers, in order."""
+    letters = string.ascii_lowercase
+    out: dict[str, str] = {}
+    for i, name in enumerate(names):
+        label, n = "", i
+        while True:
+            label = letters[n % 26] + label
+            n = n // 26 - 1
+            if n < 0:
+                break
+        out[name] = label
+    return out
+
+
+@dataclass(frozen=True)
+class Counts:
+    scenarios: int
+    checks: int
+    passed: int
+    failed: int
+    not_applicable: int
+    errors: int
+
+    @property
+    def ok(self) -> bool:
+        return self.failed == 0 and self.errors == 0
+
+
+def counts(report: RunReport) -> Counts:
+    statuses = [c.status for r in report.results for c in r.checks]
+    return Counts(scenarios=len(report.results), checks=len(check_columns(report)),
+                  passed=statuses.count(Status.PASS), failed=statuses.count(Status.FAIL),
+                  not_applicable=statuses.count(Status.NOT_APPLICABLE),
+                  errors=sum(1 for r in report.results if r.error is not None))
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def summary_line(report: RunReport) -> str:
+    """``16 scenarios, 15 checks: 240 passed, 0 failed, 12 n/a`` (plus ``, 1 could not run`` on errors)."""
+    c = counts(report)
+    line = (f"{_plural(c.scenarios, 'scenario')}, {_plural(c.checks, 'check')}: "
+            f"{c.passed} passed, {c.failed} failed, {c.not_applicable} n/a")
+    if c.errors:
+        line += f", {c.errors} could not run"
+    return line
+
+
+def scenario_status(result: ScenarioResult) -> str:
+    """``pass``, ``fail`` or ``error`` (the scenario could not be judged)."""
+    if result.error is not None:
+        return "error"
+    return "pass" if result.ok else "fail"
+
+
+def failing_checks(result: ScenarioResult) -> list[CheckResult]:
+    return [c for c in result.checks if c.status is Status.FAIL]

@@ -1,0 +1,159 @@
+"""The rlm-conformance CLI: list, explain, run (missing cassette, bad target), record + replay, report re-render.
+
+Runs ``main(argv)`` in-process inside a temporary folder, so the default
+``scenarios/``, ``cassettes/`` and ``reports/`` are the test's own. Real runs use
+the scripted endpoint on 127.0.0.1 (record) and replay: no network.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from harness.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
+
+SCENARIO = """\
+name: cli_smoke
+description: One delegation, executed, summarised, then the analyst exits the loop.
+tags: [smoke, cli]
+context: {sales: [{region: north, amount: 120}, {region: south, amount: 80}]}
+sessions:
+  - user: analyst_1
+    turns:
+      - user: What is the total sales amount?
+script:
+  databricks_analyst:
+    - call: delegate_code_results
+      args:
+        code: "print(sum(r['amount'] for r in context['sales']))"
+        instruction: Report the total.
+    - call: exit_loop
+  results_processor:
+    - text: "The total sales amount is 200."
+expect:
+  executions: 1
+  termination: exit_loop
+"""
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "scenarios").mkdir()
+    (tmp_path / "scenarios" / "cli_smoke.yaml").write_text(SCENARIO, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.delenv("GOOGLE_GEMINI_BASE_URL", raising=False)
+    return tmp_path
+
+
+def _one_paragraph(text: str) -> None:
+    assert text.strip(), "expected a message"
+    assert "Traceback" not in text
+    assert "\n\n" not in text.strip()
+
+
+def test_help_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == EXIT_OK
+    out = capsys.readouterr().out
+    for command in ("run", "record", "list", "report", "explain"):
+        assert command in out
+
+
+def test_list_shows_names_descriptions_and_tags(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "cli_smoke" in out and "One delegation" in out and "smoke, cli" in out
+
+
+def test_explain_a_known_check(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", "summary_persisted"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert out.startswith("summary_persisted: Durable handoff")
+    assert "Definition of Done: 000:" in out
+
+
+def test_explain_an_unknown_check_lists_the_known_ones(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", "no_such_check"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    _one_paragraph(err)
+    assert "unknown check 'no_such_check'" in err and "summary_persisted" in err and "stage_gating" in err
+
+
+def test_run_with_a_missing_cassette_fails_the_scenario_and_names_the_fix(
+        workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A scenario that cannot run is a failed scenario: exit 1, reported like any failure (JUnit <error>).
+    assert main(["run", "--no-progress"]) == EXIT_FAILED
+    out = capsys.readouterr().out
+    flat = " ".join(out.split())
+    assert f"cassette {Path('cassettes') / 'cli_smoke.yaml'} does not exist" in flat
+    assert "rlm-conformance record --scenario cli_smoke" in flat
+    assert out.rstrip().splitlines()[-1].startswith("Reports written to reports")
+    suite = ET.parse(workdir / "reports" / "conformance.xml").getroot().find("testsuite")
+    assert suite.get("errors") == "1" and suite.find("testcase[@name='cli_smoke::run']/error") is not None
+
+
+def test_run_with_an_unimportable_target_is_a_usage_error(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--target", "nosuch.module:x", "--llm-mode", "scripted"]) == EXIT_USAGE
+    captured = capsys.readouterr()
+    _one_paragraph(captured.err)
+    assert "nosuch.module:x" in captured.err and "No module named 'nosuch'" in captured.err
+    assert not (workdir / "reports").exists()
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["run", "--scenario", "nope"], "--scenario nope: no such scenario"),
+    (["run", "-k", "zzz"], "no scenario matching -k 'zzz'"),
+    (["run", "--format", "junit,pdf"], "unknown report format(s) 'pdf'"),
+    (["run", "--scenarios-dir", "missing"], "is not a directory"),
+    (["run", "--session-service", "bogus"], "--session-service 'bogus' is unknown"),
+    (["report", "--from", "missing.json"], "no such report file"),
+])
+def test_user_errors_exit_2_with_one_paragraph(workdir: Path, capsys: pytest.CaptureFixture[str],
+                                               argv: list[str], fragment: str) -> None:
+    assert main(argv) == EXIT_USAGE
+    err = capsys.readouterr().err
+    _one_paragraph(err)
+    assert fragment in err
+
+
+def test_a_broken_scenario_file_is_a_usage_error(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (workdir / "scenarios" / "bad.yaml").write_text("name: bad\ndescription: [unclosed\n", encoding="utf-8")
+    assert main(["list"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    _one_paragraph(err)
+    assert "bad.yaml:" in err
+
+
+def test_record_then_replay_then_rerender(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["record", "--scenario", "cli_smoke", "--no-progress"]) == EXIT_OK
+    out = capsys.readouterr().out
+    cassette = Path("cassettes") / "cli_smoke.yaml"
+    assert f"cassette written: {cassette}" in out and (workdir / cassette).is_file()
+
+    assert main(["run", "--no-progress"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "1 scenario, 16 checks:" in out and "0 failed" in out
+    assert out.rstrip().splitlines()[-1] == ("Reports written to reports/: conformance.xml, conformance.md, "
+                                             "conformance.html, conformance.json")
+    reports = workdir / "reports"
+    original = {name: (reports / name).read_bytes() for name in ("conformance.xml", "conformance.md",
+                                                                  "conformance.html")}
+    for name in original:
+        (reports / name).unlink()
+
+    assert main(["report", "--from", "reports/conformance.json"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "Reports written to reports/: conformance.xml, conformance.md, conformance.html" in out
+    assert {name: (reports / name).read_bytes() for name in original} == original
+
+
+def test_a_scenario_naming_an_unknown_check_is_a_usage_error(workdir: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    path = workdir / "scenarios" / "cli_smoke.yaml"
+    path.write_text(SCENARIO + "  checks:\n    skip: {no_such_check: why not}\n", encoding="utf-8")
+    assert main(["run", "--llm-mode", "scripted"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    _one_paragraph(err)
+    assert "'cli_smoke'" in err and "'no_such_check'" in err and "summary_persisted" in err
