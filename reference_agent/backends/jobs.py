@@ -48,6 +48,7 @@ class JobRequest:
     timeout_s: float = 30.0
     output_cap_bytes: int = 1_000_000
     max_sublm_calls: int = 64
+    namespace_path: str | None = None  # volume path of the REPL namespace snapshot (variables persist)
 
 
 @dataclass(frozen=True)
@@ -258,6 +259,8 @@ class LocalJobRunner:
         ]
         if request.context_path:
             argv += ["--context-path", str(self._local(request.context_path))]
+        if request.namespace_path:
+            argv += ["--namespace-path", str(self._local(request.namespace_path))]
         out, err = _CappedBuffer(request.output_cap_bytes), _CappedBuffer(request.output_cap_bytes)
         started = time.perf_counter()
         hard_timeout = False

@@ -23,7 +23,8 @@ from typing import Any, Callable
 from .capture import CappedStream
 from .final import has_final_call
 from .lm_client import LmClient
-from .repl import Repl
+from .namespace import SnapshotReport, load_snapshot, save_snapshot
+from .repl import RESERVED_NAMES, Repl
 from .result import (
     EXECUTOR_TIMEOUT_GRACE_S,
     bound_traceback,
@@ -105,6 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="soft timeout in seconds (0: none)")
     parser.add_argument("--output-cap", type=int, default=DEFAULT_OUTPUT_CAP, help="bytes kept per stream")
     parser.add_argument("--max-sublm-calls", type=int, default=DEFAULT_MAX_SUBLM_CALLS)
+    parser.add_argument("--namespace-path", help="pickle snapshot of the REPL namespace, loaded before and saved "
+                                                 "after the block (variables persist across runs)")
     return parser
 
 
@@ -170,6 +173,7 @@ def run(args: argparse.Namespace) -> int:
     repl: Repl | None = None
     started = time.perf_counter()
     written = threading.Lock()
+    snapshot = SnapshotReport()
 
     def finish(status: str, exit_code: int | None, error: dict[str, Any] | None) -> None:
         # Called once: normally at the end, or from the stage-2 timeout while code still runs.
@@ -187,6 +191,8 @@ def run(args: argparse.Namespace) -> int:
             result["final_var"] = repl.final_var
             result["final_error"] = repl.final_error
         result["sublm_calls"] = list(lm.calls)
+        result["namespace"] = {"kept": snapshot.kept, "unpicklable": snapshot.unpicklable,
+                               "restored": snapshot.restored, "restore_error": snapshot.restore_error}
         write_json_atomic(result_path, result)
 
     def on_stuck() -> None:
@@ -206,6 +212,9 @@ def run(args: argparse.Namespace) -> int:
         code = artifact.read_text(encoding="utf-8")
         result["has_final_call"] = has_final_call(code)
         repl = Repl(context=load_context(args.context_path), lm=lm)
+        if args.namespace_path:
+            load_snapshot(Path(args.namespace_path), repl.namespace, snapshot)
+            repl.restore_reserved()
         sys.stdout, sys.stderr, sys.stdin = stdout, stderr, io.StringIO("")
         with timer:
             repl.run(code, filename)
@@ -229,6 +238,11 @@ def run(args: argparse.Namespace) -> int:
         status, exit_code = "timeout", None
         error = error or {"type": "ExecutionTimeout", "message": f"execution exceeded the {args.timeout:g} s timeout", "traceback": None}
     lm.close()
+    if args.namespace_path and repl is not None and status != "timeout":
+        try:
+            save_snapshot(Path(args.namespace_path), repl.namespace, RESERVED_NAMES, snapshot)
+        except OSError as exc:
+            snapshot.restore_error = f"namespace snapshot could not be saved: {exc}"
     try:
         finish(status, exit_code, error)
     except OSError as exc:

@@ -54,6 +54,8 @@ def new_result(*, run_id: str, iteration: int, artifact_path: str) -> dict[str, 
         "sublm_calls": [],
         "code_blocks": 1,
         "has_final_call": False,
+        # Variables kept for the next run, and those that could not be (name -> why).
+        "namespace": {"kept": [], "unpicklable": {}, "restored": [], "restore_error": None},
         # "executor" when Job_B wrote it, "runner" when the job runner had to.
         "written_by": "executor",
     }
