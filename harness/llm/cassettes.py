@@ -70,7 +70,7 @@ _GEMINI_PATH = re.compile(r"/v\d+(?:alpha|beta)?\d*/")
 class Provenance:
     """What a cassette was recorded against; ``recorded_at`` (ISO date) is filled in when saved."""
 
-    recorded_against: Literal["scripted", "live"]
+    recorded_against: Literal["scripted", "live", "databricks-fake", "databricks-live"]
     model: str
     recorded_at: str | None = None
     tool: str = TOOL_NAME

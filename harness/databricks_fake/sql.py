@@ -1,0 +1,233 @@
+"""SQL Statement Execution API of the fake (``/api/2.0/sql/statements``), answered by DuckDB.
+
+Statements arrive in the project's SQL with ``:name`` markers and typed
+``parameters``; the fake drops Delta's ``USING DELTA``, turns markers into
+DuckDB's with ``reference_agent.storage.dialect.DUCKDB`` and runs them on one
+in-memory database. Responses follow the REST shapes: ``status.state``,
+``manifest`` (``schema.columns[].type_name``, ``chunks``), ``result.data_array``
+of strings, ``next_chunk_index`` when a result spans chunks, and DML results
+as ``num_affected_rows`` (plus the per-kind columns Databricks returns).
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import itertools
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+
+from reference_agent.storage.dialect import DUCKDB
+
+from .faults import Faults
+from .replies import ApiError, Reply, bad_request, ok
+
+PREFIX = "/api/2.0/sql/statements"
+_USING_DELTA = re.compile(r"\)\s*USING\s+DELTA\s*;?\s*$", re.IGNORECASE)
+_WAIT = re.compile(r"^(\d+)s$")
+_DML_COLUMNS = {
+    "INSERT": ("num_affected_rows", "num_inserted_rows"),
+    "UPDATE": ("num_affected_rows",),
+    "DELETE": ("num_affected_rows",),
+    "MERGE": ("num_affected_rows", "num_updated_rows", "num_deleted_rows", "num_inserted_rows"),
+}
+_DDL = ("CREATE", "DROP", "ALTER", "USE", "SET", "COMMENT")
+_TYPES = {  # DuckDB type -> (type_name, type_text)
+    "VARCHAR": ("STRING", "STRING"), "BIGINT": ("LONG", "BIGINT"), "INTEGER": ("INT", "INT"),
+    "SMALLINT": ("SHORT", "SMALLINT"), "TINYINT": ("BYTE", "TINYINT"), "DOUBLE": ("DOUBLE", "DOUBLE"),
+    "FLOAT": ("FLOAT", "FLOAT"), "BOOLEAN": ("BOOLEAN", "BOOLEAN"), "DATE": ("DATE", "DATE"),
+    "TIMESTAMP": ("TIMESTAMP", "TIMESTAMP"), "TIMESTAMP WITH TIME ZONE": ("TIMESTAMP", "TIMESTAMP"),
+    '"NULL"': ("NULL", "VOID"), "HUGEINT": ("DECIMAL", "DECIMAL(38,0)"),
+}
+_PARAM_TYPES = {"STRING": str, "BIGINT": int, "INT": int, "LONG": int, "SMALLINT": int, "TINYINT": int,
+                "DOUBLE": float, "FLOAT": float, "BOOLEAN": lambda v: v.strip().lower() == "true"}
+
+
+@dataclass
+class _Statement:
+    statement_id: str
+    sql: str
+    parameters: list[dict[str, Any]]
+    state: str = "PENDING"
+    polls_left: int = 0
+    error: dict[str, Any] | None = None
+    manifest: dict[str, Any] | None = None
+    chunks: list[dict[str, Any]] = field(default_factory=list)
+
+    def response(self) -> dict[str, Any]:
+        status: dict[str, Any] = {"state": self.state}
+        if self.error:
+            status["error"] = {k: v for k, v in self.error.items() if k != "sql_state"}
+            status["sql_state"] = self.error.get("sql_state", "42000")
+        body: dict[str, Any] = {"statement_id": self.statement_id, "status": status}
+        if self.state == "SUCCEEDED":
+            body["manifest"] = self.manifest
+            body["result"] = self.chunks[0]
+        return body
+
+
+class SqlApi:
+    def __init__(self, faults: Faults, warehouses: set[str], chunk_rows: int) -> None:
+        self.faults = faults
+        self.warehouses = warehouses
+        self.chunk_rows = max(1, chunk_rows)
+        self.conn = duckdb.connect(":memory:")
+        self._lock = threading.RLock()
+        self._ids = itertools.count(1)
+        self.statements: dict[str, _Statement] = {}
+
+    def close(self) -> None:
+        with self._lock:
+            self.conn.close()
+            self.statements.clear()
+
+    def handle(self, method: str, path: str, body: dict[str, Any]) -> Reply:
+        with self._lock:  # one statement at a time, like one DuckDB connection can take
+            return self._handle(method, path, body)
+
+    def _handle(self, method: str, path: str, body: dict[str, Any]) -> Reply:
+        rest = path[len(PREFIX):].strip("/").split("/") if path != PREFIX else []
+        if method == "POST" and not rest:
+            return ok(self._execute(body))
+        if not rest or rest[0] not in self.statements:
+            raise ApiError(404, "NOT_FOUND", f"Statement {rest[0] if rest else ''} not found.")
+        statement = self.statements[rest[0]]
+        if method == "GET" and len(rest) == 1:
+            return ok(self._poll(statement))
+        if method == "POST" and rest[1:] == ["cancel"]:
+            if statement.state in ("PENDING", "RUNNING"):
+                statement.state = "CANCELED"
+            return ok({})
+        if method == "GET" and len(rest) == 4 and rest[1:3] == ["result", "chunks"] and rest[3].isdigit():
+            index = int(rest[3])
+            if statement.state != "SUCCEEDED" or index >= len(statement.chunks):
+                raise bad_request(f"Chunk {index} is not available for statement {statement.statement_id}.")
+            return ok(statement.chunks[index])
+        raise ApiError(404, "ENDPOINT_NOT_FOUND", f"No API found for '{method} {path}'")
+
+    # --- requests ------------------------------------------------------------------
+
+    def _execute(self, body: dict[str, Any]) -> dict[str, Any]:
+        warehouse = body.get("warehouse_id")
+        if not warehouse:
+            raise bad_request("warehouse_id is required")
+        if warehouse not in self.warehouses:
+            raise ApiError(404, "RESOURCE_DOES_NOT_EXIST", f"SQL warehouse {warehouse} does not exist.")
+        if not isinstance(body.get("statement"), str) or not body["statement"].strip():
+            raise bad_request("statement is required")
+        if body.get("format", "JSON_ARRAY") != "JSON_ARRAY" or body.get("disposition", "INLINE") != "INLINE":
+            raise bad_request("the fake workspace serves format JSON_ARRAY with disposition INLINE only")
+        wait = _WAIT.match(str(body.get("wait_timeout", "10s")))
+        if not wait or not (int(wait.group(1)) == 0 or 5 <= int(wait.group(1)) <= 50):
+            raise bad_request("wait_timeout must be 0s or between 5s and 50s")
+        on_timeout = body.get("on_wait_timeout", "CONTINUE")
+        if on_timeout not in ("CONTINUE", "CANCEL"):
+            raise bad_request("on_wait_timeout must be CONTINUE or CANCEL")
+        parameters = list(body.get("parameters") or [])
+        statement = _Statement(f"fake-stmt-{next(self._ids):06d}", body["statement"], parameters)
+        self.statements[statement.statement_id] = statement
+        if self.faults.warehouse_pending_polls > 0:
+            statement.polls_left = self.faults.warehouse_pending_polls
+            if on_timeout == "CANCEL" and int(wait.group(1)) > 0:
+                statement.state = "CANCELED"  # the wait ran out while the warehouse was starting
+        else:
+            self._run(statement)
+        return statement.response()
+
+    def _poll(self, statement: _Statement) -> dict[str, Any]:
+        if statement.state == "PENDING":
+            statement.polls_left -= 1
+            if statement.polls_left <= 0:
+                self._run(statement)
+        return statement.response()
+
+    # --- running on DuckDB --------------------------------------------------------------
+
+    def _run(self, statement: _Statement) -> None:
+        sql = _USING_DELTA.sub(")", statement.sql.strip())
+        text, names = DUCKDB.translate(sql)
+        try:
+            params = {p["name"]: _param_value(p) for p in statement.parameters}
+        except (KeyError, TypeError, ValueError) as exc:
+            return self._fail(statement, "BAD_REQUEST", f"[INVALID_PARAMETER_VALUE] bad parameter: {exc}", "22023")
+        unbound = [n for n in names if n not in params]
+        if unbound:
+            return self._fail(statement, "BAD_REQUEST",
+                              f"[UNBOUND_SQL_PARAMETER] Found the unbound parameter: {unbound[0]}.", "42P02")
+        first = re.match(r"\s*(\w+)", sql)
+        kind = first.group(1).upper() if first else ""
+        try:
+            cursor = self.conn.execute(text, {n: params[n] for n in names})
+            rows = cursor.fetchall() if cursor.description is not None else []
+            description = cursor.description or []
+        except duckdb.Error as exc:
+            return self._fail(statement, "BAD_REQUEST", f"[{type(exc).__name__}] {exc}", "42000")
+        if kind in _DML_COLUMNS:
+            count = int(rows[0][0]) if rows else 0
+            names_out = _DML_COLUMNS[kind]
+            values = [count] + ([count] if kind == "INSERT" else [None] * (len(names_out) - 1))
+            self._succeed(statement, [(n, "LONG", "BIGINT") for n in names_out], [tuple(values)])
+        elif kind in _DDL:
+            self._succeed(statement, [], [])
+        else:
+            columns = [(d[0], *_TYPES.get(str(d[1]), ("DECIMAL", str(d[1])) if str(d[1]).startswith("DECIMAL")
+                                           else ("STRING", "STRING"))) for d in description]
+            self._succeed(statement, columns, rows)
+
+    def _fail(self, statement: _Statement, code: str, message: str, sql_state: str) -> None:
+        statement.state = "FAILED"
+        statement.error = {"error_code": code, "message": message, "sql_state": sql_state}
+
+    def _succeed(self, statement: _Statement, columns: list[tuple[str, str, str]], rows: list[tuple]) -> None:
+        data = [[_text(v) for v in row] for row in rows]
+        pieces = [data[i:i + self.chunk_rows] for i in range(0, len(data), self.chunk_rows)] or [[]]
+        link = f"{PREFIX}/{statement.statement_id}/result/chunks/"
+        chunks, offset = [], 0
+        for index, piece in enumerate(pieces):
+            chunk: dict[str, Any] = {"chunk_index": index, "row_offset": offset, "row_count": len(piece)}
+            if piece:
+                chunk["data_array"] = piece
+            if index + 1 < len(pieces):
+                chunk.update(next_chunk_index=index + 1, next_chunk_internal_link=f"{link}{index + 1}")
+            chunks.append(chunk)
+            offset += len(piece)
+        statement.chunks = chunks
+        statement.manifest = {
+            "format": "JSON_ARRAY",
+            "schema": {"column_count": len(columns), "columns": [
+                {"name": name, "position": i, "type_name": type_name, "type_text": type_text}
+                for i, (name, type_name, type_text) in enumerate(columns)]},
+            "total_chunk_count": len(chunks),
+            "chunks": [{k: c[k] for k in ("chunk_index", "row_offset", "row_count")} for c in chunks],
+            "total_row_count": len(data),
+            "truncated": False,
+        }
+        statement.state = "SUCCEEDED"
+
+
+def _param_value(parameter: dict[str, Any]) -> Any:
+    if "value" not in parameter or parameter["value"] is None:
+        return None
+    kind = str(parameter.get("type") or "STRING").upper()
+    if kind not in _PARAM_TYPES:
+        raise ValueError(f"type {kind!r} of :{parameter['name']} is not supported by the fake")
+    return _PARAM_TYPES[kind](parameter["value"])
+
+
+def _text(value: Any) -> str | None:
+    """A cell as JSON_ARRAY sends it: a string, or null."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, datetime.datetime):
+        return value.isoformat(timespec="microseconds") + ("" if value.tzinfo else "Z")
+    if isinstance(value, (datetime.date, decimal.Decimal)):
+        return str(value)
+    return str(value)

@@ -1,0 +1,247 @@
+"""``DatabricksJobRunner``: Job_B as a one-time run (Jobs API 2.2 ``runs/submit``).
+
+One ``spark_python_task`` runs ``jobb_entry.py`` (uploaded to the volume),
+which runs the executor on the mounted volume paths. The runner polls
+``runs/get`` with backoff, reads ``runs/get-output`` of the *task* run when
+something went wrong, and cancels the run when it outlives its deadline.
+
+Outcome rules:
+
+* The result JSON exists after the run: a ``JobOutcome`` (``runner_state`` is
+  the run's ``result_state``; the code's own status is in the JSON).
+* No result JSON: ``DatabricksJobError`` naming the state (FAILED with the
+  error and trace from get-output, INTERNAL_ERROR, SKIPPED, TIMEDOUT,
+  CANCELED, or SUCCESS-but-missing), always with the run page URL.
+* Deadline passed (``timeout_s + grace_s + startup_s``): the run is cancelled
+  and ``DatabricksTimeoutError`` is raised.
+
+``sub_lm`` is not used: see ``jobb_entry.py`` for ``llm_query`` on Databricks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from databricks.sdk import WorkspaceClient
+from databricks.sdk.errors import DatabricksError
+from databricks.sdk.service import compute as compute_api
+from databricks.sdk.service import jobs as jobs_api
+
+from ...executor.result import EXECUTOR_TIMEOUT_GRACE_S, result_volume_path
+from ..jobs import JobOutcome, JobRequest, SubLm
+from .errors import DatabricksJobError, DatabricksTimeoutError, translate
+from .polling import Backoff
+from .volume import UcVolumeStore
+
+ENTRY_SOURCE = Path(__file__).with_name("jobb_entry.py")
+TASK_KEY = "job_b"
+_TERMINAL = {jobs_api.RunLifeCycleState.TERMINATED, jobs_api.RunLifeCycleState.SKIPPED,
+             jobs_api.RunLifeCycleState.INTERNAL_ERROR}
+_TAIL = 4_000
+DEFAULT_BACKOFF = Backoff(initial_s=1.0, factor=1.5, max_s=15.0)
+
+
+@dataclass(frozen=True)
+class JobCompute:
+    """Where Job_B runs: exactly one of an existing cluster, a new cluster spec, or serverless."""
+
+    existing_cluster_id: str | None = None
+    new_cluster: dict[str, Any] | None = None
+    serverless_environment_version: str | None = None
+    wheel: str | None = None  # /Volumes path of the project wheel, installed for the task
+    genai_secret: str | None = None  # "scope/key" -> GOOGLE_API_KEY on a new cluster
+    spark_env_vars: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        serverless = self.serverless_environment_version is not None
+        if sum((bool(self.existing_cluster_id), bool(self.new_cluster), serverless)) != 1:
+            raise ValueError("JobCompute needs exactly one of existing_cluster_id, new_cluster, "
+                             "serverless_environment_version")
+
+    def apply(self, task: jobs_api.SubmitTask) -> list[jobs_api.JobEnvironment] | None:
+        """Put the compute on ``task``; the ``environments`` list for ``runs/submit`` when serverless."""
+        libraries = [compute_api.Library(whl=self.wheel)] if self.wheel else None
+        if self.existing_cluster_id:
+            task.existing_cluster_id, task.libraries = self.existing_cluster_id, libraries
+            return None
+        if self.new_cluster:
+            spec = dict(self.new_cluster)
+            env_vars = {**spec.get("spark_env_vars", {}), **self.spark_env_vars}
+            if self.genai_secret:
+                env_vars.setdefault("GOOGLE_API_KEY", f"{{{{secrets/{self.genai_secret}}}}}")
+            if env_vars:
+                spec["spark_env_vars"] = env_vars
+            task.new_cluster, task.libraries = compute_api.ClusterSpec.from_dict(spec), libraries
+            return None
+        task.environment_key = "rlm_job_b"
+        environment = compute_api.Environment(environment_version=self.serverless_environment_version,
+                                              dependencies=[self.wheel] if self.wheel else None)
+        return [jobs_api.JobEnvironment(environment_key="rlm_job_b", spec=environment)]
+
+
+class DatabricksJobRunner:
+    def __init__(
+        self,
+        client: WorkspaceClient,
+        volume: UcVolumeStore,
+        compute: JobCompute,
+        *,
+        grace_s: float = 5.0,
+        startup_s: float = 900.0,
+        backoff: Backoff = DEFAULT_BACKOFF,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if grace_s <= EXECUTOR_TIMEOUT_GRACE_S:
+            raise ValueError(f"grace_s must exceed the executor's own grace of {EXECUTOR_TIMEOUT_GRACE_S} s")
+        self.client = client
+        self.volume = volume
+        self.compute = compute
+        self.grace_s = grace_s
+        self.startup_s = startup_s
+        self.backoff = backoff
+        self._sleep = sleep
+        self._clock = clock
+        self._entry_path: str | None = None
+
+    async def run(self, request: JobRequest, *, sub_lm: SubLm) -> JobOutcome:
+        result_path = result_volume_path(request.artifact_path, request.run_id, request.iteration)
+        entry = await asyncio.to_thread(self._ensure_entry)
+        # A stale result from an earlier attempt must never pass for this run's.
+        await asyncio.to_thread(self.volume.delete, result_path)
+        run_id = await asyncio.to_thread(self._submit, request, entry)
+        try:
+            run = await self._poll(run_id, request)
+        except BaseException:  # deadline, cancellation of this coroutine, API errors: stop the run too
+            await asyncio.to_thread(self._cancel_quietly, run_id)
+            raise
+        return await asyncio.to_thread(self._outcome, run, result_path)
+
+    # --- steps (blocking SDK calls; run in a thread) ------------------------------------
+
+    def _ensure_entry(self) -> str:
+        if self._entry_path is None:
+            path = self.volume.path("_rlm", "jobb_entry.py")
+            self.volume.write_text(path, ENTRY_SOURCE.read_text(encoding="utf-8"))
+            self._entry_path = path
+        return self._entry_path
+
+    def _submit(self, request: JobRequest, entry: str) -> int:
+        parameters = [
+            "--artifact-path", request.artifact_path,
+            "--run-id", request.run_id,
+            "--iteration", str(request.iteration),
+            "--timeout", repr(float(request.timeout_s)),
+            "--output-cap", str(request.output_cap_bytes),
+            "--max-sublm-calls", str(request.max_sublm_calls),
+        ]
+        if request.context_path:
+            parameters += ["--context-path", request.context_path]
+        task = jobs_api.SubmitTask(
+            task_key=TASK_KEY,
+            spark_python_task=jobs_api.SparkPythonTask(python_file=entry, parameters=parameters),
+            timeout_seconds=self._run_timeout_s(request),
+        )
+        environments = self.compute.apply(task)
+        try:
+            waiter = self.client.jobs.submit(
+                run_name=f"rlm-job-b-{request.run_id}-iter{request.iteration}",
+                tasks=[task],
+                environments=environments,
+                timeout_seconds=self._run_timeout_s(request),
+            )
+        except DatabricksError as exc:
+            raise translate(exc, "submitting the Job_B run (jobs/runs/submit)",
+                            not_found="check RLM_DATABRICKS_CLUSTER_ID and RLM_DATABRICKS_WHEEL") from exc
+        return int(waiter.response.run_id)
+
+    def _run_timeout_s(self, request: JobRequest) -> int:
+        return math.ceil(request.timeout_s + self.grace_s + self.startup_s)
+
+    def _get_run(self, run_id: int) -> jobs_api.Run:
+        try:
+            return self.client.jobs.get_run(run_id)
+        except DatabricksError as exc:
+            raise translate(exc, f"polling Job_B run {run_id} (jobs/runs/get)") from exc
+
+    def _cancel_quietly(self, run_id: int) -> None:
+        try:
+            self.client.jobs.cancel_run(run_id)
+        except DatabricksError:
+            pass
+
+    async def _poll(self, run_id: int, request: JobRequest) -> jobs_api.Run:
+        limit = request.timeout_s + self.grace_s + self.startup_s
+        deadline = self._clock() + limit
+        delays = self.backoff.delays()
+        while True:
+            run = await asyncio.to_thread(self._get_run, run_id)
+            state = run.state.life_cycle_state if run.state else None
+            if state in _TERMINAL:
+                return run
+            if self._clock() >= deadline:  # run() cancels the run on the way out
+                message = run.state.state_message if run.state and run.state.state_message else ""
+                raise DatabricksTimeoutError(
+                    f"Job_B run {run_id} did not finish within {limit:g} s (timeout {request.timeout_s:g} s + grace "
+                    f"{self.grace_s:g} s + compute start-up {self.startup_s:g} s); last state "
+                    f"{state.value if state else 'unknown'}{': ' + message if message else ''}. It was cancelled. "
+                    f"If the compute is slow to start, raise RLM_DATABRICKS_JOB_STARTUP_S. Run page: {run.run_page_url}"
+                )
+            await self._sleep(next(delays))
+
+    def _outcome(self, run: jobs_api.Run, result_path: str) -> JobOutcome:
+        state = run.state or jobs_api.RunState()
+        life = state.life_cycle_state
+        result_state = state.result_state.value if state.result_state else None
+        url = run.run_page_url
+        if self.volume.exists(result_path):
+            ended = result_state or (life.value if life else "UNKNOWN")
+            return JobOutcome(result_path, url, ended, f"Job_B run {run.run_id} {ended}; result in {result_path}")
+        raise DatabricksJobError(self._failure_message(run, result_path))
+
+    def _failure_message(self, run: jobs_api.Run, result_path: str) -> str:
+        state = run.state or jobs_api.RunState()
+        life = state.life_cycle_state.value if state.life_cycle_state else "UNKNOWN"
+        result = state.result_state.value if state.result_state else None
+        head = f"Job_B run {run.run_id}"
+        why = {
+            "INTERNAL_ERROR": "ended in INTERNAL_ERROR: the platform failed (cluster, library install, workspace), "
+                              "not the analyst code",
+            "SKIPPED": "was SKIPPED and never ran (e.g. a concurrent-run limit or an upstream failure)",
+        }.get(life)
+        if why is None:
+            why = {
+                "FAILED": "FAILED before writing its result JSON",
+                "TIMEDOUT": "TIMEDOUT: it hit the run's timeout_seconds before writing its result JSON",
+                "CANCELED": "was CANCELED before writing its result JSON",
+                "SUCCESS": f"succeeded but its result JSON {result_path} is not in the volume (Files API 404)",
+            }.get(result or "", f"ended {life}/{result} without a result JSON")
+        lines = [f"{head} {why}."]
+        if state.state_message:
+            lines.append(f"State message: {state.state_message}")
+        output = self._task_output(run)
+        if output is not None:
+            if output.error:
+                lines.append(f"Error: {output.error}")
+            if output.error_trace:
+                lines.append("Traceback (from runs/get-output):\n" + output.error_trace[-_TAIL:])
+            elif output.logs:
+                lines.append("Log tail:\n" + output.logs[-_TAIL:])
+        lines.append(f"Run page: {run.run_page_url}")
+        return "\n".join(lines)
+
+    def _task_output(self, run: jobs_api.Run) -> jobs_api.RunOutput | None:
+        # get-output answers for a task run only; a submitted run's own id is the parent.
+        task_run_id = next((t.run_id for t in run.tasks or [] if t.task_key == TASK_KEY and t.run_id), None)
+        if task_run_id is None:
+            return None
+        try:
+            return self.client.jobs.get_run_output(task_run_id)
+        except DatabricksError:
+            return None  # the state and run page still explain the failure

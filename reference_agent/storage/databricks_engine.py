@@ -1,0 +1,220 @@
+"""Databricks SQL as a ``SqlEngine``: the Statement Execution API on a SQL warehouse.
+
+The SQL is the project's written-once SQL; the ``DATABRICKS`` dialect keeps
+its ``:name`` markers and adds ``USING DELTA`` to DDL. Each ``execute`` is one
+``POST /api/2.0/sql/statements`` (INLINE, JSON_ARRAY, ``wait_timeout``, then
+``on_wait_timeout=CONTINUE``), polled with backoff while PENDING/RUNNING, and
+its result chunks fetched by ``next_chunk_index``. Values arrive as strings
+and are converted by the manifest's column types.
+
+**``transaction()`` is a no-op.** The Statement Execution API runs each
+statement on its own; there is no multi-statement transaction to open. The
+storage code does not rely on one: every write that must not race is a
+compare-and-set ``UPDATE ... WHERE version = :expected`` or an insert-if-absent
+``MERGE``, checked through its ``num_affected_rows``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import decimal
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from databricks.sdk import WorkspaceClient
+from databricks.sdk.errors import BadRequest, DatabricksError, NotFound
+from databricks.sdk.service.sql import (
+    Disposition,
+    ExecuteStatementRequestOnWaitTimeout,
+    Format,
+    StatementParameterListItem,
+    StatementResponse,
+    StatementState,
+)
+
+from reference_agent.backends.databricks.errors import (
+    DatabricksConfigError,
+    DatabricksSqlError,
+    DatabricksTimeoutError,
+    translate,
+)
+from reference_agent.backends.databricks.polling import Backoff
+
+from .dialect import DATABRICKS, Dialect
+
+_WAITING = (StatementState.PENDING, StatementState.RUNNING)
+DEFAULT_BACKOFF = Backoff(initial_s=0.25, factor=1.5, max_s=5.0)
+
+
+def _bool(text: str) -> bool:
+    return text.strip().lower() == "true"
+
+
+_CONVERTERS: dict[str, Callable[[str], Any]] = {
+    "LONG": int, "INT": int, "SHORT": int, "BYTE": int,
+    "DOUBLE": float, "FLOAT": float,
+    "DECIMAL": decimal.Decimal,
+    "BOOLEAN": _bool,
+    "DATE": datetime.date.fromisoformat,
+    "TIMESTAMP": datetime.datetime.fromisoformat,
+    "NULL": lambda _: None,
+}
+
+
+def parameter(name: str, value: Any) -> StatementParameterListItem:
+    """One named parameter, typed. None is a NULL (no value) of type STRING, the API's default type."""
+    if value is None:
+        return StatementParameterListItem(name=name, type="STRING")
+    if isinstance(value, bool):
+        return StatementParameterListItem(name=name, type="BOOLEAN", value="true" if value else "false")
+    if isinstance(value, int):
+        return StatementParameterListItem(name=name, type="BIGINT", value=str(value))
+    if isinstance(value, float):
+        return StatementParameterListItem(name=name, type="DOUBLE", value=repr(value))
+    if isinstance(value, str):
+        return StatementParameterListItem(name=name, type="STRING", value=value)
+    raise TypeError(f"SQL parameter :{name} is a {type(value).__name__}; pass str, int, float, bool or None "
+                    "(serialize anything else, e.g. JSON text for JSON columns)")
+
+
+class DatabricksSqlEngine:
+    dialect: Dialect = DATABRICKS
+
+    def __init__(
+        self,
+        client: WorkspaceClient,
+        warehouse_id: str,
+        *,
+        catalog: str | None = None,
+        schema: str | None = None,
+        timeout_s: float = 300.0,
+        wait_timeout: str = "10s",
+        backoff: Backoff = DEFAULT_BACKOFF,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.client = client
+        self.warehouse_id = warehouse_id
+        self.catalog = catalog
+        self.schema = schema
+        self.timeout_s = timeout_s
+        self.wait_timeout = wait_timeout
+        self.backoff = backoff
+        self._sleep = sleep
+        self._clock = clock
+
+    # --- SqlEngine ---------------------------------------------------------------
+
+    def execute(self, sql: str, params: Mapping[str, Any] | None = None) -> list[tuple]:
+        text, names = self.dialect.translate(sql)
+        params = params or {}
+        missing = [n for n in names if n not in params]
+        if missing:
+            raise KeyError(f"SQL parameter(s) {', '.join(missing)} not supplied for: {sql.strip()[:200]}")
+        parameters = [parameter(n, params[n]) for n in names]
+        api = self.client.statement_execution
+        try:
+            response = api.execute_statement(
+                statement=text,
+                warehouse_id=self.warehouse_id,
+                catalog=self.catalog,
+                schema=self.schema,
+                parameters=parameters or None,
+                disposition=Disposition.INLINE,
+                format=Format.JSON_ARRAY,
+                wait_timeout=self.wait_timeout,
+                on_wait_timeout=ExecuteStatementRequestOnWaitTimeout.CONTINUE,
+            )
+        except DatabricksError as exc:
+            # 404, or a 400 that names the warehouse: the id in the settings is wrong.
+            if isinstance(exc, NotFound) or (isinstance(exc, BadRequest) and "warehouse" in str(exc).lower()):
+                raise DatabricksConfigError(
+                    f"SQL warehouse {self.warehouse_id!r} was not found ({exc}): set DATABRICKS_WAREHOUSE_ID "
+                    "(or --databricks-warehouse-id) to an existing warehouse id (SQL Warehouses -> Connection details)"
+                ) from exc
+            raise translate(exc, "executing a SQL statement") from exc
+        response = self._wait(response, text)
+        return list(self._rows(response, text))
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """A no-op: see the module docstring (compare-and-set writes stand in for transactions)."""
+        yield
+
+    def close(self) -> None:
+        """Nothing to release: each statement is one HTTP exchange; the client belongs to the caller."""
+
+    # --- internals -----------------------------------------------------------------
+
+    def _wait(self, response: StatementResponse, text: str) -> StatementResponse:
+        deadline = self._clock() + self.timeout_s
+        delays = self.backoff.delays()
+        api = self.client.statement_execution
+        while _state(response) in _WAITING:
+            if self._clock() >= deadline:
+                self._cancel(response.statement_id)
+                if _state(response) is StatementState.PENDING:
+                    raise DatabricksTimeoutError(
+                        f"SQL warehouse {self.warehouse_id!r} is starting: the statement stayed PENDING for "
+                        f"{self.timeout_s:g} s and was cancelled; retry once the warehouse is running, or raise the "
+                        "timeout (RLM_DATABRICKS_SQL_TIMEOUT_S / --databricks-sql-timeout)"
+                    )
+                raise DatabricksTimeoutError(
+                    f"SQL statement still RUNNING after {self.timeout_s:g} s on warehouse {self.warehouse_id!r} and "
+                    f"was cancelled (raise RLM_DATABRICKS_SQL_TIMEOUT_S if it is expected): {text.strip()[:200]}"
+                )
+            self._sleep(next(delays))
+            try:
+                response = api.get_statement(response.statement_id)
+            except DatabricksError as exc:
+                raise translate(exc, f"polling SQL statement {response.statement_id}") from exc
+        state = _state(response)
+        if state is StatementState.SUCCEEDED:
+            return response
+        error = response.status.error if response.status else None
+        code = error.error_code.value if error and error.error_code else "UNKNOWN"
+        message = error.message if error and error.message else "(no message)"
+        sql_state = f", SQLSTATE {response.status.sql_state}" if response.status and response.status.sql_state else ""
+        verb = {StatementState.FAILED: "failed", StatementState.CANCELED: "was canceled",
+                StatementState.CLOSED: "was closed before its result was read"}.get(state, f"ended {state}")
+        raise DatabricksSqlError(f"Databricks SQL statement {verb} ({code}{sql_state}): {message}\n"
+                                 f"  statement: {text.strip()[:300]}")
+
+    def _cancel(self, statement_id: str | None) -> None:
+        if not statement_id:
+            return
+        try:
+            self.client.statement_execution.cancel_execution(statement_id)
+        except DatabricksError:
+            pass  # best effort: the timeout error is what the caller needs to see
+
+    def _rows(self, response: StatementResponse, text: str) -> Iterator[tuple]:
+        manifest = response.manifest
+        if manifest is not None and manifest.truncated:
+            raise DatabricksSqlError("the statement's INLINE result was truncated (over the 25 MiB limit); "
+                                     f"select fewer rows or columns: {text.strip()[:200]}")
+        columns = (manifest.schema.columns if manifest and manifest.schema and manifest.schema.columns else []) or []
+        converters = [_CONVERTERS.get(c.type_name.value if c.type_name else "", str) for c in columns]
+        chunk = response.result
+        while chunk is not None:
+            for raw in chunk.data_array or []:
+                yield tuple(None if v is None else (converters[i](v) if i < len(converters) else v)
+                            for i, v in enumerate(raw))
+            if chunk.next_chunk_index is None:
+                break
+            try:
+                chunk = self.client.statement_execution.get_statement_result_chunk_n(
+                    response.statement_id, chunk.next_chunk_index)
+            except DatabricksError as exc:
+                doing = f"fetching result chunk {chunk.next_chunk_index} of {response.statement_id}"
+                raise translate(exc, doing) from exc
+
+    def __repr__(self) -> str:
+        where = ".".join(p for p in (self.catalog, self.schema) if p)
+        return f"DatabricksSqlEngine(warehouse={self.warehouse_id!r}{', ' + where if where else ''})"
+
+
+def _state(response: StatementResponse) -> StatementState | None:
+    return response.status.state if response.status else None
