@@ -1,0 +1,428 @@
+"""Purpose-built broken targets: each one is the reference agent with ONE deliberate defect.
+
+They are ``module:attr`` factories (``tests.broken_targets:no_stage_gate``), so they
+also prove that the harness's ``--target module:attr`` path works. Each reproduces
+one bug the seeds describe (or one the design brief warns about) and exists so
+that ``tests/harness/test_checks_fail_on_broken_targets.py`` can show the check
+guarding against it really FAILS. ``legacy`` reproduces most of the seeds'
+before-state at once; these isolate the defects ``legacy`` does not trip (or trips
+only together with others).
+
+Defect -> the check that must catch it:
+
+==================================  ============================
+factory                             check
+==================================  ============================
+analyst_fstring_prompt              instructions_render
+analyst_transfers                   loop_without_transfers
+temp_leaking_service                no_temp_persisted
+null_storing_service                none_deletes
+direct_mutation                     no_unpersisted_mutation
+whole_state_delta                   minimal_deltas
+no_stage_gate                       stage_gating
+unconsumed_artifacts                artifacts_consumed
+processor_injected_via_before_agent processor_model_runs
+outcome_from_yielded_temp_flags     outcome_from_storage
+bloated_state                       state_budget
+stale_flags_by_mutation             stale_flags_cleared
+summary_not_in_prompt               summary_reaches_prompt
+no_output_key                       summary_persisted
+==================================  ============================
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import AsyncGenerator, Callable
+from typing import Any
+
+from google.adk.agents import BaseAgent, LlmAgent, LoopAgent
+from google.adk.agents.callback_context import CallbackContext
+from google.adk.agents.invocation_context import InvocationContext
+from google.adk.agents.readonly_context import ReadonlyContext
+from google.adk.apps import App
+from google.adk.events import Event
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from google.adk.plugins.base_plugin import BasePlugin
+from google.adk.runners import Runner
+from google.adk.sessions import DatabaseSessionService
+from google.adk.tools import transfer_to_agent
+from google.genai import types
+
+from harness.targets.base import BuiltTarget, TargetEnvironment
+from harness.targets.profile import TargetProfile
+from harness.targets.reference import _run_turn as reference_run_turn
+from harness.targets.reference import executions_from_registry
+from harness.trace.model import TurnOutcome
+from reference_agent import state_contract as keys
+from reference_agent.agents.job_builder import JobBuilderAgent
+from reference_agent.agents.results_processor import StageGatedLlmAgent
+from reference_agent.app import ROOT_AGENT_NAME
+from reference_agent.config import AgentSettings
+from reference_agent.plugins.context_injection import (
+    RlmContextInjectionPlugin,
+    stage_is_current,
+)
+from reference_agent.plugins.stage_tracking import RlmStageTrackingPlugin
+from reference_agent.prompts import (
+    _ANALYST_BASE,
+    analyst_instruction,
+    results_processor_instruction,
+)
+from reference_agent.registry import ArtifactRegistry, IllegalTransitionError
+from reference_agent.run import STALE_TURN_KEYS
+from reference_agent.services import RuntimeServices, build_local_services
+from reference_agent.sessions.delta_session_service import DeltaSessionService
+from reference_agent.storage.duckdb_engine import DuckDBEngine
+from reference_agent.tools.delegate import exit_loop, make_delegate_tool
+
+PluginsFactory = Callable[[RuntimeServices], list[BasePlugin]]
+
+
+# --- assembling a reference agent with one piece swapped --------------------------------------
+
+
+def _analyst(services: RuntimeServices, model: Any, **overrides: Any) -> LlmAgent:
+    kwargs: dict[str, Any] = {
+        "name": keys.ANALYST, "model": model,
+        "description": "Writes Python for the executor and decides when the question is answered.",
+        "instruction": analyst_instruction, "tools": [make_delegate_tool(services), exit_loop],
+    }
+    kwargs.update(overrides)
+    return LlmAgent(**kwargs)
+
+
+def _processor(services: RuntimeServices, model: Any, **overrides: Any) -> LlmAgent:
+    kwargs: dict[str, Any] = {
+        "name": keys.RESULTS_PROCESSOR, "model": model, "description": "Summarises the latest execution results.",
+        "instruction": results_processor_instruction, "include_contents": "none",
+        "output_key": keys.LAST_RESULTS_SUMMARY,
+    }
+    kwargs.update(overrides)
+    return StageGatedLlmAgent(**kwargs)
+
+
+def _reference_plugins(services: RuntimeServices) -> list[BasePlugin]:
+    return [RlmContextInjectionPlugin(services), RlmStageTrackingPlugin(services)]
+
+
+def _build(
+    name: str,
+    env: TargetEnvironment,
+    *,
+    analyst: Callable[[RuntimeServices, Any], BaseAgent] | None = None,
+    job_builder: type[JobBuilderAgent] = JobBuilderAgent,
+    processor: Callable[[RuntimeServices, Any], BaseAgent] | None = None,
+    plugins: PluginsFactory = _reference_plugins,
+    session_service: Callable[[TargetEnvironment, DuckDBEngine], Any] | None = None,
+    run_turn: Any = reference_run_turn,
+    profile: TargetProfile | None = None,
+    adapt_services: Callable[[RuntimeServices], None] | None = None,
+) -> BuiltTarget:
+    """The reference target (as ``harness.targets.reference.build_reference``) with the given pieces swapped."""
+    settings = AgentSettings(home=env.home, model=env.model_name, max_iterations=env.max_iterations,
+                             executor_timeout_s=env.executor_timeout_s)
+    engine = DuckDBEngine(settings.database_path)
+    services = build_local_services(settings, sub_lm=env.sub_lm, engine=engine)
+    if env.context is not None:
+        services.context_path = services.volume.path("context", "context.json")
+        services.volume.write_text(services.context_path, json.dumps(env.context))
+    if adapt_services is not None:
+        adapt_services(services)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        root = LoopAgent(
+            name=ROOT_AGENT_NAME,
+            max_iterations=settings.max_iterations,
+            sub_agents=[
+                (analyst or _analyst)(services, env.model),
+                job_builder(name=keys.JOB_BUILDER, description="Runs delegated code on Job_B.", services=services),
+                (processor or _processor)(services, env.model),
+            ],
+        )
+    app = App(name=settings.app_name, root_agent=root, plugins=plugins(services))
+    if session_service is not None:
+        service = session_service(env, engine)
+    elif env.session_service_factory is not None:
+        service = env.session_service_factory(env)
+    else:
+        service = DeltaSessionService(engine)
+    return BuiltTarget(
+        name=name, app=app, session_service=service, run_turn=run_turn, profile=profile or TargetProfile(),
+        list_executions=executions_from_registry(services.registry, services.volume.read_text), close=engine.close,
+    )
+
+
+# --- instructions_render: an f-string example in a STRING instruction ------------------------
+
+
+def analyst_fstring_prompt(env: TargetEnvironment) -> BuiltTarget:
+    """The analyst's prompt is a string with a code example ``{tbl}``: ADK templates it and raises
+    ``KeyError: Context variable not found: `tbl``` before the first model call."""
+    prompt = _ANALYST_BASE + "\nTo list tables: `for tbl in tables: print(f\"table {tbl}\")`.\n"
+    return _build("analyst_fstring_prompt", env,
+                  analyst=lambda services, model: _analyst(services, model, instruction=prompt))
+
+
+# --- loop_without_transfers: the analyst transfers to job_builder ------------------------------
+
+
+def _transfer_first() -> Callable[..., Any]:
+    """A before_model_callback: the analyst's 'model' answers its first request with
+    transfer_to_agent(job_builder), as the seeds' prompt told it to; later requests reach the real model."""
+    calls = {"n": 0}
+
+    async def callback(callback_context: CallbackContext, llm_request: LlmRequest) -> LlmResponse | None:
+        calls["n"] += 1
+        if calls["n"] > 1:
+            return None
+        call = types.FunctionCall(name="transfer_to_agent", args={"agent_name": keys.JOB_BUILDER})
+        return LlmResponse(content=types.Content(role="model", parts=[types.Part(function_call=call)]))
+
+    return callback
+
+
+def analyst_transfers(env: TargetEnvironment) -> BuiltTarget:
+    """The analyst hands over to job_builder with transfer_to_agent instead of letting the loop sequence it."""
+    def analyst(services: RuntimeServices, model: Any) -> LlmAgent:
+        return _analyst(services, model, tools=[make_delegate_tool(services), exit_loop, transfer_to_agent],
+                        before_model_callback=_transfer_first())
+
+    return _build("analyst_transfers", env, analyst=analyst)
+
+
+# --- no_temp_persisted: a session service that skips the base temp: trimming ------------------
+
+
+class TempLeakingSessionService(DeltaSessionService):
+    """An 'optimised' service whose append_event path never trims temp: keys (the base helper is bypassed)."""
+
+    def _trim_temp_delta_state(self, event: Event) -> Event:  # type: ignore[override]
+        return event
+
+
+def temp_leaking_service(env: TargetEnvironment) -> BuiltTarget:
+    return _build("temp_leaking_service", env, session_service=lambda env, engine: TempLeakingSessionService(engine))
+
+
+# --- none_deletes: a service that stores None as null, while the target claims delete semantics ------
+
+
+def null_storing_service(env: TargetEnvironment) -> BuiltTarget:
+    """The reference agent on ADK's DatabaseSessionService, which stores a None in a delta as null —
+    while the profile declares delete semantics (what run_conversation's cleanup relies on)."""
+    return _build("null_storing_service", env,
+                  session_service=lambda env, engine: DatabaseSessionService(
+                      db_url=f"sqlite+aiosqlite:///{env.home / 'null_storing.db'}"),
+                  profile=TargetProfile(none_semantics="delete"))
+
+
+# --- no_unpersisted_mutation: job_builder writes ctx.session.state directly ------------------
+
+
+class MutatingJobBuilder(JobBuilderAgent):
+    """Puts rlm:last_execution_success into ctx.session.state instead of its event's state_delta."""
+
+    async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
+        async for event in super()._run_async_impl(ctx):
+            delta = event.actions.state_delta
+            if keys.LAST_EXECUTION_SUCCESS in delta:
+                ctx.session.state[keys.LAST_EXECUTION_SUCCESS] = delta.pop(keys.LAST_EXECUTION_SUCCESS)
+            yield event
+
+
+def direct_mutation(env: TargetEnvironment) -> BuiltTarget:
+    return _build("direct_mutation", env, job_builder=MutatingJobBuilder)
+
+
+# --- minimal_deltas: job_builder emits dict(ctx.session.state) --------------------------------
+
+
+class WholeStateJobBuilder(JobBuilderAgent):
+    async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
+        async for event in super()._run_async_impl(ctx):
+            event.actions.state_delta = {**dict(ctx.session.state), **event.actions.state_delta}
+            yield event
+
+
+def whole_state_delta(env: TargetEnvironment) -> BuiltTarget:
+    return _build("whole_state_delta", env, job_builder=WholeStateJobBuilder)
+
+
+# --- stage_gating: job_builder trusts any artifact id in state ---------------------------------
+
+
+class UngatedJobBuilder(JobBuilderAgent):
+    """Runs whenever temp:rlm:artifact_id is set — stale or fresh — like the seeds' dual-read job_builder."""
+
+    async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
+        state = ctx.session.state
+        if state.get(keys.ARTIFACT_ID):
+            # Re-open the gate by hand: no check that a fresh delegation happened.
+            state[keys.STAGE] = keys.STAGE_DELEGATED
+            state[keys.ACTIVE_ARTIFACT_ID] = state[keys.ARTIFACT_ID]
+        async for event in super()._run_async_impl(ctx):
+            yield event
+
+
+class LenientRegistry(ArtifactRegistry):
+    """The seeds' registry update: an unconditional UPDATE, so a re-run of a consumed artifact goes through."""
+
+    def mark_executed(self, artifact_id: str, **kwargs: Any) -> Any:
+        try:
+            return super().mark_executed(artifact_id, **kwargs)
+        except IllegalTransitionError:
+            return self.get(artifact_id)
+
+
+def _lenient_registry(services: RuntimeServices) -> None:
+    services.registry = LenientRegistry(services.engine)
+
+
+def no_stage_gate(env: TargetEnvironment) -> BuiltTarget:
+    return _build("no_stage_gate", env, job_builder=UngatedJobBuilder, adapt_services=_lenient_registry)
+
+
+# --- artifacts_consumed: the stage/consumed plugin removed ------------------------------------
+
+
+def unconsumed_artifacts(env: TargetEnvironment) -> BuiltTarget:
+    """The pruning plugin was removed, and its consumed-marking job with it: nothing marks artifacts consumed."""
+    return _build("unconsumed_artifacts", env, plugins=lambda services: [RlmContextInjectionPlugin(services)])
+
+
+# --- processor_model_runs: results injected by returning Content from before_agent_callback ------
+
+
+class BeforeAgentInjectionPlugin(BasePlugin):
+    """The seeds' injection: returns the results as Content from before_agent_callback — which skips the agent."""
+
+    def __init__(self, services: RuntimeServices) -> None:
+        super().__init__(name=keys.INJECTION_PLUGIN)
+        self._renderer = RlmContextInjectionPlugin(services)
+
+    async def before_agent_callback(self, *, agent: BaseAgent, callback_context: CallbackContext
+                                    ) -> types.Content | None:
+        if agent.name != keys.RESULTS_PROCESSOR or not stage_is_current(callback_context.state, keys.STAGE_EXECUTED):
+            return None
+        return types.Content(role="user", parts=[types.Part(text=self._renderer._render(callback_context.state))])
+
+
+def processor_injected_via_before_agent(env: TargetEnvironment) -> BuiltTarget:
+    return _build("processor_injected_via_before_agent", env,
+                  plugins=lambda services: [BeforeAgentInjectionPlugin(services), RlmStageTrackingPlugin(services)])
+
+
+# --- outcome_from_storage: outcome read from temp: flags of yielded events ---------------------
+
+
+async def _outcome_from_yielded_events(runner: Runner, user_id: str, session_id: str, message: str) -> TurnOutcome:
+    service = runner.session_service
+    if await service.get_session(app_name=runner.app_name, user_id=user_id, session_id=session_id) is None:
+        await service.create_session(app_name=runner.app_name, user_id=user_id, session_id=session_id)
+    final_found, final_answer, escalated = False, None, False
+    async for event in runner.run_async(user_id=user_id, session_id=session_id,
+                                        new_message=types.Content(role="user", parts=[types.Part(text=message)])):
+        delta = event.actions.state_delta if event.actions else {}
+        final_found = final_found or bool(delta.get(keys.FINAL_FOUND))  # already stripped by ADK: always False
+        final_answer = delta.get(keys.PENDING_FINAL_ANSWER, final_answer)  # likewise: always None
+        escalated = escalated or bool(event.actions and event.actions.escalate)
+    termination = "final_answer" if final_found else "exit_loop" if escalated else "max_iterations"
+    return TurnOutcome(termination=termination, final_answer=final_answer)
+
+
+def outcome_from_yielded_temp_flags(env: TargetEnvironment) -> BuiltTarget:
+    return _build("outcome_from_yielded_temp_flags", env, run_turn=_outcome_from_yielded_events)
+
+
+# --- state_budget: full stdout kept in session state -----------------------------------------
+
+LAST_STDOUT = "rlm:last_stdout"
+
+
+class BloatedJobBuilder(JobBuilderAgent):
+    """Also keeps the whole stdout (up to Job_B's 1 MB cap) in durable session state."""
+
+    async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
+        async for event in super()._run_async_impl(ctx):
+            path = event.actions.state_delta.get(keys.RESULT_JSON_PATH)
+            if path:
+                result = json.loads(self.services.volume.read_text(path))
+                event.actions.state_delta[LAST_STDOUT] = result.get("stdout") or ""
+            yield event
+
+
+def bloated_state(env: TargetEnvironment) -> BuiltTarget:
+    return _build("bloated_state", env, job_builder=BloatedJobBuilder)
+
+
+# --- stale_flags_cleared: flags cleared by mutating the fetched session -----------------------
+
+
+async def _clear_by_mutation(runner: Runner, user_id: str, session_id: str, message: str) -> TurnOutcome:
+    service = runner.session_service
+    session = await service.get_session(app_name=runner.app_name, user_id=user_id, session_id=session_id)
+    if session is None:
+        session = await service.create_session(app_name=runner.app_name, user_id=user_id, session_id=session_id)
+    for key in STALE_TURN_KEYS:
+        session.state.pop(key, None)  # seed 002 "A": a fetched copy; never persisted
+    error = None
+    try:
+        async for _ in runner.run_async(user_id=user_id, session_id=session_id,
+                                        new_message=types.Content(role="user", parts=[types.Part(text=message)])):
+            pass
+    except Exception as exc:  # noqa: BLE001 - reported as the turn's error
+        error = f"{type(exc).__name__}: {exc}"
+    stored = await service.get_session(app_name=runner.app_name, user_id=user_id, session_id=session_id)
+    state = stored.state if stored else {}
+    return TurnOutcome(termination=state.get(keys.TERMINATION_REASON), final_answer=state.get(keys.FINAL_ANSWER),
+                       error=error)
+
+
+def stale_flags_by_mutation(env: TargetEnvironment) -> BuiltTarget:
+    return _build("stale_flags_by_mutation", env, run_turn=_clear_by_mutation)
+
+
+# --- summary_reaches_prompt: the summary is persisted but never shown to the analyst -----------
+
+
+def _analyst_without_summary(ctx: ReadonlyContext) -> str:
+    return _ANALYST_BASE
+
+
+def summary_not_in_prompt(env: TargetEnvironment) -> BuiltTarget:
+    """The summary is persisted, but the analyst's instruction never shows it and the analyst runs without
+    conversation history (include_contents='none'), so nothing carries it into the analyst's prompt."""
+    return _build("summary_not_in_prompt", env,
+                  analyst=lambda services, model: _analyst(services, model, instruction=_analyst_without_summary,
+                                                           include_contents="none"))
+
+
+# --- summary_persisted: results_processor without output_key ------------------------------------
+
+
+def no_output_key(env: TargetEnvironment) -> BuiltTarget:
+    """Phase 2 not done: results_processor's answer is only carried in prompt history, never persisted."""
+    return _build("no_output_key", env,
+                  processor=lambda services, model: _processor(services, model, output_key=None))
+
+
+BROKEN_TARGETS: dict[str, str] = {
+    "analyst_fstring_prompt": "instructions_render",
+    "analyst_transfers": "loop_without_transfers",
+    "temp_leaking_service": "no_temp_persisted",
+    "null_storing_service": "none_deletes",
+    "direct_mutation": "no_unpersisted_mutation",
+    "whole_state_delta": "minimal_deltas",
+    "no_stage_gate": "stage_gating",
+    "unconsumed_artifacts": "artifacts_consumed",
+    "processor_injected_via_before_agent": "processor_model_runs",
+    "outcome_from_yielded_temp_flags": "outcome_from_storage",
+    "bloated_state": "state_budget",
+    "stale_flags_by_mutation": "stale_flags_cleared",
+    "summary_not_in_prompt": "summary_reaches_prompt",
+    "no_output_key": "summary_persisted",
+}
+"""Each broken target -> the check it is built to fail."""
