@@ -52,16 +52,19 @@ def scenario_expectations(ctx: CheckContext) -> CheckResult:
             problems.append(f"state: no persisted snapshot of the last session ({session}) to compare with")
         else:
             where = name_snapshot(snapshot)
+            # user:/app: keys live in their own rows; look them up there, un-prefixed, as stored.
+            merged = {**snapshot.session_state, **{f"user:{k}": v for k, v in snapshot.user_state.items()},
+                      **{f"app:{k}": v for k, v in snapshot.app_state.items()}}
             for key, wanted in expect.state.items():
                 if wanted is None:
-                    compare(f"state {key!r}", key not in snapshot.session_state,
-                            f"must be absent; {where} " + (f"holds {show(snapshot.session_state[key])}"
-                                                           if key in snapshot.session_state else "has none"))
+                    compare(f"state {key!r}", key not in merged,
+                            f"must be absent; {where} " + (f"holds {show(merged[key])}"
+                                                           if key in merged else "has none"))
                 else:
-                    actual = snapshot.session_state.get(key)
-                    compare(f"state {key!r}", key in snapshot.session_state and actual == wanted,
+                    actual = merged.get(key)
+                    compare(f"state {key!r}", key in merged and actual == wanted,
                             f"expected {show(wanted)}; {where} holds "
-                            + (show(actual) if key in snapshot.session_state else "<absent>"))
+                            + (show(actual) if key in merged else "<absent>"))
     if problems:
         return failed(NAME, f"{len(problems)} expectation(s) not met.", problems + met)
     return passed(NAME, f"All {len(met)} expectation(s) met.", met)
