@@ -120,6 +120,12 @@ def build_parser() -> argparse.ArgumentParser:
                                   description="Print a check's title, why it matters and the Definition-of-Done "
                                               "item it verifies; without CHECK, list every check.")
     explain.add_argument("check", nargs="?", metavar="CHECK", help="check name, e.g. summary_persisted")
+
+    differential = commands.add_parser(
+        "differential", add_help=False,
+        help="run the scenarios on several session services and compare what each persisted "
+             "(arguments: see `rlm-conformance differential --help`)")
+    differential.add_argument("arguments", nargs=argparse.REMAINDER)
     return parser
 
 
@@ -377,6 +383,11 @@ COMMANDS = {"run": cmd_run, "record": cmd_record, "list": cmd_list, "report": cm
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["differential"]:  # its own parser: argparse cannot hand options through a sub-command
+        from .contract.differential import main as differential_main
+
+        return differential_main(argv[1:])
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

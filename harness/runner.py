@@ -118,6 +118,10 @@ async def _drive(scenario: Scenario, options: RunOptions, target_name: str, home
             trace = await _run_sessions(scenario, built, options, llm.mode_label)
         finally:
             built.close()
+            if env.session_service_factory is not None:  # a service the harness built: the harness closes it
+                from .targets.session_services import aclose_service
+
+                await aclose_service(built.session_service)
         llm.raise_if_cassette_missed()
     return trace, built.profile
 

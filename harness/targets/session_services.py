@@ -2,14 +2,22 @@
 
 ``delta`` (the default) is the target's own choice — DeltaSessionService on
 DuckDB for the reference agent; ``adk-memory`` and ``adk-sqlite`` are ADK's
-own services; ``module:factory`` is a user's (called with the
-TargetEnvironment, or with no argument).
+own services; ``module:factory`` is a user's.
+
+A user's factory is called with no argument or with one: a private folder
+(``pathlib.Path``) it may keep files in. For compatibility, a parameter named
+``env`` or annotated ``TargetEnvironment`` gets the whole TargetEnvironment.
+The same ``module:factory`` therefore works for ``--session-service`` and for
+the contract suite (``harness.contract.profile_from_spec``). It may also name
+an object with a ``factory`` attribute, such as a ``harness.contract.ServiceProfile``.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from google.adk.sessions.base_session_service import BaseSessionService
@@ -17,49 +25,97 @@ from google.adk.sessions.base_session_service import BaseSessionService
 from ..errors import HarnessError
 from .base import SessionServiceFactory, TargetEnvironment
 
+FolderFactory = Callable[[Path], BaseSessionService]
+
 
 class SessionServiceError(HarnessError):
     """A --session-service that does not import or does not build a BaseSessionService."""
 
 
-def _adk_memory(env: TargetEnvironment) -> BaseSessionService:
+def adk_memory(folder: Path) -> BaseSessionService:
     from google.adk.sessions import InMemorySessionService
 
     return InMemorySessionService()
 
 
-def _adk_sqlite(env: TargetEnvironment) -> BaseSessionService:
+def adk_sqlite(folder: Path) -> BaseSessionService:
     from google.adk.sessions import DatabaseSessionService
 
-    return DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{env.home / 'adk_sessions.db'}")
+    return DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{Path(folder) / 'adk_sessions.db'}")
 
 
 BUILTIN_SERVICES: dict[str, SessionServiceFactory | None] = {
     "delta": None,
-    "adk-memory": _adk_memory,
-    "adk-sqlite": _adk_sqlite,
+    "adk-memory": lambda env: adk_memory(env.home),
+    "adk-sqlite": lambda env: adk_sqlite(env.home),
 }
+_NOT_YET = {"delta-databricks": "needs the Databricks SQL engine, which is not wired up yet; use 'delta' (DuckDB)"}
+
+
+def import_factory(spec: str, *, flag: str = "--session-service") -> Any:
+    """The object ``module:attr`` names (a factory, or an object with a ``factory``), or a clear error."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise SessionServiceError(f"{flag} {spec!r}: expected 'package.module:factory'.")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except Exception as exc:  # report any import failure against the flag that named it
+        raise SessionServiceError(f"{flag} {spec!r}: cannot import module {module_name!r} ({type(exc).__name__}: "
+                                  f"{exc}). Check the module path (python -c 'import {module_name}').") from exc
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise SessionServiceError(f"{flag} {spec!r}: module {module_name!r} has no attribute {attr!r}. "
+                                      f"Name a function returning a google.adk BaseSessionService.")
+        obj = getattr(obj, part)
+    if not callable(obj) and not callable(getattr(obj, "factory", None)):
+        raise SessionServiceError(f"{flag} {spec!r} names a {type(obj).__name__}, not a factory. Name a function "
+                                  f"returning a google.adk BaseSessionService (called with no argument or a folder).")
+    return obj
+
+
+def _wants_env(factory: Callable[..., Any]) -> bool:
+    params = list(inspect.signature(factory).parameters.values())
+    return bool(params) and (params[0].name == "env" or params[0].annotation in (TargetEnvironment, "TargetEnvironment"))
+
+
+def call_factory(spec: str, factory: Callable[..., Any], folder: Path, env: TargetEnvironment | None = None,
+                 *, flag: str = "--session-service") -> BaseSessionService:
+    """Call a user's factory (no argument, a folder, or the TargetEnvironment) and check what it built."""
+    factory = getattr(factory, "factory", factory)
+    try:
+        takes_arg = bool(inspect.signature(factory).parameters)
+    except (TypeError, ValueError):  # builtins without a signature: call them bare
+        takes_arg = False
+    if takes_arg and _wants_env(factory):
+        if env is None:
+            raise SessionServiceError(f"{flag} {spec!r} takes a TargetEnvironment, which only a target run has. "
+                                      f"Make it take a folder (pathlib.Path) or no argument.")
+        service = factory(env)
+    else:
+        service = factory(folder) if takes_arg else factory()
+    if not isinstance(service, BaseSessionService):
+        raise SessionServiceError(f"{flag} {spec!r} returned a {type(service).__name__}, not a google.adk "
+                                  f"BaseSessionService. Return an instance of a BaseSessionService subclass.")
+    return service
 
 
 def resolve_session_service(name: str) -> SessionServiceFactory | None:
     if name in BUILTIN_SERVICES:
         return BUILTIN_SERVICES[name]
+    if name in _NOT_YET:
+        raise SessionServiceError(f"--session-service {name!r} {_NOT_YET[name]}.")
     if ":" not in name:
         raise SessionServiceError(f"--session-service {name!r} is unknown. Use one of {', '.join(BUILTIN_SERVICES)} "
                                   f"or 'package.module:factory'.")
-    module_name, _, attr = name.partition(":")
-    try:
-        factory: Any = getattr(importlib.import_module(module_name), attr)
-    except Exception as exc:  # report any import failure against the flag that named it
-        raise SessionServiceError(f"--session-service {name!r}: cannot import {attr!r} from {module_name!r} "
-                                  f"({type(exc).__name__}: {exc}).") from exc
+    factory = import_factory(name)
+    return lambda env: call_factory(name, factory, env.home, env)
 
-    def build(env: TargetEnvironment) -> BaseSessionService:
-        wants_env = bool(inspect.signature(factory).parameters) if callable(factory) else False
-        service = factory(env) if wants_env else factory()
-        if not isinstance(service, BaseSessionService):
-            raise SessionServiceError(f"--session-service {name!r} returned a {type(service).__name__}, not a "
-                                      f"google.adk BaseSessionService.")
-        return service
 
-    return build
+async def aclose_service(service: BaseSessionService) -> None:
+    """Close a session service whatever its ``close`` looks like (sync, async or absent)."""
+    close = getattr(service, "close", None)
+    if close is None:
+        return
+    result = close()
+    if inspect.isawaitable(result):
+        await result

@@ -1,0 +1,104 @@
+"""Three deliberately broken session services (each one bug), for proving the gate catches them.
+
+Use them as ``--session-service tests.broken_services:temp_leak`` (and ``lost_update``,
+``null_storing``): every factory takes no argument and builds on in-memory DuckDB.
+None declares a divergence, so everything they do differently must be reported.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from google.adk.events.event import Event
+from google.adk.sessions.base_session_service import BaseSessionService
+from google.adk.sessions.session import Session
+from google.adk.sessions.state import State
+
+from reference_agent.sessions.delta_session_service import DeltaSessionService
+
+_SCOPES = ((State.APP_PREFIX, "app_states", "app_name = :app_name"),
+           (State.USER_PREFIX, "user_states", "app_name = :app_name AND user_id = :user_id"))
+_SESSION = "app_name = :app_name AND user_id = :user_id AND id = :session_id"
+
+
+def _keys(session: Session) -> dict[str, str]:
+    return {"app_name": session.app_name, "user_id": session.user_id, "session_id": session.id}
+
+
+class TempLeakService(DeltaSessionService):
+    """Bug: never trims ``temp:`` keys, so they are stored in event rows and kept on the appended event."""
+
+    def _trim_temp_delta_state(self, event: Event) -> Event:
+        return event
+
+
+class LostUpdateService(DeltaSessionService):
+    """Bug: no optimistic concurrency, and the writer's in-memory state overwrites the stored state
+    (last writer wins), so a stale writer silently drops the other writer's delta."""
+
+    def _check_not_stale(self, *args: Any) -> None:
+        return None
+
+    async def append_event(self, session: Session, event: Event) -> Event:
+        event = await super().append_event(session, event)
+        if not event.partial:
+            own = {k: v for k, v in session.state.items()
+                   if not k.startswith((State.APP_PREFIX, State.USER_PREFIX, State.TEMP_PREFIX))}
+            self.engine.execute(f"UPDATE sessions SET state_json = :state WHERE {_SESSION}",
+                                {**_keys(session), "state": json.dumps(own)})
+        return event
+
+
+class NullStoringService(DeltaSessionService):
+    """Bug: stores ``None`` (in the live session and in storage) while declaring None-deletes semantics."""
+
+    _update_session_state = BaseSessionService._update_session_state  # live: None is stored, not popped
+
+    async def append_event(self, session: Session, event: Event) -> Event:
+        nulls = [k for k, v in (event.actions.state_delta or {}).items()
+                 if v is None and not k.startswith(State.TEMP_PREFIX)]
+        event = await super().append_event(session, event)
+        for key in nulls:
+            self._store_null(session, key)
+        return event
+
+    def _store_null(self, session: Session, key: str) -> None:
+        table, where, name = "sessions", _SESSION, key
+        for prefix, scope_table, scope_where in _SCOPES:
+            if key.startswith(prefix):
+                table, where, name = scope_table, scope_where, key.removeprefix(prefix)
+        rows = self.engine.execute(f"SELECT state_json FROM {table} WHERE {where}", _keys(session))
+        state = json.loads(rows[0][0]) if rows else {}
+        state[name] = None
+        self.engine.execute(f"UPDATE {table} SET state_json = :state WHERE {where}",
+                            {**_keys(session), "state": json.dumps(state)})
+
+
+def temp_leak() -> TempLeakService:
+    return TempLeakService.duckdb(None)
+
+
+def lost_update() -> LostUpdateService:
+    return LostUpdateService.duckdb(None)
+
+
+def null_storing() -> NullStoringService:
+    return NullStoringService.duckdb(None)
+
+
+def not_a_service() -> dict:
+    """Bad input for the error-message tests: returns something that is not a session service."""
+    return {"not": "a session service"}
+
+
+def _declared_null_storing_profile():
+    from harness.contract import ServiceProfile
+
+    return ServiceProfile(name="null-storing-declared", factory=lambda folder: null_storing(), none_semantics="store",
+                          divergences={"none_deletes": "stores None like ADK; declared, so not a failure"})
+
+
+# A user-style profile object: ``tests.broken_services:DECLARED_NULL_STORING`` works for the contract suite,
+# the differential and --session-service alike; what it declares is reported as declared.
+DECLARED_NULL_STORING = _declared_null_storing_profile()
