@@ -1,0 +1,67 @@
+"""The rlm-conformance pytest plugin (entry point ``pytest11: rlm_conformance``).
+
+Scenarios become test items two ways, both ordinary ``pytest.Function`` items running the same
+``assert_conforms``:
+
+* ``pytest scenarios/`` (or one YAML file): each scenario file yields ``scenario[<name>]``;
+* any test that asks for ``rlm_scenario`` is parametrized over every scenario, ids = scenario names;
+  ``tests/test_conformance.py::test_scenario[<name>]`` puts them all in the default ``pytest`` run.
+
+Each item runs its scenario once through ``harness.runner.run_scenario`` (own temporary folder, so
+``-n 2`` parallelises), fails with every failed check's explanation and evidence (or the harness error,
+e.g. a missing cassette, with the command that records it), and compares the normalized trace with
+``snapshots/<scenario>.json`` through syrupy (``--snapshot-update`` writes it). In replay mode the runner
+keeps the network guard up for the whole scenario run.
+
+Hooks stay a few lines and hand off to the ``ConformanceSession`` in ``config.stash[SESSION]``. Options:
+see ``options.py`` (``pytest --help``, group ``rlm-conformance``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from .collect import ScenarioFile
+from .options import add_options
+from .session import SCENARIO, SESSION, ConformanceSession
+from .verdict import assert_conforms
+
+if TYPE_CHECKING:
+    from harness.result import ScenarioResult
+    from harness.scenario.models import Scenario
+
+__all__ = ["SESSION", "ConformanceSession", "assert_conforms"]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[SESSION] = ConformanceSession.start(config)
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> ScenarioFile | None:
+    if parent.config.stash[SESSION].is_scenario_file(file_path):
+        return ScenarioFile.from_parent(parent, path=file_path)
+    return None
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "rlm_scenario" in metafunc.fixturenames:
+        metafunc.config.stash[SESSION].parametrize(metafunc)
+
+
+@pytest.fixture
+def rlm_scenario(request: pytest.FixtureRequest) -> Scenario:
+    """The item's scenario (a YAML item's own; test functions get it by parametrization instead)."""
+    return request.node.stash[SCENARIO]
+
+
+@pytest.fixture
+def rlm_scenario_result(request: pytest.FixtureRequest, rlm_scenario: Scenario) -> ScenarioResult:
+    """The scenario run once for this item (cached by node id in the session object)."""
+    return request.config.stash[SESSION].result_for(request.node, rlm_scenario)

@@ -1,0 +1,190 @@
+"""The rlm-conformance pytest plugin, driven the way users drive it: ``pytest`` in a project folder.
+
+Each test builds a small project with ``pytester`` (its own ``scenarios/``, ``cassettes/``,
+``snapshots/``) and runs pytest in a subprocess, so the plugin is loaded from its entry point and
+nothing (syrupy's session, imported modules) leaks between the outer and the inner run. Real runs use
+the scripted endpoint on 127.0.0.1 or replay: no network.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+REPO = Path(__file__).resolve().parents[2]
+SINGLE = (REPO / "scenarios" / "single_delegation.yaml").read_text(encoding="utf-8")
+INI = """\
+[pytest]
+testpaths = test_conformance.py
+asyncio_default_fixture_loop_scope = function
+filterwarnings = ignore::DeprecationWarning
+"""
+TEST_MODULE = """\
+from harness.pytest_plugin import assert_conforms
+
+
+def test_scenario(rlm_scenario_result, snapshot):
+    assert_conforms(rlm_scenario_result, snapshot)
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """A project with one scenario (single_delegation), a conformance test module, no cassette or snapshot."""
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)  # under -n, the inner pytest must not think it is a worker
+    pytester.makefile(".ini", pytest=INI)
+    scenarios = pytester.mkdir("scenarios")
+    (scenarios / "single_delegation.yaml").write_text(SINGLE, encoding="utf-8")
+    pytester.makepyfile(test_conformance=TEST_MODULE)
+    return pytester
+
+
+def add_scenario(pytester: pytest.Pytester, name: str) -> None:
+    text = SINGLE.replace("name: single_delegation", f"name: {name}")
+    (pytester.path / "scenarios" / f"{name}.yaml").write_text(text, encoding="utf-8")
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+
+
+# --- collection --------------------------------------------------------------------------------------
+
+def test_ids_are_readable_from_yaml_files_and_from_the_test_module(project: pytest.Pytester) -> None:
+    add_scenario(project, "second_scenario")
+    result = run(project, "--collect-only", "-q", "scenarios", "test_conformance.py")
+    result.stdout.fnmatch_lines([
+        "scenarios/second_scenario.yaml::scenario[[]second_scenario[]]",
+        "scenarios/single_delegation.yaml::scenario[[]single_delegation[]]",
+        "test_conformance.py::test_scenario[[]second_scenario[]]",
+        "test_conformance.py::test_scenario[[]single_delegation[]]",
+        "4 tests collected*",
+    ])
+
+
+def test_k_selects_one_scenario(project: pytest.Pytester) -> None:
+    add_scenario(project, "second_scenario")
+    result = run(project, "--collect-only", "-q", "-k", "single_delegation", "scenarios", "test_conformance.py")
+    result.stdout.fnmatch_lines(["*2/4 tests collected (2 deselected)*"])
+    assert "second_scenario]" not in result.stdout.str()
+
+
+def test_a_broken_scenario_file_is_a_collection_error_naming_file_and_line(project: pytest.Pytester) -> None:
+    (project.path / "scenarios" / "broken.yaml").write_text("name: broken\ndescription: [unclosed\n", encoding="utf-8")
+    result = run(project, "--collect-only", "-q", "scenarios/broken.yaml")
+    result.stdout.fnmatch_lines(["*scenarios/broken.yaml:*invalid YAML*"])
+    assert result.ret != 0
+
+
+def test_an_option_name_taken_by_another_plugin_leaves_the_rlm_twin(project: pytest.Pytester) -> None:
+    project.makepyfile(clashing='def pytest_addoption(parser):\n'
+                                '    parser.getgroup("other").addoption("--target", dest="other_target")\n')
+    result = run(project, "-p", "clashing", "--rlm-target", "legacy", "--collect-only", "-q", "test_conformance.py")
+    assert result.ret == 0, result.stderr.str()
+    result.stdout.fnmatch_lines(["test_conformance.py::test_scenario[[]single_delegation[]]"])
+
+
+def test_recording_from_replay_is_a_usage_error(project: pytest.Pytester) -> None:
+    result = run(project, "--record-mode", "once", "test_conformance.py")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--record-mode once records cassettes, but --llm-mode replay*scripted*"])
+
+
+# --- verdicts ------------------------------------------------------------------------------------------
+
+def test_a_failing_check_fails_the_item_with_its_evidence(project: pytest.Pytester) -> None:
+    result = run(project, "scenarios", "--target", "legacy", "--llm-mode", "scripted")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*single_delegation on target legacy (llm-mode scripted, session-service delta): * checks failed",
+        "  FAIL no_pruning_plugin: *",
+        "      - plugin #1 'RlmContextPruningPlugin' is in App.plugins",
+        "  FAIL summary_persisted: *",
+    ])
+    # The snapshot of a non-reference target has its own folder, and the hint repeats this run's options.
+    result.stdout.fnmatch_lines([
+        "snapshot snapshots/legacy/single_delegation.json: Snapshot 'single_delegation' does not exist!",
+        ("*--snapshot-update: pytest 'scenarios/single_delegation.yaml::scenario[[]single_delegation[]]' "
+         "--target legacy --llm-mode scripted --snapshot-update"),
+    ])
+
+
+def test_a_missing_cassette_in_replay_fails_with_the_record_command(project: pytest.Pytester) -> None:
+    result = run(project, "test_conformance.py")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        ("single_delegation could not be run (target reference, llm-mode replay*): *cassette*does not exist*"
+         "Or, from pytest: pytest 'test_conformance.py::test_scenario[[]single_delegation[]]' "
+         "--llm-mode scripted --record-mode rewrite"),
+    ])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_a_missing_snapshot_fails_and_says_how_to_create_it(project: pytest.Pytester) -> None:
+    result = run(project, "test_conformance.py", "--llm-mode", "scripted")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "snapshot snapshots/single_delegation.json: Snapshot 'single_delegation' does not exist!",
+        "  Create it by re-running with --snapshot-update: *",
+        "*1 snapshot failed.*",
+    ])
+    assert not (project.path / "snapshots").exists()
+
+
+def test_snapshot_update_writes_the_snapshot_and_the_next_run_passes(project: pytest.Pytester) -> None:
+    first = run(project, "test_conformance.py", "--llm-mode", "scripted", "--snapshot-update")
+    first.assert_outcomes(passed=1)
+    first.stdout.fnmatch_lines(["*1 snapshot generated.*"])
+    stored = project.path / "snapshots" / "single_delegation.json"
+    snapshot = json.loads(stored.read_text(encoding="utf-8"))
+    assert snapshot["scenario"] == "single_delegation"
+    assert snapshot["final_state"]["single_delegation-0"]["session"]["rlm:last_artifact_id"] == "<artifact:1>"
+
+    second = run(project, "test_conformance.py", "--llm-mode", "scripted")
+    second.assert_outcomes(passed=1)
+    second.stdout.fnmatch_lines(["*1 snapshot passed.*"])
+
+    # A changed snapshot fails with syrupy's diff and the command that accepts the change.
+    stored.write_text(stored.read_text(encoding="utf-8").replace("exit_loop", "exit_lop"), encoding="utf-8")
+    third = run(project, "test_conformance.py", "--llm-mode", "scripted")
+    third.assert_outcomes(failed=1)
+    third.stdout.fnmatch_lines(["snapshot snapshots/single_delegation.json differs from this run*",
+                                "*exit_lop*", "*review it and re-run with --snapshot-update*"])
+
+
+def test_record_once_then_replay_offline(project: pytest.Pytester) -> None:
+    recorded = run(project, "test_conformance.py", "--llm-mode", "scripted", "--record-mode", "once",
+                   "--snapshot-update")
+    recorded.assert_outcomes(passed=1)
+    assert (project.path / "cassettes" / "single_delegation.yaml").is_file()
+    replayed = run(project, "test_conformance.py")
+    replayed.assert_outcomes(passed=1)
+
+
+def test_snapshot_update_leaves_other_targets_and_foreign_files_alone(project: pytest.Pytester) -> None:
+    snapshots = project.mkdir("snapshots")
+    (snapshots / "legacy").mkdir()
+    (snapshots / "legacy" / "single_delegation.json").write_text("{}\n", encoding="utf-8")
+    (snapshots / "README.md").write_text("reviewed snapshots\n", encoding="utf-8")
+    (snapshots / "removed_scenario.json").write_text("{}\n", encoding="utf-8")
+
+    result = run(project, "--llm-mode", "scripted", "--snapshot-update")  # a full run: no path arguments
+    result.assert_outcomes(passed=1)
+    assert (snapshots / "single_delegation.json").is_file()
+    assert (snapshots / "legacy" / "single_delegation.json").is_file()
+    assert (snapshots / "README.md").is_file()
+    assert not (snapshots / "removed_scenario.json").exists()  # a scenario that is gone: syrupy deletes it
+
+
+def test_items_run_in_parallel_with_xdist(project: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    add_scenario(project, "second_scenario")
+    result = run(project, "test_conformance.py", "-n", "2", "--llm-mode", "scripted", "--snapshot-update")
+    result.assert_outcomes(passed=2)
+    assert sorted(p.name for p in (project.path / "snapshots").iterdir()) == [
+        "second_scenario.json", "single_delegation.json"]
