@@ -110,6 +110,7 @@ async def _drive(scenario: Scenario, options: RunOptions, target_name: str, home
             max_iterations=scenario.max_iterations,
             context=scenario.context,
             session_service_factory=_session_service_factory(options.session_service),
+            **_limits(scenario),
         )
         built = resolve_target(target_name)(env)
         if options.profile is not None:
@@ -124,6 +125,10 @@ async def _drive(scenario: Scenario, options: RunOptions, target_name: str, home
                 await aclose_service(built.session_service)
         llm.raise_if_cassette_missed()
     return trace, built.profile
+
+
+def _limits(scenario: Scenario) -> dict[str, Any]:
+    return {name: value for name, value in scenario.limits.model_dump().items() if value is not None}
 
 
 def _session_service_factory(name: str) -> SessionServiceFactory | None:

@@ -45,6 +45,8 @@ class AgentSettings:
     executor_timeout_s: float = 30.0
     output_cap_bytes: int = 1_000_000  # per stream, kept in the result JSON
     max_sublm_calls_per_run: int = 64
+    # Total tokens Job_B's sub-LM calls may use in one session (as the model reports them).
+    max_sublm_tokens_per_session: int = 200_000
     # What goes into session state: previews only, full output stays in the volume.
     preview_chars: int = 2_000
 
@@ -69,5 +71,6 @@ class AgentSettings:
             executor_timeout_s=_env_float("RLM_EXECUTOR_TIMEOUT_S", base.executor_timeout_s),
             output_cap_bytes=_env_int("RLM_OUTPUT_CAP_BYTES", base.output_cap_bytes),
             max_sublm_calls_per_run=_env_int("RLM_MAX_SUBLM_CALLS", base.max_sublm_calls_per_run),
+            max_sublm_tokens_per_session=_env_int("RLM_MAX_SUBLM_TOKENS", base.max_sublm_tokens_per_session),
             preview_chars=_env_int("RLM_PREVIEW_CHARS", base.preview_chars),
         )

@@ -23,8 +23,9 @@ In the code you may use:
 - `llm_query_batched(prompts)` -> list[str]: many prompts answered concurrently;
 - `FINAL(answer)`: give the final answer and end the task;
 - `FINAL_VAR(name)`: give the value of a variable created in an EARLIER step as the final answer.
-Variables do not survive between delegations unless the executor says so: create a variable in one
-block and answer with FINAL_VAR in a separate step only when told the REPL persists.
+The REPL persists: variables (and imports) from earlier delegations are still there, so you may build a
+result over several steps and answer with FINAL_VAR in a later one. Values that cannot be pickled (a
+lambda, an open socket) are not kept; the output names them so you can rebuild them.
 Print what you need to see: stdout is summarised for you after each run.
 For example: `for row in context["rows"]: print(row["id"])`.
 

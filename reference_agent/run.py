@@ -28,7 +28,10 @@ Termination = Literal["final_answer", "exit_loop", "max_iterations", "fatal_erro
 
 # Flags of a finished turn that must not leak into the next one.
 STALE_TURN_KEYS = (keys.EXIT_REQUESTED, keys.FATAL_ERROR, keys.FATAL_ERROR_MSG, keys.FINAL_ANSWER,
-                   keys.TERMINATION_REASON)
+                   keys.TERMINATION_REASON, keys.FORCED_ANSWER)
+
+ANSWER_NOW = ("You have used every iteration without giving a final answer. Answer the user's question now, in "
+              "plain text, with the best answer the results so far support. Do not call tools or write code.")
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,8 @@ class RunOutcome:
     final_answer: str | None
     delegations: int
     error: str | None = None
+    # Max iterations only: the analyst's best-effort answer to one last "answer now" request.
+    forced_answer: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -90,12 +95,49 @@ async def run_conversation(runner: Runner, *, user_id: str, session_id: str, mes
         await _append(runner, stored, {keys.TERMINATION_REASON: reason, keys.FATAL_ERROR: True,
                                        keys.FATAL_ERROR_MSG: error[:2000]}, "outcome")
     elif reason is None:
+        # The loop ran out without FINAL or exit_loop: no final answer. As the RLM reference does, ask the
+        # analyst's model once more to answer now, and keep that apart from a real final answer.
         reason = "max_iterations"
-        await _append(runner, stored, {keys.TERMINATION_REASON: reason}, "outcome")
+        forced, problem = await _answer_now(runner, stored, message)
+        delta: dict = {keys.TERMINATION_REASON: reason}
+        if forced is not None:
+            delta[keys.FORCED_ANSWER] = forced
+        await _append(runner, stored, delta, "outcome")
+        error = problem
+    stored = await service.get_session(app_name=runner.app_name, user_id=user_id, session_id=session_id)
     return RunOutcome(
         session_id=session_id,
         termination=reason,
         final_answer=stored.state.get(keys.FINAL_ANSWER),
         delegations=int(stored.state.get(keys.ITERATION, 0)) - iteration_before,
         error=error,
+        forced_answer=stored.state.get(keys.FORCED_ANSWER),
     )
+
+
+async def _answer_now(runner: Runner, session: Session, question: str) -> tuple[str | None, str | None]:
+    """One last request to the analyst's model; returns (answer, error)."""
+    from google.adk.models.llm_request import LlmRequest
+
+    analyst = runner.agent.find_agent(keys.ANALYST)
+    model = getattr(analyst, "canonical_model", None)
+    if model is None:
+        return None, None
+    summary = session.state.get(keys.LAST_RESULTS_SUMMARY) or "(no results yet)"
+    request = LlmRequest(
+        model=model.model,
+        contents=[types.Content(role="user", parts=[types.Part.from_text(
+            text=f"Question: {question}\n\nLatest results summary:\n{summary}\n\n{ANSWER_NOW}")])],
+        config=types.GenerateContentConfig(
+            # The identity line ADK itself adds, so the request is attributed to the analyst.
+            system_instruction=f'You are an agent. Your internal name is "{keys.ANALYST}".'),
+    )
+    try:
+        text = ""
+        async for response in model.generate_content_async(request):
+            if response.content and response.content.parts and not response.partial:
+                text = "".join(p.text for p in response.content.parts if p.text and not p.thought)
+        return text.strip() or None, None
+    except Exception as exc:  # the forced answer is best effort; the outcome stays max_iterations
+        logger.warning("answer-now request failed: %s", exc)
+        return None, f"answer-now request failed: {type(exc).__name__}: {exc}"

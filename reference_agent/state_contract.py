@@ -65,6 +65,8 @@ TERMINATION_REASON = "rlm:termination_reason"
 EXIT_REQUESTED = "rlm:exit_requested"
 FATAL_ERROR = "rlm:fatal_error"
 FATAL_ERROR_MSG = "rlm:fatal_error_msg"
+METRICS = "rlm:metrics"
+FORCED_ANSWER = "rlm:forced_answer"
 
 # --- invocation glue, temp scope ----------------------------------------------
 STAGE = "temp:rlm:stage"
@@ -99,8 +101,12 @@ CONTRACT: tuple[KeySpec, ...] = (
             "Volume path of the latest result JSON (the canonical stdout/stderr)."),
     KeySpec(LAST_EXECUTION_SUCCESS, (JOB_BUILDER,), (ANALYST,),
             "Whether the latest Job_B run succeeded."),
+    KeySpec(METRICS, (JOB_BUILDER,), (JOB_BUILDER, RUN_CONVERSATION),
+            "Compact per-session totals: Job_B runs, statuses, sub-LM calls and tokens, execution time."),
     KeySpec(FINAL_ANSWER, (STAGE_PLUGIN, RUN_CONVERSATION), (RUN_CONVERSATION,),
             "The answer given by FINAL()/FINAL_VAR() in executed code; cleared by run_conversation at the next turn."),
+    KeySpec(FORCED_ANSWER, (RUN_CONVERSATION,), (RUN_CONVERSATION,),
+            "Best-effort answer from one last 'answer now' request when max_iterations ended the loop."),
     KeySpec(TERMINATION_REASON, (STAGE_PLUGIN, EXIT_TOOL, JOB_BUILDER, RUN_CONVERSATION), (RUN_CONVERSATION,),
             "Why the loop ended: final_answer, exit_loop, fatal_error or max_iterations."),
     KeySpec(EXIT_REQUESTED, (EXIT_TOOL, RUN_CONVERSATION), (RUN_CONVERSATION,),

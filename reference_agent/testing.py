@@ -15,6 +15,7 @@ from typing import Any, Sequence
 from google.adk.runners import Runner
 
 from .app import build_app
+from .backends.jobs import SubLmAnswer
 from .config import AgentSettings
 from .models.scripted import Reply, ScriptedLlm
 from .services import RuntimeServices, build_local_services
@@ -39,7 +40,9 @@ class ScriptedSubLm:
         record["end"] = asyncio.get_running_loop().time()
         if index >= len(self.answers):
             raise RuntimeError(f"sub-LM script has {len(self.answers)} answers; call #{index + 1} has none")
-        return self.answers[index]
+        answer = self.answers[index]
+        # Words stand in for tokens here, as in the scripted endpoint's usage metadata.
+        return SubLmAnswer(answer, tokens=len(prompt.split()) + len(answer.split()))
 
 
 @dataclass

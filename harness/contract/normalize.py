@@ -32,7 +32,9 @@ VOLATILE: tuple[tuple[str, str], ...] = (
     ("the run's private folder (volume and result-JSON paths)", "<home>"),
     (("generated ids: dashed UUIDs and runs of 12+ hex digits with at least one digit "
       "(artifact ids, uuid4().hex); numbered by first appearance, so equal ids stay equal"), "<id:N>"),
+    ("measured times: values of keys ending in _time_s, _latency_s or duration_s (rlm:metrics)", "<time>"),
 )
+_TIMED = re.compile(r"(_time_s|_latency_s|duration_s)$")
 _ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
                  r"|(?<![0-9A-Za-z])(?=[0-9a-f]*[0-9])[0-9a-f]{12,}(?![0-9A-Za-z])")
 
@@ -70,7 +72,8 @@ class _Redactor:
         if isinstance(value, str):
             return self._text(value)
         if isinstance(value, dict):  # sorted: the numbering must not depend on a service's key order
-            return {self._text(str(k)): self(value[k]) for k in sorted(value, key=str)}
+            return {self._text(str(k)): "<time>" if _TIMED.search(str(k)) else self(value[k])
+                    for k in sorted(value, key=str)}
         if isinstance(value, (list, tuple)):
             return [self(v) for v in value]
         return value

@@ -108,6 +108,17 @@ class Expectations(_Model):
                                     description="Upper bound on the size of persisted state, in bytes of JSON.")
 
 
+class Limits(_Model):
+    """Executor limits for this scenario (the target's defaults apply to fields left out)."""
+
+    executor_timeout_s: float | None = Field(default=None, gt=0, le=120,
+                                             description="Job_B wall-clock timeout in seconds.")
+    max_sublm_calls_per_run: int | None = Field(default=None, ge=0,
+                                                description="Cap on llm_query prompts in one Job_B run.")
+    max_sublm_tokens_per_session: int | None = Field(default=None, ge=0,
+                                                     description="Cap on sub-LM tokens in one session.")
+
+
 class Scenario(_Model):
     """One conformance scenario: user turns, a model script, and what must come out."""
 
@@ -116,6 +127,7 @@ class Scenario(_Model):
     target: str = Field(default="reference", pattern=r"^(reference|legacy|[A-Za-z_][\w.]*:[A-Za-z_][\w.]*)$",
                         description="Target to run: 'reference', 'legacy' or 'module:attr'.")
     max_iterations: int = Field(default=6, ge=1, description="max_iterations of the orchestrator loop.")
+    limits: Limits = Field(default_factory=Limits, description="Executor limits: timeout and sub-LM budgets.")
     context: JsonValue = Field(default=None, description="Data given to executed code as `context`.")
     sessions: list[SessionSpec] = Field(min_length=1, description="Sessions run one after another.")
     script: dict[ScriptKey, list[Step]] = Field(

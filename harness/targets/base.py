@@ -35,6 +35,8 @@ class TargetEnvironment:
     # None: the target's own default (DeltaSessionService on DuckDB for the reference agent).
     session_service_factory: SessionServiceFactory | None = None
     executor_timeout_s: float = 20.0
+    max_sublm_calls_per_run: int | None = None  # None: the target's default
+    max_sublm_tokens_per_session: int | None = None
 
 
 RunTurn = Callable[[Runner, str, str, str], Awaitable[TurnOutcome]]

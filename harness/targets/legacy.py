@@ -7,7 +7,6 @@ import json
 from google.adk.runners import Runner
 from google.adk.sessions import DatabaseSessionService
 
-from reference_agent.config import AgentSettings
 from reference_agent.legacy.agent import build_legacy_app
 from reference_agent.legacy.run import run_conversation
 from reference_agent.services import build_local_services
@@ -16,7 +15,7 @@ from reference_agent.storage.duckdb_engine import DuckDBEngine
 from ..trace.model import TurnOutcome
 from .base import BuiltTarget, TargetEnvironment
 from .profile import TargetProfile
-from .reference import executions_from_registry
+from .reference import executions_from_registry, settings_for
 
 
 async def _run_turn(runner: Runner, user_id: str, session_id: str, message: str) -> TurnOutcome:
@@ -25,8 +24,7 @@ async def _run_turn(runner: Runner, user_id: str, session_id: str, message: str)
 
 
 def build_legacy(env: TargetEnvironment) -> BuiltTarget:
-    settings = AgentSettings(home=env.home, model=env.model_name, max_iterations=env.max_iterations,
-                             executor_timeout_s=env.executor_timeout_s)
+    settings = settings_for(env)
     engine = DuckDBEngine(settings.database_path)
     services = build_local_services(settings, sub_lm=env.sub_lm, engine=engine)
     if env.context is not None:

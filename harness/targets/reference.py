@@ -8,6 +8,7 @@ from google.adk.runners import Runner
 
 from reference_agent.app import build_app
 from reference_agent.config import AgentSettings
+from reference_agent.metrics import iteration_metrics
 from reference_agent.registry import ArtifactRegistry
 from reference_agent.run import run_conversation
 from reference_agent.services import build_local_services
@@ -21,7 +22,7 @@ from .base import BuiltTarget, TargetEnvironment
 async def _run_turn(runner: Runner, user_id: str, session_id: str, message: str) -> TurnOutcome:
     outcome = await run_conversation(runner, user_id=user_id, session_id=session_id, message=message)
     return TurnOutcome(termination=outcome.termination, final_answer=outcome.final_answer,
-                       delegations=outcome.delegations, error=outcome.error)
+                       delegations=outcome.delegations, error=outcome.error, forced_answer=outcome.forced_answer)
 
 
 def executions_from_registry(registry: ArtifactRegistry, read_text) -> callable:
@@ -39,15 +40,24 @@ def executions_from_registry(registry: ArtifactRegistry, read_text) -> callable:
                 status=artifact.status, result_status=result.get("status"),
                 result_json_path=artifact.result_json_path, stdout_bytes=result.get("stdout_bytes"),
                 final_answer=result.get("final_answer"), sublm_calls=len(result.get("sublm_calls") or []),
+                metrics=iteration_metrics(result) if result else {},
             ))
         return records
 
     return list_executions
 
 
+def settings_for(env: TargetEnvironment) -> AgentSettings:
+    """The agent's settings for one scenario run: its folder, model name and limits."""
+    limits = {name: value for name, value in (("max_sublm_calls_per_run", env.max_sublm_calls_per_run),
+                                              ("max_sublm_tokens_per_session", env.max_sublm_tokens_per_session))
+              if value is not None}
+    return AgentSettings(home=env.home, model=env.model_name, max_iterations=env.max_iterations,
+                         executor_timeout_s=env.executor_timeout_s, **limits)
+
+
 def build_reference(env: TargetEnvironment) -> BuiltTarget:
-    settings = AgentSettings(home=env.home, model=env.model_name, max_iterations=env.max_iterations,
-                             executor_timeout_s=env.executor_timeout_s)
+    settings = settings_for(env)
     engine = DuckDBEngine(settings.database_path)
     services = build_local_services(settings, sub_lm=env.sub_lm, engine=engine)
     if env.context is not None:

@@ -67,6 +67,8 @@ class ExecutionRecord(_Record):
     stdout_bytes: int | None = None
     final_answer: str | None = None
     sublm_calls: int = 0
+    metrics: dict[str, Any] = Field(default_factory=dict, description="Per-iteration metrics (seed 004): status, "
+                                    "code blocks, execution time, sub-LM calls, batched calls, tokens, latency.")
 
 
 class PersistedEventRow(_Record):
@@ -110,6 +112,7 @@ class TurnOutcome(_Record):
     final_answer: str | None = None
     delegations: int | None = None
     error: str | None = None
+    forced_answer: str | None = Field(default=None, description="Best-effort answer after max_iterations.")
 
 
 class TurnRecord(_Record):

@@ -22,6 +22,7 @@ from pydantic import ConfigDict
 
 from .. import state_contract as keys
 from ..backends.jobs import JobRequest
+from ..metrics import iteration_metrics, session_totals
 from ..services import RuntimeServices
 
 logger = logging.getLogger(__name__)
@@ -64,6 +65,8 @@ class JobBuilderAgent(BaseAgent):
         iteration = int(state.get(keys.ITERATION, 0))
         code_path = state.get(keys.CODE)
         run_id = ctx.session.id
+        totals = state.get(keys.METRICS) or {}
+        tokens_left = max(0, settings.max_sublm_tokens_per_session - int(totals.get("sublm_tokens", 0)))
         request = JobRequest(
             artifact_path=code_path,
             run_id=run_id,
@@ -72,6 +75,9 @@ class JobBuilderAgent(BaseAgent):
             timeout_s=settings.executor_timeout_s,
             output_cap_bytes=settings.output_cap_bytes,
             max_sublm_calls=settings.max_sublm_calls_per_run,
+            max_sublm_tokens=tokens_left,
+            # One snapshot per session: variables built in iteration n are there in n+1.
+            namespace_path=services.volume.path("artifacts", f"namespace_{run_id}.pkl"),
         )
         delta: dict[str, Any] = {keys.STAGE: keys.STAGE_EXECUTED, keys.RUN_ID: run_id}
         try:
@@ -94,17 +100,13 @@ class JobBuilderAgent(BaseAgent):
             return
 
         stdout, stdout_cut = preview(result.get("stdout"), settings.preview_chars)
-        stderr, stderr_cut = preview(_stderr_with_error(result), settings.preview_chars)
+        stderr, stderr_cut = preview(stderr_for_analyst(result), settings.preview_chars)
         success = result.get("status") == "success"
+        metrics = iteration_metrics(result)
         services.registry.mark_executed(
             artifact_id,
             result_json_path=outcome.result_json_path,
-            metadata={
-                "status": result.get("status"),
-                "duration_s": result.get("duration_s"),
-                "stdout_bytes": result.get("stdout_bytes"),
-                "sublm_calls": len(result.get("sublm_calls") or []),
-            },
+            metadata={**metrics, "stdout_bytes": result.get("stdout_bytes")},
         )
         delta.update(
             {
@@ -117,6 +119,7 @@ class JobBuilderAgent(BaseAgent):
                 keys.RESULT_JSON_PATH: outcome.result_json_path,
                 keys.LAST_RESULT_JSON_PATH: outcome.result_json_path,
                 keys.LAST_EXECUTION_SUCCESS: success,
+                keys.METRICS: session_totals(totals, metrics),
             }
         )
         if result.get("final_answer") is not None:
@@ -134,7 +137,7 @@ class JobBuilderAgent(BaseAgent):
         )
 
 
-def _stderr_with_error(result: dict[str, Any]) -> str:
+def stderr_for_analyst(result: dict[str, Any]) -> str:
     """stderr plus the executor's error line and FINAL_VAR problem, which the analyst must see."""
     parts = [result.get("stderr") or ""]
     error = result.get("error")
@@ -142,4 +145,8 @@ def _stderr_with_error(result: dict[str, Any]) -> str:
         parts.append(f"{error.get('type')}: {error.get('message')}")
     if result.get("final_error"):
         parts.append(str(result["final_error"]))
+    lost = (result.get("namespace") or {}).get("unpicklable") or {}
+    if lost:
+        names = ", ".join(f"{name} ({why.split(':')[0]})" for name, why in sorted(lost.items()))
+        parts.append(f"Note: these variables could not be kept for the next step and must be rebuilt: {names}")
     return "\n".join(p for p in parts if p)

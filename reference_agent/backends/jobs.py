@@ -32,6 +32,17 @@ from .volume import LocalVolumeStore
 
 SubLm = Callable[[str], Awaitable[str]]
 
+
+class SubLmAnswer(str):
+    """A sub-LM answer that also carries the tokens the model reported for the call (prompt + answer)."""
+
+    tokens: int | None
+
+    def __new__(cls, text: str, *, tokens: int | None = None) -> "SubLmAnswer":
+        answer = super().__new__(cls, text)
+        answer.tokens = tokens
+        return answer
+
 # Where ``reference_agent`` is importable from: the child gets only this on PYTHONPATH.
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 # Only these variables reach analyst code: no *_KEY, *_TOKEN, GOOGLE_*, DATABRICKS_*.
@@ -49,6 +60,7 @@ class JobRequest:
     output_cap_bytes: int = 1_000_000
     max_sublm_calls: int = 64
     namespace_path: str | None = None  # volume path of the REPL namespace snapshot (variables persist)
+    max_sublm_tokens: int | None = None  # what is left of the session's sub-LM token budget (None: no cap)
 
 
 @dataclass(frozen=True)
@@ -92,10 +104,12 @@ class _CappedBuffer:
 class LmBridge:
     """Host side of the LM bridge: newline-delimited JSON over TCP on 127.0.0.1."""
 
-    def __init__(self, sub_lm: SubLm, *, max_calls: int) -> None:
+    def __init__(self, sub_lm: SubLm, *, max_calls: int, max_tokens: int | None = None) -> None:
         self._sub_lm = sub_lm
         self._max_calls = max_calls
+        self._max_tokens = max_tokens
         self._used = 0
+        self.tokens_used = 0
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._writers: set[asyncio.StreamWriter] = set()
@@ -141,7 +155,8 @@ class LmBridge:
             prompts = message.get("prompts") if isinstance(message, dict) else None
             if not isinstance(prompts, list) or not all(isinstance(p, str) for p in prompts):
                 raise ValueError("request needs 'prompts': a list of strings")
-            reply = {"id": request_id, "responses": await self._complete(prompts)}
+            responses, tokens = await self._complete(prompts)
+            reply = {"id": request_id, "responses": responses, "tokens": tokens}
         except _BridgeError as exc:
             reply = {"id": request_id, "error": str(exc)}
         except ValueError as exc:
@@ -153,10 +168,13 @@ class LmBridge:
             except ConnectionError:
                 pass
 
-    async def _complete(self, prompts: list[str]) -> list[str]:
+    async def _complete(self, prompts: list[str]) -> tuple[list[str], list[int | None]]:
         # Enforced here too: analyst code could talk to the socket without the client's budget check.
         if self._used + len(prompts) > self._max_calls:
             raise _BridgeError(f"sub-LM budget exceeded: at most {self._max_calls} sub-LM calls per run")
+        if self._max_tokens is not None and self.tokens_used >= self._max_tokens:
+            raise _BridgeError(f"sub-LM token budget exhausted: {self.tokens_used} of the {self._max_tokens} tokens "
+                               f"left for this session are used; answer with what you have")
         self._used += len(prompts)
         started = time.perf_counter()
         outcomes = await asyncio.gather(*(self._sub_lm(p) for p in prompts), return_exceptions=True)
@@ -176,6 +194,7 @@ class LmBridge:
                     "latency_s": latency,
                     "prompt_chars": len(prompt),
                     "response_chars": None if isinstance(outcome, BaseException) else len(str(outcome or "")),
+                    "tokens": None if isinstance(outcome, BaseException) else getattr(outcome, "tokens", None),
                     "error": error,
                 }
             )
@@ -184,7 +203,9 @@ class LmBridge:
             if cancelled:
                 raise cancelled[0]
             raise _BridgeError(error)
-        return ["" if o is None else str(o) for o in outcomes]
+        tokens = [getattr(o, "tokens", None) for o in outcomes]
+        self.tokens_used += sum(t for t in tokens if t)
+        return ["" if o is None else str(o) for o in outcomes], tokens
 
 
 class _BridgeError(Exception):
@@ -244,7 +265,7 @@ class LocalJobRunner:
         # A stale result from an earlier attempt must never pass for this run's.
         result_path.unlink(missing_ok=True)
 
-        bridge = LmBridge(sub_lm, max_calls=request.max_sublm_calls)
+        bridge = LmBridge(sub_lm, max_calls=request.max_sublm_calls, max_tokens=request.max_sublm_tokens)
         address = await bridge.start()
         workdir = tempfile.mkdtemp(prefix="rlm-jobb-")
         argv = [

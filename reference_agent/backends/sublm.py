@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .jobs import SubLm
+from .jobs import SubLm, SubLmAnswer
 
 if TYPE_CHECKING:  # google.genai is heavy; only type checkers need it here
     from google.genai import Client
@@ -19,7 +19,8 @@ def sublm_from_genai(client: "Client | Any", model: str) -> SubLm:
 
     async def sub_lm(prompt: str) -> str:
         response = await client.aio.models.generate_content(model=model, contents=prompt)
-        return response.text or ""
+        usage = getattr(response, "usage_metadata", None)
+        return SubLmAnswer(response.text or "", tokens=getattr(usage, "total_token_count", None))
 
     return sub_lm
 

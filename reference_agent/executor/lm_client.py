@@ -78,6 +78,7 @@ class LmClient:
             started = time.perf_counter()
             error: str | None = None
             responses: list[str] = []
+            tokens: list[Any] = []
             try:
                 reply = self._roundtrip({"id": request_id, "prompts": prompts})
                 if reply.get("id") != request_id:
@@ -88,6 +89,7 @@ class LmClient:
                 if not isinstance(responses, list) or len(responses) != len(prompts):
                     raise SubLmError("LM bridge returned a malformed response (wrong number of answers)")
                 responses = [r if isinstance(r, str) else str(r) for r in responses]
+                tokens = reply.get("tokens") if isinstance(reply.get("tokens"), list) else []
             except BaseException as exc:  # recorded, then re-raised into user code (timeouts included)
                 error = f"{type(exc).__name__}: {exc}"
                 raise
@@ -103,6 +105,8 @@ class LmClient:
                             "latency_s": latency,
                             "prompt_chars": len(prompt),
                             "response_chars": len(responses[i]) if i < len(responses) else None,
+                            # Tokens the model reported for this call (prompt + answer), counted by the host.
+                            "tokens": tokens[i] if i < len(tokens) else None,
                             "error": error,
                         }
                     )

@@ -21,7 +21,7 @@ from google.adk.plugins.base_plugin import BasePlugin
 from google.genai import types
 
 from .. import state_contract as keys
-from ..agents.job_builder import preview
+from ..agents.job_builder import preview, stderr_for_analyst
 from ..services import RuntimeServices
 
 logger = logging.getLogger(__name__)
@@ -73,12 +73,7 @@ class RlmContextInjectionPlugin(BasePlugin):
         if path:
             try:
                 result = json.loads(self._services.volume.read_text(path))
-                stderr = result.get("stderr") or ""
-                if result.get("error"):
-                    stderr += f"\n{result['error'].get('type')}: {result['error'].get('message')}"
-                if result.get("final_error"):
-                    stderr += f"\n{result['final_error']}"
-                return result.get("stdout") or "", stderr
+                return result.get("stdout") or "", stderr_for_analyst(result)
             except (OSError, ValueError) as exc:
                 logger.warning("result JSON %s unreadable (%s); using the state preview", path, exc)
         return state.get(keys.EXECUTION_STDOUT) or "", state.get(keys.EXECUTION_STDERR) or ""

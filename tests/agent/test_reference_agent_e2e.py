@@ -103,6 +103,40 @@ async def test_executor_error_is_seen_and_the_analyst_recovers(make_stack):
     assert session.state[keys.LAST_EXECUTION_SUCCESS] is True
 
 
+async def test_variable_built_over_three_iterations_then_final_var(make_stack):
+    stack = make_stack(
+        {
+            keys.ANALYST: [delegate("parts = ['a']\nprint(parts)"), delegate("parts.append('b')\nprint(parts)"),
+                           delegate("parts.append('c')\njoined = ''.join(parts)\nFINAL_VAR('joined')")],
+            keys.RESULTS_PROCESSOR: [Reply(text="['a']"), Reply(text="['a', 'b']"), Reply(text="Answer abc.")],
+        }
+    )
+    outcome = await run_conversation(stack.runner, user_id=USER, session_id=SESSION, message="go")
+
+    assert outcome.termination == "final_answer" and outcome.final_answer == "abc"
+    metrics = (await persisted(stack)).state[keys.METRICS]
+    assert metrics["runs"] == 3 and metrics["statuses"] == {"success": 3}
+
+
+async def test_sub_lm_token_budget_is_an_error_the_analyst_sees(make_stack, tmp_path):
+    from reference_agent.config import AgentSettings
+
+    stack = make_stack(
+        {
+            keys.ANALYST: [delegate("print(llm_query('one two three'))"), delegate("print(llm_query('again'))"), EXIT],
+            keys.RESULTS_PROCESSOR: [Reply(text="It answered."), Reply(text="Budget exhausted.")],
+        },
+        sub_lm_answers=["four five six seven"],
+        settings=AgentSettings(home=tmp_path, max_sublm_tokens_per_session=5),
+    )
+    await run_conversation(stack.runner, user_id=USER, session_id=SESSION, message="go")
+
+    second = stack.llm.requests_of(keys.RESULTS_PROCESSOR)[1].contents_text
+    assert "token budget exhausted" in second
+    assert len(stack.sub_lm.calls) == 1  # the second call never reached the model
+    assert (await persisted(stack)).state[keys.METRICS]["sublm_tokens"] == 7
+
+
 async def test_final_var_answer_ends_the_loop(make_stack):
     stack = make_stack(
         {
@@ -160,10 +194,15 @@ async def test_max_iterations_without_an_answer(make_stack, tmp_path):
     from reference_agent.config import AgentSettings
 
     stack = make_stack(
-        {keys.ANALYST: [Reply(text="hmm"), Reply(text="hmm")]},
+        {keys.ANALYST: [Reply(text="hmm"), Reply(text="hmm"), Reply(text="Probably 42.")]},
         settings=AgentSettings(home=tmp_path, max_iterations=2),
     )
     outcome = await run_conversation(stack.runner, user_id=USER, session_id=SESSION, message="go")
     assert outcome.termination == "max_iterations"
     assert outcome.final_answer is None
+    # One last "answer now" request, kept apart from a real final answer.
+    assert outcome.forced_answer == "Probably 42."
+    answer_now = stack.llm.requests_of(keys.ANALYST)[-1]
+    assert "used every iteration" in answer_now.contents_text
+    assert stack.llm.unserved() == {}
     assert (await persisted(stack)).state[keys.TERMINATION_REASON] == "max_iterations"

@@ -106,8 +106,9 @@ def test_huge_stdout_stays_in_the_volume() -> None:
 def _shape(trace: Trace) -> tuple:
     events = [(e.turn, e.author, sorted(e.emitted_delta), e.function_calls, e.text) for e in trace.events]
     # the artifact id is a fresh uuid and the work folder a fresh temporary directory on every run
+    # rlm:metrics holds measured execution times, which differ between any two runs
     states = [{k: WORK_DIR.sub("<home>", v) if isinstance(v, str) else v for k, v in p.session_state.items()
-               if k != "rlm:last_artifact_id"} for p in trace.persisted]
+               if k not in ("rlm:last_artifact_id", "rlm:metrics")} for p in trace.persisted]
     requests = [(r.agent, r.turn, r.contents_text.count("\n")) for r in trace.llm_requests]
     return events, states, requests
 

@@ -1,0 +1,107 @@
+"""Smoke checks of the benchmark code (bench/): it measures what it says it measures.
+
+No timing is asserted here — only that the bench runs, verifies its own work
+(every get_session returns every event; the bare-ADK baseline replays the same
+events as the harness) and writes well-formed results. ``python -m bench`` is
+where the figures come from.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from bench import __main__ as bench_main
+from bench import cuts, plots, store, suite
+from bench.common import Row, geomean, loglog_slope, percentile
+
+
+def test_statistics_helpers():
+    assert percentile([3.0], 99) == 3.0
+    assert percentile([1.0, 2.0, 3.0, 4.0, 5.0], 50) == 3.0
+    assert percentile(list(map(float, range(101))), 99) == pytest.approx(99.0)
+    assert loglog_slope(10, 1.0, 100, 10.0) == pytest.approx(1.0)
+    assert geomean([1.0, 4.0]) == pytest.approx(2.0)
+    assert Row("x", "y", 3.0, "s", 2.0).ratio == pytest.approx(1.5)
+    assert Row("x", "y", 3.0, "s").ratio is None
+
+
+def test_main_quick_store_writes_table_json_markdown_and_plots(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(store, "QUICK_SIZES", (3, 6))
+    monkeypatch.setattr(store, "get_samples", lambda size: 2)
+    assert bench_main.main(["--quick", "--only", "store", "--out", str(tmp_path)]) == 0
+    report = json.loads((tmp_path / "latest.json").read_text())
+    # Every service measured at every size; get_session was checked to return every event (measure_size raises).
+    by_service = report["details"]["store"]["by_service"]
+    assert len(by_service) == len(store.SERVICES)
+    for label, by_size in by_service.items():
+        assert sorted(by_size, key=int) == ["3", "6"], label
+        for size, m in by_size.items():
+            assert m["appends"] == int(size) and 0 < m["append_p50_ms"] <= m["append_p99_ms"], label
+    ours = by_service[store.LABELS["delta"]]["6"]
+    assert 0 < ours["append_sql_ms_mean"] <= ours["append_mean_ms"] and ours["append_statements"] >= 3
+    assert report["benchmarks"] == ["store"] and report["quick"] is True
+    assert {"cpu_model", "cores", "ram_gib", "python", "packages"} <= set(report["machine"])
+    assert report["machine"]["packages"]["google-adk"]
+    rows = report["rows"]
+    compared = [r for r in rows if r["target"] == "<= 1.0x"]
+    assert len(compared) == 2 * 3  # two sizes x (append p50, append p99, get_session)
+    for row in compared:
+        assert row["baseline_name"] == "ADK sqlite" and isinstance(row["met"], bool)
+        assert math.isfinite(row["value"]) and row["ratio"] == pytest.approx(row["value"] / row["baseline"])
+    markdown = (tmp_path / "latest.md").read_text()
+    assert "| bench | figure | value |" in markdown and report["machine"]["cpu_model"] in markdown
+    for name in ("store_get_session.svg", "store_append_p50.svg"):
+        assert ET.parse(tmp_path / name).getroot().tag.endswith("svg")
+    assert "rlm-conformance benchmarks" in capsys.readouterr().out
+
+
+def test_unknown_benchmark_is_a_usage_error():
+    with pytest.raises(SystemExit) as exc:
+        bench_main.main(["--only", "nope"])
+    assert exc.value.code == 2
+
+
+def _scenario(name):
+    found = suite.discover((name,))
+    if not found:
+        pytest.skip(f"scenario {name} has no cassette here")
+    return found[0]
+
+
+def test_bare_adk_baseline_drives_the_same_events_as_the_harness():
+    scenario = _scenario("single_delegation")
+    harness = suite.run_harness(scenario)
+    bare = suite.run_baseline(scenario)
+    assert harness.ok, harness.error
+    assert harness.events == bare.events > 0
+    assert harness.terminations == bare.terminations == ["exit_loop"]
+
+
+def test_bare_baseline_plays_http_faults_like_the_client():
+    scenario = _scenario("model_500_retries_exhausted")
+    assert suite.run_baseline(scenario).terminations == ["model_error"]
+
+
+def test_cuts_patch_and_restore():
+    from harness import runner
+    from harness.llm import modes
+
+    before = (modes.ModelEndpoint.gemini, modes.ModelEndpoint.genai_client, runner.RETRY_OPTIONS)
+    with cuts.applied(["all"]):
+        assert modes.ModelEndpoint.gemini is not before[0]
+        assert runner.RETRY_OPTIONS.jitter == 0.0
+        endpoint = modes.endpoint_for(modes.LlmMode.REPLAY, model="gemini-2.5-flash", env={})
+        client = endpoint.genai_client()
+        assert client._api_client._http_options.client_args["verify"] is cuts.shared_ssl_context()
+    assert (modes.ModelEndpoint.gemini, modes.ModelEndpoint.genai_client, runner.RETRY_OPTIONS) == before
+
+
+def test_plots_are_well_formed_svg():
+    svg = plots.loglog_chart("t", "x", "y", {"a": [(10, 1.0), (100, 5.0)], "b": [(10, 2.0), (100, 3.0)]})
+    assert ET.fromstring(svg).tag.endswith("svg")
+    svg = plots.bar_chart("t", "s", ["one", "two"], {"a": [1.0, 2.0], "b": [0.5, 0.1]})
+    assert ET.fromstring(svg).tag.endswith("svg")
