@@ -1,0 +1,531 @@
+"""Suite speed: the whole conformance run in replay mode, and the harness overhead per scenario.
+
+* **Cold wall time** — a fresh ``python`` process imports the harness, loads the
+  scenarios and runs every scenario that has a cassette (replay, reference
+  target's own target per scenario) — what ``rlm-conformance run`` / the pytest
+  plugin do. Target: < 20 s on 2 cores.
+* **Overhead per scenario** — in one warm process, each scenario is run through
+  ``harness.runner.run_scenario`` (replay: google-genai over vcrpy, DuckDB file,
+  recorder, checks) and, interleaved with it, *the same events* driven through a
+  bare ADK ``Runner``: the same reference App (same Job_B subprocess, same
+  plugins), a scripted in-process ``BaseLlm``, ``InMemorySessionService``, turns
+  through ``reference_agent.run.run_conversation`` (so the cleanup/outcome events
+  are the same too). Scripted HTTP faults are emulated with the same retry policy
+  and back-off as the harness's google-genai client. Median of the repetitions;
+  ratio = harness / bare. Target: <= 1.3x. The persisted event count and turn
+  terminations of both runs are compared so the ratio is not between different work.
+* **Where the time goes** — a cProfile pass (``bench/results/profile.txt``), the
+  import time of ADK and the harness, and the *measured* effect of each proposed
+  cut in ``bench.cuts`` (same run, interleaved with plain runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import cProfile
+import io
+import json
+import os
+import pstats
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .common import ROOT, BenchResult, Row, geomean, median, quiet
+
+SUITE_TARGET_S = 20.0
+OVERHEAD_TARGET = 1.3
+QUICK_SCENARIOS = ("single_delegation",)
+
+
+# --- which scenarios ------------------------------------------------------------------------
+
+
+def discover(names: tuple[str, ...] | None = None) -> list[Any]:
+    """Every scenario under scenarios/ whose cassette exists (for the scenario's own target)."""
+    from harness.runner import cassette_dir_for
+    from harness.scenario.loader import load_scenarios
+
+    scenarios = load_scenarios(ROOT / "scenarios")
+    found = [s for s in scenarios if (cassette_dir_for(ROOT / "cassettes", s.target) / f"{s.name}.yaml").exists()]
+    if names:
+        found = [s for s in found if s.name in names]
+    return found
+
+
+def harness_options(session_service: str = "delta") -> Any:
+    from harness.runner import RunOptions
+
+    return RunOptions(cassette_dir=ROOT / "cassettes", session_service=session_service)
+
+
+# --- the bare ADK baseline ------------------------------------------------------------------
+
+
+def _bench_llm_class() -> type:
+    """A scripted ``BaseLlm`` that also plays the script's HTTP faults the way the harness's client sees them."""
+    from google.adk.models.base_llm import BaseLlm
+    from google.adk.models.llm_request import LlmRequest
+    from google.adk.models.llm_response import LlmResponse
+    from google.genai import errors, types
+    from pydantic import PrivateAttr
+
+    from harness.llm.scripted_endpoint import SLOW_ANSWER_TEXT, google_error
+    from harness.runner import RETRY_OPTIONS
+    from harness.scenario.script import CallStep, FaultStep, TextStep
+    from reference_agent.models.scripted import agent_name_of
+
+    http = {"http_429": (429, "RESOURCE_EXHAUSTED"), "http_500": (500, "INTERNAL"), "http_503": (503, "UNAVAILABLE")}
+
+    def backoff(attempt: int) -> float:
+        # google-genai's wait: tenacity.wait_exponential_jitter(initial, max, exp_base, jitter=1 when unset).
+        options = RETRY_OPTIONS
+        jitter = 1.0 if options.jitter is None else options.jitter
+        delay = options.initial_delay * options.exp_base ** (attempt - 1) + random.uniform(0, jitter)
+        return max(0.0, min(delay, options.max_delay))
+
+    class BenchScriptedLlm(BaseLlm):
+        model: str = "bench-scripted"
+        _script: dict[str, list[Any]] = PrivateAttr(default_factory=dict)
+        _served: dict[str, int] = PrivateAttr(default_factory=dict)
+
+        @classmethod
+        def from_script(cls, script: dict[str, list[Any]]) -> BenchScriptedLlm:
+            llm = cls()
+            llm._script = {agent: list(steps) for agent, steps in script.items()}
+            return llm
+
+        def _take(self, agent: str) -> Any:
+            index = self._served.get(agent, 0)
+            self._served[agent] = index + 1
+            steps = self._script.get(agent, [])
+            if index >= len(steps):
+                raise RuntimeError(f"bench model: agent {agent!r} request #{index + 1}: the script has {len(steps)}")
+            return steps[index]
+
+        async def generate_content_async(self, llm_request: LlmRequest, stream: bool = False):  # type: ignore[override]
+            agent = agent_name_of(llm_request)
+            attempt = 0
+            while True:
+                step = self._take(agent)
+                attempt += 1
+                if isinstance(step, FaultStep) and step.fault in http:
+                    code, status = http[step.fault]
+                    retryable = code in (RETRY_OPTIONS.http_status_codes or ())
+                    if retryable and attempt < (RETRY_OPTIONS.attempts or 1):
+                        await asyncio.sleep(backoff(attempt))
+                        continue
+                    error_cls = errors.ClientError if code < 500 else errors.ServerError
+                    raise error_cls(code, google_error(code, status, f"bench fault {step.fault}"))
+                if isinstance(step, FaultStep) and step.fault == "slow":
+                    await asyncio.sleep(step.delay)
+                    step = TextStep(text=SLOW_ANSWER_TEXT)
+                elif isinstance(step, FaultStep):
+                    raise RuntimeError(f"bench model: fault {step.fault!r} is not emulated")
+                parts = []
+                if step.text:
+                    parts.append(types.Part.from_text(text=step.text))
+                if isinstance(step, CallStep):
+                    parts.append(types.Part.from_function_call(name=step.call, args=dict(step.args)))
+                usage = types.GenerateContentResponseUsageMetadata(prompt_token_count=1, candidates_token_count=1,
+                                                                   total_token_count=2)
+                yield LlmResponse(content=types.Content(role="model", parts=parts), usage_metadata=usage,
+                                  turn_complete=True)
+                return
+
+    return BenchScriptedLlm
+
+
+_BENCH_LLM: type | None = None
+
+
+@dataclass
+class RunSummary:
+    seconds: float
+    events: int  # events persisted, all sessions
+    terminations: list[str | None]
+    ok: bool
+    error: str | None = None
+
+
+async def _baseline_async(scenario: Any) -> RunSummary:
+    global _BENCH_LLM
+    from google.adk.runners import Runner
+    from google.adk.sessions import InMemorySessionService
+
+    from harness.scenario.script import SUB_LM, TextStep
+    from reference_agent.app import build_app
+    from reference_agent.config import AgentSettings
+    from reference_agent.run import run_conversation
+    from reference_agent.services import build_local_services
+    from reference_agent.storage.duckdb_engine import DuckDBEngine
+    from reference_agent.testing import ScriptedSubLm
+
+    if _BENCH_LLM is None:
+        _BENCH_LLM = _bench_llm_class()
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="rlm-bench-bare-") as tmp:
+        settings = AgentSettings(home=Path(tmp), max_iterations=scenario.max_iterations, executor_timeout_s=20.0)
+        engine = DuckDBEngine(None)  # the artifact registry, in memory: the bare run keeps no files it need not
+        sub_lm = ScriptedSubLm(answers=[s.text for s in scenario.script.get(SUB_LM, []) if isinstance(s, TextStep)])
+        services = build_local_services(settings, sub_lm=sub_lm, engine=engine)
+        if scenario.context is not None:
+            services.context_path = services.volume.path("context", "context.json")
+            services.volume.write_text(services.context_path, json.dumps(scenario.context))
+        llm = _BENCH_LLM.from_script({k: v for k, v in scenario.script.items() if k != SUB_LM})
+        service = InMemorySessionService()
+        runner = Runner(app=build_app(services, model=llm), session_service=service)
+        terminations: list[str | None] = []
+        events = 0
+        try:
+            for index, spec in enumerate(scenario.sessions):
+                session_id = spec.id or f"{scenario.name}-{index}"
+                if await service.get_session(app_name=runner.app_name, user_id=spec.user, session_id=session_id) is None:
+                    await service.create_session(app_name=runner.app_name, user_id=spec.user, session_id=session_id,
+                                                 state=dict(spec.initial_state) or None)
+                for turn in spec.turns:
+                    outcome = await run_conversation(runner, user_id=spec.user, session_id=session_id,
+                                                     message=turn.user)
+                    terminations.append(outcome.termination)
+            for index, spec in enumerate(scenario.sessions):
+                session_id = spec.id or f"{scenario.name}-{index}"
+                session = await service.get_session(app_name=runner.app_name, user_id=spec.user,
+                                                    session_id=session_id)
+                events += len(session.events) if session else 0
+        finally:
+            engine.close()
+    return RunSummary(time.perf_counter() - started, events, terminations, ok=True)
+
+
+def run_baseline(scenario: Any) -> RunSummary:
+    with quiet():
+        return asyncio.run(_baseline_async(scenario))
+
+
+def run_harness(scenario: Any, session_service: str = "delta") -> RunSummary:
+    from harness.runner import run_scenario
+
+    with quiet():
+        started = time.perf_counter()
+        result = run_scenario(scenario, harness_options(session_service))
+        seconds = time.perf_counter() - started
+    return summarize(result, seconds)
+
+
+def summarize(result: Any, seconds: float) -> RunSummary:
+    trace = result.trace
+    events = 0
+    terminations: list[str | None] = []
+    if trace is not None:
+        for session_id in dict.fromkeys(p.session_id for p in trace.persisted):
+            snapshot = trace.final_persisted(session_id)
+            events += len(snapshot.events) if snapshot else 0
+        terminations = [t.outcome.termination for t in trace.turns]
+    failed = [c.name for c in result.checks if c.failed]
+    error = result.error or (f"failed checks: {', '.join(failed)}" if failed else None)
+    return RunSummary(seconds, events, terminations, ok=result.ok, error=error)
+
+
+# --- cold run (a fresh process) --------------------------------------------------------------
+
+
+def _child(argv: list[str]) -> None:
+    """``python -m bench.suite --child``: the conformance run in this fresh process; JSON on stdout."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--child", action="store_true")
+    parser.add_argument("--scenario", action="append")
+    parser.add_argument("--cuts", default="")
+    args = parser.parse_args(argv)
+    t0 = time.perf_counter()
+    import google.adk.runners  # noqa: F401 - timed on its own: the biggest import
+
+    t1 = time.perf_counter()
+    from harness.runner import run_scenario
+
+    from . import cuts
+
+    t2 = time.perf_counter()
+    scenarios = discover(tuple(args.scenario) if args.scenario else None)
+    t3 = time.perf_counter()
+    results = []
+    with cuts.applied([c for c in args.cuts.split(",") if c]):
+        for scenario in scenarios:
+            started = time.perf_counter()
+            with quiet():
+                result = run_scenario(scenario, harness_options())
+            summary = summarize(result, time.perf_counter() - started)
+            results.append({"scenario": scenario.name, "seconds": summary.seconds, "ok": summary.ok,
+                            "error": summary.error})
+    t4 = time.perf_counter()
+    json.dump({"import_adk_s": t1 - t0, "import_harness_s": t2 - t1, "load_scenarios_s": t3 - t2,
+               "run_s": t4 - t3, "scenarios": results}, sys.stdout)
+
+
+def cli_run(names: list[str]) -> dict[str, Any]:
+    """``rlm-conformance run`` (every report format) in a fresh process, as ``tox -e conformance`` runs it."""
+    with tempfile.TemporaryDirectory(prefix="rlm-bench-reports-") as reports:
+        cmd = [sys.executable, "-m", "harness.cli", "run", "--scenarios-dir", str(ROOT / "scenarios"),
+               "--cassette-dir", str(ROOT / "cassettes"), "--reports-dir", reports, "--no-progress"]
+        for name in names:
+            cmd += ["--scenario", name]
+        started = time.perf_counter()
+        out = subprocess.run(cmd, check=False, cwd=ROOT, capture_output=True, text=True, timeout=600)
+        wall = time.perf_counter() - started
+    return {"wall_s": wall, "returncode": out.returncode, "cmd": " ".join(cmd[1:]),
+            "tail": (out.stdout + out.stderr)[-600:]}
+
+
+def cold_run(names: tuple[str, ...] | None, cut_names: str = "") -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "bench.suite", "--child"]
+    for name in names or ():
+        cmd += ["--scenario", name]
+    if cut_names:
+        cmd += ["--cuts", cut_names]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    started = time.perf_counter()
+    out = subprocess.run(cmd, check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    wall = time.perf_counter() - started
+    if out.returncode != 0:
+        raise RuntimeError(f"suite child failed ({out.returncode}): {out.stderr[-2000:]}")
+    data = json.loads(out.stdout)
+    data["wall_s"] = wall
+    data["interpreter_s"] = wall - data["import_adk_s"] - data["import_harness_s"] - data["load_scenarios_s"] \
+        - data["run_s"]
+    return data
+
+
+# --- profile ----------------------------------------------------------------------------------
+
+
+_CATEGORIES = (
+    # label, how to find it in pstats: (filename part, function name), measure (ct|tt)
+    ("SSL contexts built by google.genai.Client (certifi CA load)", [("ssl.py", "create_default_context")], "ct"),
+    ("DuckDB (connect, statements, BEGIN/COMMIT, close)", [("duckdb_engine.py", "execute"),
+                                                         ("duckdb_engine.py", "transaction"),
+                                                         ("duckdb_engine.py", "__init__"),
+                                                         ("duckdb_engine.py", "close")], "ct"),
+    ("vcrpy cassette load (YAML parse)", [("vcr/cassette.py", "_load")], "ct"),
+    ("checks (run_checks)", [("harness/checks/__init__.py", "run_checks")], "ct"),
+    ("persisted read-back (persisted_snapshot)", [("harness/capture.py", "persisted_snapshot")], "ct"),
+    ("scenario temp dir cleanup (rmtree)", [("shutil.py", "rmtree")], "ct"),
+    ("event loop idle: waiting on Job_B subprocesses, sockets, retry sleeps", [("~", "<method 'poll' of 'select.epoll' objects>")], "tt"),
+)
+
+
+def _sum_stats(stats: pstats.Stats, patterns: list[tuple[str, str]], measure: str) -> float:
+    total = 0.0
+    for (filename, _line, func), (_cc, _nc, tt, ct, _callers) in stats.stats.items():  # type: ignore[attr-defined]
+        for file_part, name in patterns:
+            if func == name and (file_part in filename or file_part == filename):
+                total += ct if measure == "ct" else tt
+    return total
+
+
+class _JobTimer:
+    """Wall time of every Job_B run (LocalJobRunner.run) during a pass: process start + code + bridge."""
+
+    def __init__(self) -> None:
+        self.runs: list[float] = []
+
+    @contextlib.contextmanager
+    def installed(self):
+        from reference_agent.backends.jobs import LocalJobRunner
+
+        original = LocalJobRunner.run
+        timer = self
+
+        async def run(self: Any, request: Any, *, sub_lm: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return await original(self, request, sub_lm=sub_lm)
+            finally:
+                timer.runs.append(time.perf_counter() - started)
+
+        LocalJobRunner.run = run  # type: ignore[method-assign]
+        try:
+            yield self
+        finally:
+            LocalJobRunner.run = original  # type: ignore[method-assign]
+
+
+def profile_pass(scenarios: list[Any], out_path: Path, extra: dict[str, Any]) -> dict[str, Any]:
+    """One cProfile pass over the scenarios; writes the top costs and a breakdown to ``out_path``."""
+    profiler = cProfile.Profile()
+    jobs = _JobTimer()
+    with jobs.installed():
+        started = time.perf_counter()
+        profiler.enable()
+        for scenario in scenarios:
+            run_harness(scenario)
+        profiler.disable()
+        wall = time.perf_counter() - started
+    stats = pstats.Stats(profiler)
+    profiled_total = stats.total_tt  # type: ignore[attr-defined]
+    breakdown = {label: _sum_stats(stats, patterns, measure) for label, patterns, measure in _CATEGORIES}
+    buffer = io.StringIO()
+    buffer.write("Suite profile (cProfile; one warm in-process pass over the scenarios with cassettes)\n")
+    buffer.write(f"scenarios: {len(scenarios)}; wall under the profiler: {wall:.2f} s; "
+                 f"profiled total: {profiled_total:.2f} s\n")
+    buffer.write("Times under cProfile are inflated for Python-heavy code; the bench measures the real effect "
+                 "of each proposed cut without the profiler (see latest.md).\n\n")
+    buffer.write("Where the time goes (cumulative, overlapping categories are not subtracted):\n")
+    for label, seconds in sorted(breakdown.items(), key=lambda kv: -kv[1]):
+        buffer.write(f"  {seconds:7.2f} s  {100 * seconds / profiled_total:5.1f} %  {label}\n")
+    if jobs.runs:
+        buffer.write(f"  {sum(jobs.runs):7.2f} s  {100 * sum(jobs.runs) / wall:5.1f} %  Job_B runs (wall, "
+                     f"{len(jobs.runs)} runs, median {1000 * median(jobs.runs):.0f} ms: subprocess start + code)\n")
+    for label, value in extra.items():
+        buffer.write(f"  {value:7.2f} s          {label}\n")
+    buffer.write("\n--- top 40 by own time ---\n")
+    stats.stream = buffer  # type: ignore[attr-defined]
+    stats.sort_stats("tottime").print_stats(40)
+    buffer.write("\n--- top 60 by cumulative time ---\n")
+    stats.sort_stats("cumulative").print_stats(60)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    text = buffer.getvalue().replace(str(ROOT) + "/", "").replace(sys.prefix + "/", "")
+    out_path.write_text(text, encoding="utf-8")
+    return {"wall_s": wall, "profiled_total_s": profiled_total, "breakdown_s": breakdown,
+            "job_runs": len(jobs.runs), "job_run_total_s": sum(jobs.runs),
+            "job_run_median_s": median(jobs.runs) if jobs.runs else None}
+
+
+# --- the benchmark ----------------------------------------------------------------------------
+
+
+def run(quick: bool = False, results_dir: Path | None = None) -> BenchResult:
+    from . import cuts
+    from .common import RESULTS_DIR
+
+    results_dir = results_dir or RESULTS_DIR
+    result = BenchResult()
+    names = QUICK_SCENARIOS if quick else None
+    scenarios = discover(names)
+    if not scenarios:
+        result.rows.append(Row("suite", "scenarios with cassettes", 0, "", target=">= 1", met=False,
+                               note="no scenario under scenarios/ has a cassette"))
+        return result
+    reps = 1 if quick else 3
+
+    # 1. Cold: a fresh process, as CI runs it: the CLI, and the bench's own child (which times the phases),
+    #    as is and (full run) with every proposed cut, back to back.
+    cli = cli_run([s.name for s in scenarios])
+    result.details["cli"] = cli
+    cold = cold_run(names)
+    cold_cut = None if quick else cold_run(names, "all")
+    failing = [s["scenario"] for s in cold["scenarios"] if not s["ok"]]
+    result.details["cold"] = cold
+    result.details["cold_with_cuts"] = cold_cut
+    # 2. Warm, interleaved: harness vs bare ADK (and, full run, harness with every cut), same scenario, same process.
+    run_harness(scenarios[0])  # warm the imports and caches of both paths once
+    run_baseline(scenarios[0])
+    per: dict[str, dict[str, Any]] = {}
+    with_cuts = not quick
+    for rep in range(reps):
+        for scenario in scenarios:
+            entry = per.setdefault(scenario.name, {"harness": [], "bare": [], "cuts": [], "cuts_memory": []})
+            h = run_harness(scenario)
+            b = run_baseline(scenario)
+            entry["harness"].append(h.seconds)
+            entry["bare"].append(b.seconds)
+            entry.update(harness_events=h.events, bare_events=b.events, harness_terminations=h.terminations,
+                         bare_terminations=b.terminations, harness_ok=h.ok, harness_error=h.error)
+            if with_cuts:
+                with cuts.applied(["all"]):
+                    entry["cuts"].append(run_harness(scenario).seconds)
+                    # What is left once the cuts are in: the session store (the bare run has ADK's in-memory one).
+                    entry["cuts_memory"].append(run_harness(scenario, "adk-memory").seconds)
+    table = []
+    for name, entry in per.items():
+        h, b = median(entry["harness"]), median(entry["bare"])
+        same = entry["harness_events"] == entry["bare_events"] and \
+            entry["harness_terminations"] == entry["bare_terminations"]
+        table.append({"scenario": name, "harness_s": h, "bare_s": b, "ratio": h / b, "same_events": same,
+                      "events": entry["harness_events"], "bare_events": entry["bare_events"],
+                      "terminations": entry["harness_terminations"], "bare_terminations": entry["bare_terminations"],
+                      "harness_ok": entry["harness_ok"], "harness_error": entry["harness_error"],
+                      **({"cut_all_s": median(entry["cuts"]), "cut_all_memory_s": median(entry["cuts_memory"])}
+                         if entry["cuts"] else {})})
+    result.details["per_scenario"] = table
+    harness_total = sum(t["harness_s"] for t in table)
+    bare_total = sum(t["bare_s"] for t in table)
+    ratios = [t["ratio"] for t in table]
+    mismatched = [t["scenario"] for t in table if not t["same_events"]]
+
+    rows = result.rows
+    rows.append(Row("suite", f"rlm-conformance run, cold process ({len(scenarios)} scenarios, replay, all reports)",
+                    cli["wall_s"], "s", target=f"< {SUITE_TARGET_S:g} s",
+                    met=cli["wall_s"] < SUITE_TARGET_S and cli["returncode"] == 0,
+                    note="" if cli["returncode"] == 0 else f"exit code {cli['returncode']}"))
+    rows.append(Row("suite", f"conformance run, cold process, run_scenario loop ({len(scenarios)} scenarios)",
+                    cold["wall_s"], "s", target=f"< {SUITE_TARGET_S:g} s",
+                    met=cold["wall_s"] < SUITE_TARGET_S and not failing,
+                    note=f"{len(failing)} failing: {', '.join(failing)}" if failing else ""))
+    rows.append(Row("suite", "  of which: interpreter start", cold["interpreter_s"], "s"))
+    rows.append(Row("suite", "  of which: import google.adk", cold["import_adk_s"], "s"))
+    rows.append(Row("suite", "  of which: import harness (rest)", cold["import_harness_s"], "s"))
+    rows.append(Row("suite", "  of which: load scenarios", cold["load_scenarios_s"], "s"))
+    rows.append(Row("suite", "  of which: run scenarios", cold["run_s"], "s"))
+    if cold_cut is not None:
+        rows.append(Row("suite", "conformance run, cold process, run_scenario loop, all proposed cuts",
+                        cold_cut["wall_s"], "s", cold["wall_s"], "as is", target=f"< {SUITE_TARGET_S:g} s",
+                        met=cold_cut["wall_s"] < SUITE_TARGET_S))
+    rows.append(Row("suite", "harness overhead, all scenarios (sum of medians)", harness_total, "s", bare_total,
+                    "bare ADK Runner", target=f"<= {OVERHEAD_TARGET}x",
+                    met=harness_total / bare_total <= OVERHEAD_TARGET,
+                    note=f"events differ in: {', '.join(mismatched)}" if mismatched else "same events"))
+    rows.append(Row("suite", "harness overhead per scenario, geometric mean of ratios", geomean(ratios), "x",
+                    target=f"<= {OVERHEAD_TARGET}x", met=geomean(ratios) <= OVERHEAD_TARGET))
+    worst = max(table, key=lambda t: t["ratio"])
+    rows.append(Row("suite", f"harness overhead, worst scenario ({worst['scenario']})", worst["harness_s"], "s",
+                    worst["bare_s"], "bare ADK Runner", target=f"<= {OVERHEAD_TARGET}x",
+                    met=worst["ratio"] <= OVERHEAD_TARGET))
+    if with_cuts:
+        all_total = sum(t["cut_all_s"] for t in table)
+        rows.append(Row("suite", "harness with all proposed cuts, all scenarios (sum of medians)", all_total, "s",
+                        bare_total, "bare ADK Runner", target=f"<= {OVERHEAD_TARGET}x",
+                        met=all_total / bare_total <= OVERHEAD_TARGET,
+                        note=f"(as is: {harness_total:.2f} s)"))
+        memory_total = sum(t["cut_all_memory_s"] for t in table)
+        rows.append(Row("suite", "  same, on ADK's InMemorySessionService (--session-service adk-memory)", memory_total,
+                        "s", bare_total, "bare ADK Runner", target=f"<= {OVERHEAD_TARGET}x",
+                        met=memory_total / bare_total <= OVERHEAD_TARGET,
+                        note="(what is left once the session store is the bare run's)"))
+    for t in sorted(table, key=lambda t: t["scenario"]):
+        rows.append(Row("suite", f"  {t['scenario']}", t["harness_s"], "s", t["bare_s"], "bare",
+                        target=f"<= {OVERHEAD_TARGET}x", met=t["ratio"] <= OVERHEAD_TARGET,
+                        note=("" if t["same_events"] else f"events {t['events']} vs {t['bare_events']}; ")
+                        + (f"(all cuts: {t['cut_all_s']:.3f} s)" if "cut_all_s" in t else "")))
+    # 3. Each proposed cut on its own: the unit it removes, timed as is and with the cut (micro-benchmark).
+    if with_cuts:
+        with tempfile.TemporaryDirectory(prefix="rlm-bench-cuts-") as tmp:
+            units = cuts.micro(Path(tmp), scenarios)
+        result.details["cuts"] = {name: {**units[name], "change": text} for name, (_, text) in cuts.CUTS.items()}
+        for name, unit in units.items():
+            rows.append(Row("suite", f"proposed cut {name}: {unit['unit']}", 1000 * unit["cut_s"], "ms",
+                            1000 * unit["as_is_s"], "as is",
+                            note=f"x{unit['per_suite']} per suite ({unit['why']}): saves "
+                                 f"{unit['saving_per_suite_s']:.2f} s per suite"))
+    # 4. Profile (full run only).
+    if not quick:
+        profile_path = results_dir / "profile.txt"
+        result.details["profile"] = profile_pass(scenarios, profile_path, {
+            "import google.adk (cold process, not in the pass above)": cold["import_adk_s"],
+            "import harness, rest (cold process, not in the pass above)": cold["import_harness_s"],
+        })
+        result.files.append(str(profile_path))
+    return result
+
+
+if __name__ == "__main__":
+    if "--child" in sys.argv:
+        _child(sys.argv[1:])
+    else:
+        print("use: python -m bench --only suite", file=sys.stderr)
+        sys.exit(2)
