@@ -11,10 +11,15 @@ from google.adk.models.google_llm import Gemini
 
 from .app import build_app
 from .backends.sublm import lazy_genai_sub_lm
+from .backends.tokens import lazy_genai_token_counter
 from .config import AgentSettings
 from .services import build_local_services
 
 settings = AgentSettings.from_env()
-services = build_local_services(settings, sub_lm=lazy_genai_sub_lm(settings.model, base_url=settings.gemini_base_url))
+services = build_local_services(
+    settings,
+    sub_lm=lazy_genai_sub_lm(settings.model, base_url=settings.gemini_base_url),
+    count_tokens=lazy_genai_token_counter(settings.model, base_url=settings.gemini_base_url),
+)
 app = build_app(services, model=Gemini(model=settings.model, base_url=settings.gemini_base_url))
 root_agent = app.root_agent

@@ -49,6 +49,14 @@ class AgentSettings:
     max_sublm_tokens_per_session: int = 200_000
     # What goes into session state: previews only, full output stays in the volume.
     preview_chars: int = 2_000
+    # The analyst's assembled prompt (instruction, summary, history, snippets), in the model's tokens.
+    # Text of at most this many characters is never counted (a token is at least one character).
+    context_budget_tokens: int = 32_000
+    # Entries kept in user:rlm:history (oldest out when a turn adds one past it).
+    history_max_entries: int = 16
+    # app:rlm:snippets: at most this many snippets (oldest out), each code at most this many characters.
+    max_snippets: int = 20
+    snippet_max_chars: int = 4_000
 
     @property
     def database_path(self) -> Path:
@@ -73,4 +81,6 @@ class AgentSettings:
             max_sublm_calls_per_run=_env_int("RLM_MAX_SUBLM_CALLS", base.max_sublm_calls_per_run),
             max_sublm_tokens_per_session=_env_int("RLM_MAX_SUBLM_TOKENS", base.max_sublm_tokens_per_session),
             preview_chars=_env_int("RLM_PREVIEW_CHARS", base.preview_chars),
+            context_budget_tokens=_env_int("RLM_CONTEXT_BUDGET_TOKENS", base.context_budget_tokens),
+            history_max_entries=_env_int("RLM_HISTORY_MAX_ENTRIES", base.history_max_entries),
         )

@@ -5,13 +5,21 @@ instruction, so ``{rlm:last_results_summary?}`` would be left verbatim (only
 app:/user:/temp: prefixes are templated) and a code example such as
 ``{row}`` would crash the run with "Context variable not found". A provider's
 text is used as is, and it reads the durable summary from state itself.
+
+The analyst's prompt is assembled by ``context_assembly`` from the instruction,
+the latest summary, the user's history (``user:rlm:history``) and the app's
+saved snippets (``app:rlm:snippets``), cut to ``context_budget_tokens``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from google.adk.agents.readonly_context import ReadonlyContext
 
 from . import state_contract as keys
+from .context_assembly import assemble, render, snippets_from_state
+from .services import RuntimeServices
 
 _ANALYST_BASE = """\
 You are a data analyst working in a Python REPL that runs on a separate executor (Job_B).
@@ -29,26 +37,50 @@ lambda, an open socket) are not kept; the output names them so you can rebuild t
 Print what you need to see: stdout is summarised for you after each run.
 For example: `for row in context["rows"]: print(row["id"])`.
 
+To keep code that will be useful again (to you or to other analysts of this app), save it with
+save_snippet(name, code, description); saved snippets are listed below.
 When the question is answered and no more code is needed, call exit_loop.
 """
 
 
-def analyst_instruction(ctx: ReadonlyContext) -> str:
-    """The analyst's prompt, with the durable summary of the last execution when there is one."""
-    parts = [_ANALYST_BASE]
+def summary_section(ctx: ReadonlyContext) -> str:
+    """The durable summary of the last execution, or a note that there is none yet."""
     iteration = ctx.state.get(keys.ITERATION)
     summary = ctx.state.get(keys.LAST_RESULTS_SUMMARY)
     if summary:
         artifact = ctx.state.get(keys.LAST_ARTIFACT_ID, "unknown")
         ok = ctx.state.get(keys.LAST_EXECUTION_SUCCESS)
         status = "succeeded" if ok else "failed" if ok is False else "unknown"
-        parts.append(
-            f"\n## Results of your last delegation (iteration {iteration}, artifact {artifact}, run {status})\n"
-            f"{summary}\n"
+        return (f"\n## Results of your last delegation (iteration {iteration}, artifact {artifact}, run {status})\n"
+                f"{summary}\n")
+    return "\n## Results of your last delegation\n(none yet)\n"
+
+
+def _history(ctx: ReadonlyContext) -> list:
+    value = ctx.state.get(keys.USER_HISTORY)
+    return [entry for entry in value if isinstance(entry, dict)] if isinstance(value, list) else []
+
+
+def analyst_instruction(ctx: ReadonlyContext) -> str:
+    """The analyst's whole prompt with no budget: instruction, summary, all history, all snippets."""
+    history = _history(ctx)
+    snippets = snippets_from_state(ctx.state.get(keys.SNIPPETS))
+    return render(_ANALYST_BASE, summary_section(ctx), history, history_total=len(history), snippets=snippets,
+                  snippets_total=len(snippets))
+
+
+def make_analyst_instruction(services: RuntimeServices) -> Callable[[ReadonlyContext], Awaitable[str]]:
+    """The analyst's instruction provider: the prompt assembled within ``context_budget_tokens``."""
+
+    async def analyst_instruction_within_budget(ctx: ReadonlyContext) -> str:
+        assembled = await assemble(
+            instruction=_ANALYST_BASE, summary=summary_section(ctx), history=_history(ctx),
+            snippets=snippets_from_state(ctx.state.get(keys.SNIPPETS)),
+            budget=services.settings.context_budget_tokens, count=services.count_tokens,
         )
-    else:
-        parts.append("\n## Results of your last delegation\n(none yet)\n")
-    return "".join(parts)
+        return assembled.text
+
+    return analyst_instruction_within_budget
 
 
 _PROCESSOR_BASE = """\

@@ -5,6 +5,10 @@ Stale flags of the previous turn are cleared by *appending a cleanup event*
 outcome is computed from the persisted session, not from ``temp:`` flags in
 yielded events — ADK has already stripped those, so such a runner always says
 "success".
+
+At the end of every turn the user's history (``user:rlm:history``) gets one
+entry — question, termination, answer, the turn's artifacts from
+``temp:rlm:turn_log`` — through one more appended event (see ``history``).
 """
 
 from __future__ import annotations
@@ -20,7 +24,10 @@ from google.adk.runners import Runner
 from google.adk.sessions import Session
 from google.genai import types
 
+from . import history
 from . import state_contract as keys
+from .config import AgentSettings
+from .plugins.turn_log import turn_log_plugin
 
 logger = logging.getLogger(__name__)
 
@@ -74,18 +81,23 @@ async def run_conversation(runner: Runner, *, user_id: str, session_id: str, mes
     if stale:
         await _append(runner, session, stale, "cleanup")
     iteration_before = int(session.state.get(keys.ITERATION, 0))
+    summary_before = session.state.get(keys.LAST_RESULTS_SUMMARY)
 
     error: str | None = None
+    analyst_text: str | None = None
     try:
-        async for _event in runner.run_async(
+        async for event in runner.run_async(
             user_id=user_id,
             session_id=session_id,
             new_message=types.Content(role="user", parts=[types.Part.from_text(text=message)]),
         ):
-            pass
+            if event.author == keys.ANALYST and event.content and event.content.parts and not event.partial:
+                text = "".join(p.text for p in event.content.parts if p.text and not p.thought).strip()
+                analyst_text = text or analyst_text
     except Exception as exc:  # a model or infrastructure failure ends the turn cleanly; the session stays
         logger.warning("turn failed: %s: %s", type(exc).__name__, exc, exc_info=True)
-        error = f"{type(exc).__name__}: {exc}"
+        # Some errors (a client timeout) carry no message: name what happened rather than print "TimeoutError: ".
+        error = f"{type(exc).__name__}: {str(exc) or 'no message (the model request timed out or was cut off)'}"
 
     stored = await service.get_session(app_name=runner.app_name, user_id=user_id, session_id=session_id)
     assert stored is not None, "the session vanished during the turn"
@@ -105,6 +117,9 @@ async def run_conversation(runner: Runner, *, user_id: str, session_id: str, mes
         await _append(runner, stored, delta, "outcome")
         error = problem
     stored = await service.get_session(app_name=runner.app_name, user_id=user_id, session_id=session_id)
+    await _fold_history(runner, stored, question=message, termination=reason, analyst_text=analyst_text,
+                        summary_before=summary_before)
+    stored = await service.get_session(app_name=runner.app_name, user_id=user_id, session_id=session_id)
     return RunOutcome(
         session_id=session_id,
         termination=reason,
@@ -113,6 +128,22 @@ async def run_conversation(runner: Runner, *, user_id: str, session_id: str, mes
         error=error,
         forced_answer=stored.state.get(keys.FORCED_ANSWER),
     )
+
+
+async def _fold_history(runner: Runner, session: Session, *, question: str, termination: str,
+                        analyst_text: str | None, summary_before: str | None) -> None:
+    """Append this turn to ``user:rlm:history`` with one event: the only writer of that key."""
+    state = session.state
+    summary = state.get(keys.LAST_RESULTS_SUMMARY)
+    answer = (state.get(keys.FINAL_ANSWER) or state.get(keys.FORCED_ANSWER) or analyst_text
+              or (summary if summary != summary_before else None))
+    plugin = turn_log_plugin(runner)
+    turn_log = plugin.take(app_name=runner.app_name, user_id=session.user_id, session_id=session.id) if plugin else []
+    limit = plugin.history_max_entries if plugin else AgentSettings.history_max_entries
+    entry = history.history_entry(session_id=session.id, question=question, termination=termination, answer=answer,
+                                  turn_log=turn_log)
+    await _append(runner, session, {keys.USER_HISTORY: history.fold_turn(state.get(keys.USER_HISTORY), entry,
+                                                                         max_entries=limit)}, "history")
 
 
 async def _answer_now(runner: Runner, session: Session, question: str) -> tuple[str | None, str | None]:

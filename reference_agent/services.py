@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .backends.jobs import JobRunner, LocalJobRunner, SubLm
+from .backends.tokens import TokenCounter
 from .backends.volume import LocalVolumeStore, VolumeStore
 from .config import AgentSettings
 from .registry import ArtifactRegistry
@@ -30,6 +31,9 @@ class RuntimeServices:
     sub_lm: SubLm
     # Volume path of the scenario/task data given to executed code as `context`.
     context_path: str | None = None
+    # Counts tokens of the analyst's assembled prompt with the model's tokenizer; None: no counting, so the
+    # prompt is cut by the character bound alone (a text of n characters has at most n tokens).
+    count_tokens: TokenCounter | None = None
 
 
 def build_local_services(
@@ -38,6 +42,7 @@ def build_local_services(
     sub_lm: SubLm,
     engine: SqlEngine | None = None,
     volume_root: Path | None = None,
+    count_tokens: TokenCounter | None = None,
 ) -> RuntimeServices:
     """Embedded defaults: DuckDB file and a local folder as the volume, Job_B as a subprocess."""
     engine = engine or DuckDBEngine(settings.database_path)
@@ -49,4 +54,5 @@ def build_local_services(
         runner=LocalJobRunner(volume),
         registry=ArtifactRegistry(engine),
         sub_lm=sub_lm,
+        count_tokens=count_tokens,
     )

@@ -53,6 +53,8 @@ EXIT_TOOL = "exit_loop"
 INJECTION_PLUGIN = "rlm_context_injection"
 STAGE_PLUGIN = "rlm_stage_tracking"
 RUN_CONVERSATION = "run_conversation"
+SNIPPET_TOOL = "save_snippet"
+TURN_LOG_PLUGIN = "rlm_turn_log"
 
 # --- durable, session scope -------------------------------------------------
 ITERATION = "rlm:iteration"
@@ -84,6 +86,14 @@ RUN_ID = "temp:rlm:run_id"
 RESULT_JSON_PATH = "temp:rlm:result_json_path"
 FINAL_FOUND = "temp:rlm:final_found"
 PENDING_FINAL_ANSWER = "temp:rlm:final_answer"
+# Tool calls and results of the current turn, folded into USER_HISTORY by run_conversation at its end.
+TURN_LOG = "temp:rlm:turn_log"
+
+# --- scoped memory (seed 003) ---------------------------------------------------
+# One user's earlier turns, across their sessions (never another user's).
+USER_HISTORY = "user:rlm:history"
+# Code snippets saved with save_snippet, shared by every user of the app.
+SNIPPETS = "app:rlm:snippets"
 
 # Stage values of STAGE.
 STAGE_DELEGATED = "delegated"
@@ -136,6 +146,15 @@ CONTRACT: tuple[KeySpec, ...] = (
             "Executed code produced FINAL/FINAL_VAR; the loop ends after processing."),
     KeySpec(PENDING_FINAL_ANSWER, (JOB_BUILDER,), (STAGE_PLUGIN,),
             "The FINAL answer of this stage, made durable once results_processor has run."),
+    KeySpec(TURN_LOG, (DELEGATE_TOOL, JOB_BUILDER), (TURN_LOG_PLUGIN, RUN_CONVERSATION),
+            "This turn's delegations and Job_B results (artifact id, iteration, status); folded into "
+            "user:rlm:history at the end of the turn."),
+    KeySpec(USER_HISTORY, (RUN_CONVERSATION,), (ANALYST,),
+            "The user's earlier turns across sessions: session, question, termination, answer, artifacts (each "
+            "cut). Appended by run_conversation's history event only; bounded count, oldest out; the analyst's "
+            "prompt shows the newest entries that fit its token budget."),
+    KeySpec(SNIPPETS, (SNIPPET_TOOL,), (ANALYST,),
+            "Reusable code snippets saved by the analyst (name -> code, description); app-wide, bounded."),
 )
 
 

@@ -46,6 +46,17 @@ class ScriptedSubLm:
 
 
 @dataclass
+class ScriptedTokenCounter:
+    """Counts whitespace-separated words, as the scripted endpoint's countTokens does; keeps every text counted."""
+
+    texts: list[str] = field(default_factory=list)
+
+    async def __call__(self, text: str) -> int:
+        self.texts.append(text)
+        return len(text.split())
+
+
+@dataclass
 class LocalStack:
     """The reference App wired to a scripted model, DuckDB and a local volume under one folder."""
 
@@ -54,6 +65,7 @@ class LocalStack:
     runner: Runner
     llm: ScriptedLlm
     sub_lm: ScriptedSubLm
+    token_counter: ScriptedTokenCounter
 
 
 def build_local_stack(
@@ -68,11 +80,12 @@ def build_local_stack(
     settings = settings or AgentSettings(home=home)
     engine = DuckDBEngine(settings.database_path)
     sub_lm = ScriptedSubLm(answers=list(sub_lm_answers), latency_s=sub_lm_latency_s)
-    services = build_local_services(settings, sub_lm=sub_lm, engine=engine)
+    token_counter = ScriptedTokenCounter()
+    services = build_local_services(settings, sub_lm=sub_lm, engine=engine, count_tokens=token_counter)
     if context is not None:
         services.context_path = services.volume.path("context", "context.json")
         services.volume.write_text(services.context_path, json.dumps(context))
     llm = ScriptedLlm.from_script(script)
     session_service = DeltaSessionService(engine)
     runner = Runner(app=build_app(services, model=llm), session_service=session_service)
-    return LocalStack(services, session_service, runner, llm, sub_lm)
+    return LocalStack(services, session_service, runner, llm, sub_lm, token_counter)

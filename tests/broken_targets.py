@@ -27,6 +27,10 @@ bloated_state                       state_budget
 stale_flags_by_mutation             stale_flags_cleared
 summary_not_in_prompt               summary_reaches_prompt
 no_output_key                       summary_persisted
+history_by_mutation                 history_folded_by_event
+history_in_app_scope                user_history_scoped
+snippets_in_user_scope              app_data_shared
+budget_ignored                      context_budget
 ==================================  ============================
 """
 
@@ -42,34 +46,39 @@ from google.adk.agents.callback_context import CallbackContext
 from google.adk.agents.invocation_context import InvocationContext
 from google.adk.agents.readonly_context import ReadonlyContext
 from google.adk.apps import App
-from google.adk.events import Event
+from google.adk.events import Event, EventActions
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.runners import Runner
 from google.adk.sessions import DatabaseSessionService
-from google.adk.tools import transfer_to_agent
+from google.adk.tools import FunctionTool, transfer_to_agent
+from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
 from harness.targets.base import BuiltTarget, TargetEnvironment
 from harness.targets.profile import TargetProfile
 from harness.targets.reference import _run_turn as reference_run_turn
-from harness.targets.reference import executions_from_registry
+from harness.targets.reference import executions_from_registry, settings_for
 from harness.trace.model import TurnOutcome
+from reference_agent import history as turn_history
 from reference_agent import state_contract as keys
 from reference_agent.agents.job_builder import JobBuilderAgent
 from reference_agent.agents.results_processor import StageGatedLlmAgent
 from reference_agent.app import ROOT_AGENT_NAME
-from reference_agent.config import AgentSettings
+from reference_agent.context_assembly import assemble, snippets_from_state
 from reference_agent.plugins.context_injection import (
     RlmContextInjectionPlugin,
     stage_is_current,
 )
 from reference_agent.plugins.stage_tracking import RlmStageTrackingPlugin
+from reference_agent.plugins.turn_log import RlmTurnLogPlugin
 from reference_agent.prompts import (
     _ANALYST_BASE,
     analyst_instruction,
+    make_analyst_instruction,
     results_processor_instruction,
+    summary_section,
 )
 from reference_agent.registry import ArtifactRegistry, IllegalTransitionError
 from reference_agent.run import STALE_TURN_KEYS
@@ -77,6 +86,7 @@ from reference_agent.services import RuntimeServices, build_local_services
 from reference_agent.sessions.delta_session_service import DeltaSessionService
 from reference_agent.storage.duckdb_engine import DuckDBEngine
 from reference_agent.tools.delegate import exit_loop, make_delegate_tool
+from reference_agent.tools.snippets import make_snippet_tool
 
 PluginsFactory = Callable[[RuntimeServices], list[BasePlugin]]
 
@@ -88,7 +98,8 @@ def _analyst(services: RuntimeServices, model: Any, **overrides: Any) -> LlmAgen
     kwargs: dict[str, Any] = {
         "name": keys.ANALYST, "model": model,
         "description": "Writes Python for the executor and decides when the question is answered.",
-        "instruction": analyst_instruction, "tools": [make_delegate_tool(services), exit_loop],
+        "instruction": make_analyst_instruction(services),
+        "tools": [make_delegate_tool(services), exit_loop, make_snippet_tool(services)],
     }
     kwargs.update(overrides)
     return LlmAgent(**kwargs)
@@ -105,7 +116,8 @@ def _processor(services: RuntimeServices, model: Any, **overrides: Any) -> LlmAg
 
 
 def _reference_plugins(services: RuntimeServices) -> list[BasePlugin]:
-    return [RlmContextInjectionPlugin(services), RlmStageTrackingPlugin(services)]
+    return [RlmContextInjectionPlugin(services), RlmStageTrackingPlugin(services),
+            RlmTurnLogPlugin(history_max_entries=services.settings.history_max_entries)]
 
 
 def _build(
@@ -122,10 +134,9 @@ def _build(
     adapt_services: Callable[[RuntimeServices], None] | None = None,
 ) -> BuiltTarget:
     """The reference target (as ``harness.targets.reference.build_reference``) with the given pieces swapped."""
-    settings = AgentSettings(home=env.home, model=env.model_name, max_iterations=env.max_iterations,
-                             executor_timeout_s=env.executor_timeout_s)
+    settings = settings_for(env)
     engine = DuckDBEngine(settings.database_path)
-    services = build_local_services(settings, sub_lm=env.sub_lm, engine=engine)
+    services = build_local_services(settings, sub_lm=env.sub_lm, engine=engine, count_tokens=env.count_tokens)
     if env.context is not None:
         services.context_path = services.volume.path("context", "context.json")
         services.volume.write_text(services.context_path, json.dumps(env.context))
@@ -409,6 +420,130 @@ def no_output_key(env: TargetEnvironment) -> BuiltTarget:
                   processor=lambda services, model: _processor(services, model, output_key=None))
 
 
+# --- history_folded_by_event: the history written into session.state directly ------------------------
+
+
+class HistoryByMutationPlugin(BasePlugin):
+    """The seed's fold: at the end of the run, the turn's log goes into ``session.state['user:...']`` directly —
+    visible for the rest of the invocation, never persisted (no event carries it)."""
+
+    def __init__(self, services: RuntimeServices) -> None:
+        super().__init__(name="history_by_mutation")
+        self._limit = services.settings.history_max_entries
+
+    async def after_run_callback(self, *, invocation_context: InvocationContext) -> None:
+        state = invocation_context.session.state
+        content = invocation_context.user_content
+        question = "".join(p.text or "" for p in (content.parts or [])) if content else ""
+        entry = turn_history.history_entry(session_id=invocation_context.session.id, question=question,
+                                           termination=str(state.get(keys.TERMINATION_REASON)), answer=None,
+                                           turn_log=state.get(keys.TURN_LOG) or [])
+        state[keys.USER_HISTORY] = turn_history.fold_turn(state.get(keys.USER_HISTORY), entry,
+                                                          max_entries=self._limit)
+
+
+async def _run_without_history_event(runner: Runner, user_id: str, session_id: str, message: str) -> TurnOutcome:
+    """run_conversation's cleanup and outcome, but no history event (the plugin above 'takes care of it')."""
+    service = runner.session_service
+    session = await service.get_session(app_name=runner.app_name, user_id=user_id, session_id=session_id)
+    if session is None:
+        session = await service.create_session(app_name=runner.app_name, user_id=user_id, session_id=session_id)
+    stale = {key: None for key in STALE_TURN_KEYS if key in session.state}
+    if stale:
+        await service.append_event(session, Event(invocation_id="cleanup", author=keys.RUN_CONVERSATION,
+                                                  actions=EventActions(state_delta=stale)))
+    async for _ in runner.run_async(user_id=user_id, session_id=session_id,
+                                    new_message=types.Content(role="user", parts=[types.Part(text=message)])):
+        pass
+    stored = await service.get_session(app_name=runner.app_name, user_id=user_id, session_id=session_id)
+    state = stored.state if stored else {}
+    return TurnOutcome(termination=state.get(keys.TERMINATION_REASON), final_answer=state.get(keys.FINAL_ANSWER))
+
+
+def history_by_mutation(env: TargetEnvironment) -> BuiltTarget:
+    return _build("history_by_mutation", env, run_turn=_run_without_history_event,
+                  plugins=lambda services: [*_reference_plugins(services), HistoryByMutationPlugin(services)])
+
+
+# --- user_history_scoped: the history kept in app: scope, one list for every user ----------------------
+
+APP_HISTORY = "app:rlm:history"
+
+
+async def _history_in_app_state(runner: Runner, user_id: str, session_id: str, message: str) -> TurnOutcome:
+    """run_conversation, then the turn's history entry moved from user: to one app-wide list."""
+    outcome = await reference_run_turn(runner, user_id, session_id, message)
+    service = runner.session_service
+    session = await service.get_session(app_name=runner.app_name, user_id=user_id, session_id=session_id)
+    shared = [*(session.state.get(APP_HISTORY) or []), *(session.state.get(keys.USER_HISTORY) or [])]
+    await service.append_event(session, Event(invocation_id="history", author=keys.RUN_CONVERSATION,
+                                              actions=EventActions(state_delta={APP_HISTORY: shared[-16:],
+                                                                                keys.USER_HISTORY: None})))
+    return outcome
+
+
+def _app_history_instruction(services: RuntimeServices) -> Callable[[ReadonlyContext], Any]:
+    async def provider(ctx: ReadonlyContext) -> str:
+        assembled = await assemble(instruction=_ANALYST_BASE, summary=summary_section(ctx),
+                                   history=ctx.state.get(APP_HISTORY) or [],
+                                   snippets=snippets_from_state(ctx.state.get(keys.SNIPPETS)),
+                                   budget=services.settings.context_budget_tokens, count=services.count_tokens)
+        return assembled.text
+
+    return provider
+
+
+def history_in_app_scope(env: TargetEnvironment) -> BuiltTarget:
+    return _build("history_in_app_scope", env, run_turn=_history_in_app_state,
+                  analyst=lambda services, model: _analyst(services, model,
+                                                           instruction=_app_history_instruction(services)))
+
+
+# --- app_data_shared: save_snippet writes user: state -----------------------------------------------
+
+USER_SNIPPETS = "user:rlm:snippets"
+
+
+def _user_scoped_snippet_tool() -> FunctionTool:
+    def save_snippet(name: str, code: str, description: str, tool_context: ToolContext) -> dict[str, Any]:
+        """Save reusable Python code for later tasks.
+
+        Args:
+          name: Short identifier.
+          code: The Python source to keep.
+          description: What the code does.
+        """
+        current = tool_context.state.get(USER_SNIPPETS) or {}
+        tool_context.state[USER_SNIPPETS] = {**current, name: {"code": code, "description": description}}
+        return {"status": "saved", "name": name}
+
+    return FunctionTool(save_snippet)
+
+
+def snippets_in_user_scope(env: TargetEnvironment) -> BuiltTarget:
+    """'App-wide' snippets saved in user: state: only the user who saved them ever sees them."""
+    return _build("snippets_in_user_scope", env, analyst=lambda services, model: _analyst(
+        services, model, tools=[make_delegate_tool(services), exit_loop, _user_scoped_snippet_tool()]))
+
+
+# --- context_budget: the prompt assembled whole, its count ignored ------------------------------------
+
+
+def _unbudgeted_instruction(services: RuntimeServices) -> Callable[[ReadonlyContext], Any]:
+    async def provider(ctx: ReadonlyContext) -> str:
+        text = analyst_instruction(ctx)  # every history entry and snippet, no cut
+        if services.count_tokens is not None:
+            await services.count_tokens(text)  # measured for the logs, then ignored
+        return text
+
+    return provider
+
+
+def budget_ignored(env: TargetEnvironment) -> BuiltTarget:
+    return _build("budget_ignored", env, analyst=lambda services, model: _analyst(
+        services, model, instruction=_unbudgeted_instruction(services)))
+
+
 BROKEN_TARGETS: dict[str, str] = {
     "analyst_fstring_prompt": "instructions_render",
     "analyst_transfers": "loop_without_transfers",
@@ -424,5 +559,9 @@ BROKEN_TARGETS: dict[str, str] = {
     "stale_flags_by_mutation": "stale_flags_cleared",
     "summary_not_in_prompt": "summary_reaches_prompt",
     "no_output_key": "summary_persisted",
+    "history_by_mutation": "history_folded_by_event",
+    "history_in_app_scope": "user_history_scoped",
+    "snippets_in_user_scope": "app_data_shared",
+    "budget_ignored": "context_budget",
 }
 """Each broken target -> the check it is built to fail."""

@@ -18,5 +18,9 @@ from . import (  # noqa: F401
     instructions_render,
     outcome_from_storage,
     loop_without_transfers,
+    user_history_scoped,
+    history_folded_by_event,
+    app_data_shared,
+    context_budget,
     scenario_expectations,
 )

@@ -47,6 +47,12 @@ class TargetProfile(BaseModel):
     iteration_key: str = Field(default=sc.ITERATION)
     final_answer_key: str = Field(default=sc.FINAL_ANSWER)
     termination_key: str = Field(default=sc.TERMINATION_REASON)
+    history_key: str = Field(default=sc.USER_HISTORY, description="user: key holding the user's history across "
+                                                                  "sessions; written only by run_conversation.")
+    app_tools: tuple[str, ...] = Field(
+        default=(sc.SNIPPET_TOOL,), description="Tools whose calls save app-wide data (app: keys) for every user.")
+    prompt_app_keys: tuple[str, ...] = Field(
+        default=(sc.SNIPPETS,), description="app: keys the analyst's prompt must show (for a dict, its item names).")
     stale_flag_keys: tuple[str, ...] = Field(
         default=(sc.EXIT_REQUESTED, sc.FATAL_ERROR, sc.FATAL_ERROR_MSG, sc.FINAL_ANSWER, sc.TERMINATION_REASON),
         description="Per-turn flags that must be cleared by an appended event before the next turn.",
@@ -59,7 +65,7 @@ class TargetProfile(BaseModel):
     # agent's events, a plugin's after_agent writes in the agent it ran after.
     author_writers: dict[str, tuple[str, ...]] = Field(
         default_factory=lambda: {
-            sc.ANALYST: (sc.ANALYST, sc.DELEGATE_TOOL, sc.EXIT_TOOL),
+            sc.ANALYST: (sc.ANALYST, sc.DELEGATE_TOOL, sc.EXIT_TOOL, sc.SNIPPET_TOOL),
             sc.JOB_BUILDER: (sc.JOB_BUILDER,),
             sc.RESULTS_PROCESSOR: (sc.RESULTS_PROCESSOR, sc.STAGE_PLUGIN, sc.INJECTION_PLUGIN),
             sc.RUN_CONVERSATION: (sc.RUN_CONVERSATION,),

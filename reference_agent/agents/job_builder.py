@@ -20,6 +20,7 @@ from google.adk.events import Event, EventActions
 from google.genai import types
 from pydantic import ConfigDict
 
+from .. import history
 from .. import state_contract as keys
 from ..backends.jobs import JobRequest
 from ..metrics import iteration_metrics, session_totals
@@ -94,6 +95,7 @@ class JobBuilderAgent(BaseAgent):
                     keys.EXECUTION_STDOUT: "",
                     keys.EXECUTION_STDERR: message[: settings.preview_chars],
                     keys.LAST_EXECUTION_SUCCESS: False,
+                    keys.TURN_LOG: history.logged(state, history.executed(artifact_id, "infrastructure_error")),
                 }
             )
             yield self._event(ctx, message, delta)
@@ -120,6 +122,7 @@ class JobBuilderAgent(BaseAgent):
                 keys.LAST_RESULT_JSON_PATH: outcome.result_json_path,
                 keys.LAST_EXECUTION_SUCCESS: success,
                 keys.METRICS: session_totals(totals, metrics),
+                keys.TURN_LOG: history.logged(state, history.executed(artifact_id, result.get("status"))),
             }
         )
         if result.get("final_answer") is not None:

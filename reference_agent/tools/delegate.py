@@ -14,6 +14,7 @@ from typing import Any
 from google.adk.tools import FunctionTool
 from google.adk.tools.tool_context import ToolContext
 
+from .. import history
 from .. import state_contract as keys
 from ..services import RuntimeServices
 
@@ -54,6 +55,7 @@ def make_delegate_tool(services: RuntimeServices) -> FunctionTool:
         state[keys.CODE] = path
         state[keys.SUBLM_INSTRUCTION] = instruction
         state[keys.STAGE] = keys.STAGE_DELEGATED
+        state[keys.TURN_LOG] = history.logged(state, history.delegated(artifact_id, iteration))
         # End the analyst's turn here so the loop moves on to job_builder (otherwise the
         # LLM flow would ask the model again before the code has run).
         tool_context.actions.skip_summarization = True

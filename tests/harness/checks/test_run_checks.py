@@ -14,6 +14,7 @@ EXPECTED = {
     "minimal_deltas", "none_deletes", "no_unpersisted_mutation", "summary_reaches_prompt", "state_budget",
     "stale_flags_cleared", "processor_model_runs", "instructions_render", "outcome_from_storage",
     "loop_without_transfers", "scenario_expectations",
+    "user_history_scoped", "history_folded_by_event", "app_data_shared", "context_budget",
 }
 
 
