@@ -16,10 +16,13 @@ from . import state_contract as keys
 from .agents.job_builder import JobBuilderAgent
 from .agents.results_processor import StageGatedLlmAgent
 from .plugins.context_injection import RlmContextInjectionPlugin
+from .plugins.model_guard import RlmModelGuardPlugin
 from .plugins.stage_tracking import RlmStageTrackingPlugin
-from .prompts import analyst_instruction, results_processor_instruction
+from .plugins.turn_log import RlmTurnLogPlugin
+from .prompts import make_analyst_instruction, results_processor_instruction
 from .services import RuntimeServices
 from .tools.delegate import exit_loop, make_delegate_tool
+from .tools.snippets import make_snippet_tool
 
 ROOT_AGENT_NAME = "orchestrator_loop"
 
@@ -29,8 +32,8 @@ def build_root_agent(services: RuntimeServices, *, model: BaseLlm | str) -> Loop
         name=keys.ANALYST,
         model=model,
         description="Writes Python for the executor and decides when the question is answered.",
-        instruction=analyst_instruction,
-        tools=[make_delegate_tool(services), exit_loop],
+        instruction=make_analyst_instruction(services),
+        tools=[make_delegate_tool(services), exit_loop, make_snippet_tool(services)],
     )
     job_builder = JobBuilderAgent(
         name=keys.JOB_BUILDER, description="Runs delegated code on Job_B.", services=services
@@ -57,5 +60,6 @@ def build_app(services: RuntimeServices, *, model: BaseLlm | str) -> App:
     return App(
         name=services.settings.app_name,
         root_agent=build_root_agent(services, model=model),
-        plugins=[RlmContextInjectionPlugin(services), RlmStageTrackingPlugin(services)],
+        plugins=[RlmContextInjectionPlugin(services), RlmStageTrackingPlugin(services), RlmModelGuardPlugin(),
+                 RlmTurnLogPlugin(history_max_entries=services.settings.history_max_entries)],
     )

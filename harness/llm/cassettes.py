@@ -125,8 +125,8 @@ def _scrub_body(body: Any, *, secrets: Sequence[str], fields: bool) -> Any:
         return body
     try:
         text = body.decode("utf-8") if isinstance(body, bytes) else body
-    except UnicodeDecodeError:
-        return body
+    except UnicodeDecodeError:  # binary (a pickle, an archive): YAML's !!binary base64 would hide a secret in it
+        return _scrub_bytes(body, secrets=secrets)
     try:
         parsed = json.loads(text) if fields else None
     except ValueError:
@@ -135,6 +135,27 @@ def _scrub_body(body: Any, *, secrets: Sequence[str], fields: bool) -> Any:
         text = json.dumps(scrubbed)
     text = scrub_text(text, secrets=secrets)
     return text.encode("utf-8") if isinstance(body, bytes) else text
+
+
+def _latin1(secrets: Sequence[str]) -> list[str]:
+    """Each secret's UTF-8 bytes as latin-1 text: how it reads inside bytes decoded as latin-1."""
+    return [value.encode("utf-8").decode("latin-1") for value in secrets]
+
+
+def _scrub_bytes(data: bytes, *, secrets: Sequence[str]) -> bytes:
+    """``scrub_text`` on bytes that are not UTF-8 (latin-1 maps each byte to one character and back)."""
+    return scrub_text(data.decode("latin-1"), secrets=_latin1(secrets)).encode("latin-1")
+
+
+def scrub_value(value: Any, *, secrets: Sequence[str] = ()) -> Any:
+    """``value`` with ``scrub_text`` applied to every string in it, mapping keys included."""
+    if isinstance(value, str):
+        return scrub_text(value, secrets=secrets)
+    if isinstance(value, dict):
+        return {scrub_value(k, secrets=secrets): scrub_value(v, secrets=secrets) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(scrub_value(v, secrets=secrets) for v in value)
+    return value
 
 
 def scrub_request(request: Request, *, secrets: Sequence[str] = ()) -> Request:
@@ -190,15 +211,52 @@ def find_secrets(text: str, *, secrets: Sequence[str] = ()) -> list[tuple[str, i
 class CassettePersister:
     """vcrpy persister: provenance block first, refuses to save secrets, writes atomically."""
 
-    def __init__(self, *, provenance: Provenance, secrets: Sequence[str] = ()) -> None:
+    def __init__(self, *, provenance: Provenance, secrets: Sequence[str] = (), replace_broken: bool = False,
+                 rerecord: str | None = None) -> None:
         self.provenance = provenance
         self.secrets = tuple(secrets)
+        self.replace_broken = replace_broken  # record mode 'all': a broken old file is about to be replaced
+        self.rerecord = rerecord
 
-    @staticmethod
-    def load_cassette(cassette_path: str | os.PathLike[str], serializer: Any) -> Any:
-        from vcr.persisters.filesystem import FilesystemPersister
+    def load_cassette(self, cassette_path: str | os.PathLike[str], serializer: Any) -> Any:
+        """vcrpy's loading, but a file that exists and cannot be used is a ``CassetteError`` naming it.
 
-        return FilesystemPersister.load_cassette(cassette_path, serializer)
+        vcrpy itself treats an undecodable file as empty (replay then misses every
+        call) and lets YAML or key errors escape as tracebacks. A missing or blank
+        file stays vcrpy's "not found" (nothing recorded yet).
+        """
+        from vcr.persisters.filesystem import CassetteNotFoundError, FilesystemPersister
+        from vcr.serialize import deserialize
+
+        path = Path(cassette_path)
+        try:
+            text = path.read_text(encoding="utf-8") if path.is_file() else ""
+        except (OSError, UnicodeDecodeError) as exc:
+            return self._broken(path, f"cannot be read as UTF-8 text ({exc})", exc)
+        if not text.strip():
+            return FilesystemPersister.load_cassette(path, serializer)  # raises CassetteNotFoundError
+        try:
+            problem = _cassette_problem(serializer.deserialize(text))
+            if problem is None:
+                return deserialize(text, serializer)
+        except CassetteNotFoundError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - YAML errors, vcrpy's own checks, deep nesting: all mean broken
+            mark, position = getattr(exc, "problem_mark", None), getattr(exc, "position", None)
+            line = mark.line + 1 if mark is not None else (
+                text.count("\n", 0, position) + 1 if isinstance(position, int) else None)
+            where = f" (line {line})" if line is not None else ""
+            reason = " ".join(str(getattr(exc, "problem", None) or exc).split())[:200] or type(exc).__name__
+            return self._broken(path, f"is not a readable vcrpy cassette{where}: {reason}", exc)
+        return self._broken(path, problem, None)
+
+    def _broken(self, path: Path, problem: str, cause: BaseException | None) -> Any:
+        from vcr.persisters.filesystem import CassetteNotFoundError
+
+        if self.replace_broken:
+            raise CassetteNotFoundError() from cause
+        how = f"re-record it with: {self.rerecord}" if self.rerecord else "re-record it"
+        raise CassetteError(f"Cassette {path} {problem}. The file is damaged or was edited by hand; {how}") from cause
 
     def save_cassette(self, cassette_path: str | os.PathLike[str], cassette_dict: dict[str, Any],
                       serializer: Any) -> None:
@@ -214,6 +272,7 @@ class CassettePersister:
             text = serialize({**interactions, "metadata": metadata}, serializer)
         found = [(name, f"on line {line}") for name, line in find_secrets(text, secrets=self.secrets)] or [
             (name, "folded across lines") for name, _ in find_secrets(" ".join(text.split()), secrets=self.secrets)]
+        found += _binary_secrets(interactions, self.secrets)
         if found:
             what = "; ".join(f"{name} {where}" for name, where in found)
             raise SecretInCassetteError(
@@ -222,6 +281,81 @@ class CassettePersister:
                 f"SECRET_HEADERS / SECRET_QUERY_PARAMS / _SECRET_FIELD in harness/llm/cassettes.py, or pass "
                 f"the value in make_vcr(secrets=[...]).")
         _write_atomically(path, text)
+
+
+def _cassette_problem(data: Any) -> str | None:
+    """What makes deserialized cassette data unusable for replay, naming the field; None when it is fine."""
+    def kind(value: Any) -> str:
+        return "nothing" if value is None else f"{type(value).__name__} {str(value)[:40]!r}"
+
+    if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
+        got = kind(data.get("interactions")) if isinstance(data, dict) else kind(data)
+        return f"has no list at field 'interactions' (got {got})"
+    if not isinstance(data.get("metadata") or {}, dict):
+        return f"has field 'metadata' that is not a mapping (got {kind(data['metadata'])})"
+    for number, interaction in enumerate(data["interactions"]):
+        at = f"interactions[{number}]"
+        if not isinstance(interaction, dict):
+            return f"has field '{at}' that is not a mapping (got {kind(interaction)})"
+        request, response = interaction.get("request"), interaction.get("response")
+        if not isinstance(request, dict) or set(request) != {"method", "uri", "body", "headers"}:
+            return (f"has field '{at}.request' that is not a mapping of exactly method, uri, body and headers "
+                    f"(got {sorted(request) if isinstance(request, dict) else kind(request)})")
+        if not isinstance(request["method"], str) or not request["method"].isalpha():
+            return f"has field '{at}.request.method' that is not an HTTP method (got {kind(request['method'])})"
+        try:
+            uri = urlsplit(request["uri"]) if isinstance(request["uri"], str) else None
+            bad_uri = uri is None or not uri.scheme or not uri.hostname or (uri.port is not None and uri.port < 0)
+        except ValueError:
+            bad_uri = True
+        if bad_uri:
+            return f"has field '{at}.request.uri' that is not an absolute URL (got {kind(request['uri'])})"
+        if request["body"] is not None and not isinstance(request["body"], (str, bytes)):
+            return f"has field '{at}.request.body' that is not text (got {kind(request['body'])})"
+        if problem := _headers_problem(request["headers"], f"{at}.request.headers", allow_text=True):
+            return problem
+        if not isinstance(response, dict):
+            return f"has field '{at}.response' that is not a mapping (got {kind(response)})"
+        status, body = response.get("status"), response.get("body")
+        code = status.get("code") if isinstance(status, dict) else None
+        if type(code) is not int or not 100 <= code <= 599:
+            return f"has field '{at}.response.status.code' that is not an HTTP status 100-599 (got {kind(code)})"
+        if not isinstance(status.get("message"), str):
+            return f"has field '{at}.response.status.message' that is not text (got {kind(status.get('message'))})"
+        if problem := _headers_problem(response.get("headers"), f"{at}.response.headers", allow_text=False):
+            return problem
+        if not isinstance(body, dict) or not isinstance(body.get("string"), (str, bytes)):
+            got = kind(body.get("string")) if isinstance(body, dict) else kind(body)
+            return f"has field '{at}.response.body.string' that is not text (got {got})"
+    return None
+
+
+def _headers_problem(headers: Any, at: str, *, allow_text: bool) -> str | None:
+    if not isinstance(headers, dict):
+        return f"has field '{at}' that is not a mapping of header names to lists of values"
+    for name, values in headers.items():
+        texts = [values] if allow_text and isinstance(values, str) else values
+        if (not isinstance(name, str) or not isinstance(texts, list) or not all(isinstance(v, str) for v in texts)
+                or (allow_text and not texts)):  # vcrpy's request keeps a header's first value
+            return f"has field '{at}' whose header {str(name)[:40]!r} is not a list of text values"
+    return None
+
+
+def _binary_secrets(interactions: dict[str, Any], secrets: Sequence[str]) -> list[tuple[str, str]]:
+    """Secrets inside bodies that are not UTF-8, which the YAML holds as base64 (``!!binary``)."""
+    bodies = [(f"interaction {n} request body", getattr(r, "body", None))
+              for n, r in enumerate(interactions["requests"])]
+    bodies += [(f"interaction {n} response body", ((r or {}).get("body") or {}).get("string"))
+               for n, r in enumerate(interactions["responses"])]
+    found = []
+    for where, body in bodies:
+        if isinstance(body, bytes):
+            try:
+                body.decode("utf-8")
+            except UnicodeDecodeError:
+                text = body.decode("latin-1")
+                found += [(name, f"in the binary {where}") for name, _ in find_secrets(text, secrets=_latin1(secrets))]
+    return found
 
 
 def _write_atomically(path: Path, text: str) -> None:
@@ -251,12 +385,12 @@ def read_provenance(cassette_path: str | os.PathLike[str]) -> Provenance | None:
 # -- the VCR ---------------------------------------------------------------------------
 
 def make_vcr(*, cassette_dir: str | os.PathLike[str], record_mode: str, provenance: Provenance,
-             secrets: Iterable[str] = (), record_on_exception: bool = False) -> vcr.VCR:
+             secrets: Iterable[str] = (), record_on_exception: bool = False, rerecord: str | None = None) -> vcr.VCR:
     """A ``vcr.VCR`` for LLM cassettes (``NAME.yaml`` under ``cassette_dir``).
 
     ``record_mode`` is vcrpy's (``none`` replays only). ``secrets`` are values that
     must never reach a cassette. A run that raises saves nothing unless
-    ``record_on_exception``.
+    ``record_on_exception``. ``rerecord`` is the command a damaged cassette's error tells the user to run.
     """
     import vcr
 
@@ -273,7 +407,8 @@ def make_vcr(*, cassette_dir: str | os.PathLike[str], record_mode: str, provenan
         record_on_exception=record_on_exception,
     )
     recorder.register_matcher("method_ci", method_ci)
-    recorder.register_persister(CassettePersister(provenance=provenance, secrets=known))
+    recorder.register_persister(CassettePersister(provenance=provenance, secrets=known,
+                                                  replace_broken=record_mode == "all", rerecord=rerecord))
     return recorder
 
 
@@ -300,6 +435,148 @@ def use_cassette(recorder: vcr.VCR, name: str, **kwargs: Any) -> Iterator[Casset
             patches = getattr(context, "_CassetteContextDecorator__finish", None)  # vcrpy's patcher generator
             if patches is not None:
                 patches.close()
+
+
+# -- beyond the cassette: results (snapshots, reports) and log records --------------------------
+
+def scrub_result(result: Any, *, secrets: Sequence[str] = ()) -> Any:
+    """A ``ScenarioResult`` with every secret scrubbed from its trace, checks and error.
+
+    Snapshots and reports are rendered from the result, so nothing a user typed,
+    a model answered or Job_B printed reaches them with a credential in it. The
+    checks have already run on the real trace.
+    """
+    from dataclasses import replace as with_fields
+
+    from harness.trace.model import Trace
+
+    trace = result.trace
+    if trace is not None:
+        dumped = trace.model_dump(mode="json")
+        scrubbed = scrub_value(dumped, secrets=secrets)
+        trace = Trace.model_validate(scrubbed) if scrubbed != dumped else trace
+    checks = tuple(with_fields(c, explanation=scrub_text(c.explanation, secrets=secrets),
+                               evidence=tuple(scrub_text(e, secrets=secrets) for e in c.evidence))
+                   for c in result.checks)
+    error = scrub_text(result.error, secrets=secrets) if result.error is not None else None
+    return with_fields(result, trace=trace, checks=checks, error=error)
+
+
+_LOG_SECRETS: list[tuple[str, ...]] = []
+_LOG_FACTORY: list[Any] = []  # the record factory that was installed before ours
+
+
+def _scrubbing_record_factory(*args: Any, **kwargs: Any) -> Any:
+    import logging
+
+    record = _LOG_FACTORY[0](*args, **kwargs)
+    secrets = [value for group in list(_LOG_SECRETS) for value in group]
+    try:
+        message = record.getMessage()
+    except Exception:  # noqa: BLE001 - a bad format string is the logging module's to report
+        return record
+    if (clean := scrub_text(message, secrets=secrets)) != message:
+        record.msg, record.args = clean, ()
+    if record.exc_info and record.exc_info[1] is not None and not record.exc_text:
+        record.exc_text = scrub_text(logging.Formatter().formatException(record.exc_info), secrets=secrets)
+    if record.stack_info:
+        record.stack_info = scrub_text(record.stack_info, secrets=secrets)
+    return record
+
+
+@contextlib.contextmanager
+def scrubbing_log_records(secrets: Sequence[str] = ()) -> Iterator[None]:
+    """While active, every log record (message, arguments, traceback) is created with secrets scrubbed.
+
+    A record factory, not a handler filter: it covers every logger and every
+    handler (pytest's caplog, the CLI's stderr, logging's last resort) alike.
+    Nests: the factory stays installed until the outermost block ends.
+    """
+    import logging
+
+    group = tuple(secrets)
+    if not _LOG_SECRETS:
+        _LOG_FACTORY[:] = [logging.getLogRecordFactory()]
+        logging.setLogRecordFactory(_scrubbing_record_factory)
+    _LOG_SECRETS.append(group)
+    try:
+        yield
+    finally:
+        _LOG_SECRETS.remove(group)
+        if not _LOG_SECRETS:
+            logging.setLogRecordFactory(_LOG_FACTORY[0])
+
+
+# -- client timeouts ---------------------------------------------------------------------
+
+TIMEOUT_HEADER = "x-rlm-conformance-replay"
+TIMEOUT_MARK = "client-timeout"
+
+
+def timeout_response() -> dict[str, Any]:
+    """The interaction recorded for a request the client gave up on; replay raises ``TimeoutError`` for it.
+
+    vcrpy records answered requests only: without this a timed-out call would be
+    missing from the cassette and replay would give its slot to the next call.
+    Replayed without this harness, it is a plain HTTP 408 error.
+    """
+    body = {"error": {"code": 408, "status": "DEADLINE_EXCEEDED", "message": (
+        "rlm-conformance: the client timed out waiting for this answer while recording; replay raises "
+        "TimeoutError here, as the HTTP client did.")}}
+    return {"status": {"code": 408, "message": "Request Timeout"},
+            "headers": {TIMEOUT_HEADER: [TIMEOUT_MARK], "Content-Type": ["application/json"]},
+            "body": {"string": json.dumps(body)}}
+
+
+def is_timeout_response(response: Any) -> bool:
+    headers = response.get("headers") if isinstance(response, dict) else None
+    return isinstance(headers, dict) and any(
+        name.lower() == TIMEOUT_HEADER and TIMEOUT_MARK in (values if isinstance(values, list) else [values])
+        for name, values in headers.items())
+
+
+@contextlib.contextmanager
+def record_client_timeouts(cassette: Cassette) -> Iterator[None]:
+    """While ``cassette`` records: an aiohttp request that times out is recorded as ``timeout_response()``.
+
+    Wraps vcrpy's patched ``aiohttp.ClientSession._request``, so enter it inside
+    ``use_cassette`` (it restores vcrpy's stub on exit, before vcrpy unpatches).
+    """
+    import aiohttp.client
+    from vcr.request import Request
+
+    stub = aiohttp.client.ClientSession._request
+
+    @functools.wraps(stub)
+    async def request(self: Any, method: str, url: Any, **kwargs: Any) -> Any:
+        try:
+            return await stub(self, method, url, **kwargs)
+        except TimeoutError:  # asyncio.TimeoutError and aiohttp's ServerTimeoutError alike
+            body = kwargs.get("data") if kwargs.get("data") is not None else kwargs.get("json")
+            if body is not None and not isinstance(body, (str, bytes)):
+                body = json.dumps(body)
+            headers = {str(k): str(v) for k, v in dict(kwargs.get("headers") or {}).items()}
+            cassette.append(Request(method, str(url), body, headers), timeout_response())
+            raise
+
+    aiohttp.client.ClientSession._request = request  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        aiohttp.client.ClientSession._request = stub  # type: ignore[method-assign]
+
+
+def replay_client_timeouts(cassette: Cassette) -> None:
+    """During replay: playing a ``timeout_response()`` raises ``TimeoutError``, as the client did when recording."""
+    play = cassette.play_response
+
+    def play_response(request: Request) -> Any:
+        response = play(request)
+        if is_timeout_response(response):
+            raise TimeoutError()  # what aiohttp raised (asyncio.TimeoutError, no message)
+        return response
+
+    cassette.play_response = play_response  # type: ignore[method-assign]
 
 
 # -- after a run -------------------------------------------------------------------------

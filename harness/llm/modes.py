@@ -55,11 +55,19 @@ class ModelEndpoint:
         """Keyword arguments for ``google.genai.Client`` (and ADK's ``Gemini(client_kwargs=...)``)."""
         return {"api_key": self.api_key, "vertexai": False}
 
-    def gemini(self, **kwargs: Any) -> Gemini:
-        """ADK's ``Gemini`` model for this endpoint; ``kwargs`` go to ``Gemini`` (e.g. ``retry_options``)."""
-        from google.adk.models.google_llm import Gemini
+    def gemini(self, *, timeout_s: float | None = None, **kwargs: Any) -> Gemini:
+        """ADK's ``Gemini`` model for this endpoint; ``kwargs`` go to ``Gemini`` (e.g. ``retry_options``).
 
-        return Gemini(model=self.model, base_url=self.base_url, client_kwargs=self.client_kwargs(), **kwargs)
+        ``timeout_s`` is the client timeout of each model request (google-genai's
+        ``HttpOptions.timeout``, in milliseconds there); None keeps the library default.
+        """
+        from google.adk.models.google_llm import Gemini
+        from google.genai import types
+
+        client_kwargs = self.client_kwargs()
+        if timeout_s is not None:
+            client_kwargs["http_options"] = types.HttpOptions(timeout=round(timeout_s * 1000))
+        return Gemini(model=self.model, base_url=self.base_url, client_kwargs=client_kwargs, **kwargs)
 
     def genai_client(self, *, http_options: types.HttpOptions | None = None) -> Client:
         """A google-genai ``Client`` (sync, and ``.aio``) for this endpoint, e.g. for sub-LM calls."""

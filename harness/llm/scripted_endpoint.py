@@ -27,7 +27,8 @@ Faults (``FaultStep``) consume their step, so the client's retry gets the next:
 * ``malformed``: 200 with a body that is not JSON; ``truncated``: 200 with a
   text answer's JSON cut in half;
 * ``slow``: waits ``delay`` seconds, then answers the text ``SLOW_ANSWER_TEXT``
-  (a client whose timeout is shorter gives up first; its retry gets the next step);
+  (a client whose timeout is shorter gives up first; google-genai over aiohttp does
+  not retry a timeout, so the call fails; a client that does retry gets the next step);
 * ``empty``: 200 with no ``candidates``; ``safety``: one candidate with
   ``finishReason: SAFETY`` and no content.
 
