@@ -68,6 +68,15 @@ def _add_target(parser: argparse.ArgumentParser, *, modes: Sequence[str], defaul
                         help="target profile YAML naming your agent's roles and keys (for --target module:attr)")
     parser.add_argument("--cassette-dir", default="cassettes", metavar="DIR",
                         help="cassette folder; targets other than 'reference' use a sub-folder (default: %(default)s)")
+    parser.add_argument("--backend", choices=("local", "databricks"), default="local",
+                        help="where the reference agent's tables, volume and Job_B live: local (DuckDB, a folder, a "
+                             "subprocess; the default) or databricks (replayed from <cassette-dir>/databricks/; "
+                             "recorded against a local workspace fake, or a real one with --databricks-live). "
+                             "See docs/databricks.md")
+    parser.add_argument("--databricks-live", action="store_true", default=None,
+                        help="with --backend databricks: talk to the real workspace named by DATABRICKS_HOST, "
+                             "DATABRICKS_TOKEN, DATABRICKS_WAREHOUSE_ID, RLM_DATABRICKS_* instead of the local fake "
+                             "(implied by --llm-mode live)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (it is off anyway without a TTY)")
     parser.add_argument("--log-level", choices=LOG_LEVELS, default="error",
                         help="show log records of the target and libraries from this level on (default: %(default)s; "
@@ -191,7 +200,8 @@ def _options(args: argparse.Namespace, *, record: bool) -> RunOptions:
 
     profile = load_profile(args.profile) if args.profile is not None else None
     return RunOptions(target=args.target, llm_mode=LlmMode(args.llm_mode), record=record,
-                      cassette_dir=Path(args.cassette_dir), session_service=args.session_service, profile=profile)
+                      cassette_dir=Path(args.cassette_dir), session_service=args.session_service, profile=profile,
+                      backend=args.backend, databricks_live=args.databricks_live)
 
 
 def _preflight(scenarios: list[Scenario], options: RunOptions) -> None:
@@ -204,6 +214,10 @@ def _preflight(scenarios: list[Scenario], options: RunOptions) -> None:
     for target in dict.fromkeys(options.target or s.target for s in scenarios):
         resolve_target(target)  # imports a module:attr target; raises TargetError naming it
     resolve_session_service(options.session_service)
+    if options.backend == "databricks":  # the legacy target, or a real workspace without its settings: exit 2
+        from .targets.databricks import preflight as databricks_preflight
+
+        databricks_preflight([options.target or s.target for s in scenarios], options)
     known = registered_checks()
     for scenario in scenarios:
         selection = scenario.expect.checks
@@ -269,7 +283,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     _preflight(scenarios, options)
     report = _run_all(scenarios, options, progress=not args.no_progress, extra={
         "command": "run", "target": args.target or "(each scenario's own)", "llm_mode": args.llm_mode,
-        "session_service": args.session_service, "scenarios_dir": args.scenarios_dir})
+        "session_service": args.session_service, "backend": args.backend, "scenarios_dir": args.scenarios_dir})
     console = _stdout_console()
     render_terminal(report, console)
     written = write_reports(report, args.reports_dir, formats, titles=_titles())
@@ -285,12 +299,12 @@ def cmd_record(args: argparse.Namespace) -> int:
     scenarios = _load(args.scenarios_dir, args.scenario, args.substring)
     options = _options(args, record=True)
     _preflight(scenarios, options)
-    paths = {s.name: cassette_dir_for(options.cassette_dir, options.target or s.target) / f"{s.name}.yaml"
-             for s in scenarios}
+    paths = {s.name: cassette_dir_for(options.cassette_dir, options.target or s.target, options.backend)
+             / f"{s.name}.yaml" for s in scenarios}
     before = {name: _stamp(path) for name, path in paths.items()}
     report = _run_all(scenarios, options, progress=not args.no_progress, extra={
         "command": "record", "target": args.target or "(each scenario's own)", "llm_mode": args.llm_mode,
-        "session_service": args.session_service, "scenarios_dir": args.scenarios_dir})
+        "session_service": args.session_service, "backend": args.backend, "scenarios_dir": args.scenarios_dir})
     console = _stdout_console()
     render_terminal(report, console)
     console.print()
@@ -310,8 +324,8 @@ def cmd_record(args: argparse.Namespace) -> int:
             reason = result.error or "the run made no model call to record"
             console.print(f"cassette NOT written: {path} — {reason}", markup=False, style="bold red")
     if not missing:
-        console.print(f"Replay them with: {PROG} run" + (f" --target {args.target}" if args.target else ""),
-                      markup=False)
+        console.print(f"Replay them with: {PROG} run" + (f" --target {args.target}" if args.target else "")
+                      + (f" --backend {args.backend}" if args.backend != "local" else ""), markup=False)
     return EXIT_OK if not missing else EXIT_FAILED
 
 

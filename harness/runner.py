@@ -8,6 +8,7 @@ recorder fills the trace, the checks read it.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import re
 import contextlib
 import tempfile
@@ -37,6 +38,10 @@ DEFAULT_MODEL = "gemini-2.5-flash"
 # Retries as a production agent would configure them; short delays keep replay fast.
 RETRY_OPTIONS = types.HttpRetryOptions(attempts=3, initial_delay=0.05, max_delay=0.2, exp_base=2.0,
                                        http_status_codes=[429, 500, 503])
+# Client timeout of each agent model request, per LLM mode (None: google-genai's default). The scripted endpoint
+# answers in milliseconds, so a short timeout lets the `slow` fault (a delay past it) exercise the timeout path
+# without slowing the suite; replay answers from the cassette and replays a recorded timeout as one.
+MODEL_TIMEOUT_S: dict[LlmMode, float | None] = {LlmMode.REPLAY: 2.0, LlmMode.SCRIPTED: 2.0, LlmMode.LIVE: None}
 
 
 @dataclass(frozen=True)
@@ -50,15 +55,29 @@ class RunOptions:
     profile: TargetProfile | None = None
     work_dir: Path | None = None  # None: a fresh temporary folder per scenario
     secrets: tuple[str, ...] = field(default=(), repr=False)
+    # Where the reference agent's SQL, volume and Job_B live: "local" (DuckDB, a folder, a subprocess) or
+    # "databricks" (a workspace; replay from cassettes/databricks/, see harness/targets/databricks.py).
+    backend: str = "local"
+    # databricks backend outside replay: a real workspace (True) or the local fake (False); None: real with
+    # --llm-mode live, the fake otherwise. The real one's DatabricksSettings (None: from the environment).
+    databricks_live: bool | None = None
+    databricks: Any = None
 
 
-def rerecord_command(scenario: str, target: str = "reference") -> str:
+def rerecord_command(scenario: str, target: str = "reference", backend: str = "local") -> str:
     flag = "" if target == "reference" else f" --target {target}"
+    flag += "" if backend == "local" else f" --backend {backend}"
     return f"rlm-conformance record --scenario {scenario}{flag}"
 
 
-def cassette_dir_for(base: Path, target: str) -> Path:
-    """The reference agent's cassettes sit in ``base``; every other target's in a folder of its own."""
+def cassette_dir_for(base: Path, target: str, backend: str = "local") -> Path:
+    """The reference agent's cassettes sit in ``base``; every other target's in a folder of its own.
+
+    A backend other than local has its own folder first: ``cassettes/databricks/`` (reference),
+    ``cassettes/databricks/<target>/`` (others).
+    """
+    if backend != "local":
+        base = base / re.sub(r"[^A-Za-z0-9_.-]+", "_", backend)
     if target == "reference":
         return base
     return base / re.sub(r"[^A-Za-z0-9_.-]+", "_", target)
@@ -69,6 +88,14 @@ def run_scenario(scenario: Scenario, options: RunOptions = RunOptions()) -> Scen
 
 
 async def run_scenario_async(scenario: Scenario, options: RunOptions = RunOptions()) -> ScenarioResult:
+    """Run one scenario; the result (its trace, checks and error) holds no secret of the run (see run_secrets)."""
+    from .llm.cassettes import scrub_result
+    from .llm.session import run_secrets
+
+    return scrub_result(await _run_scenario(scenario, options), secrets=run_secrets(options))
+
+
+async def _run_scenario(scenario: Scenario, options: RunOptions) -> ScenarioResult:
     started = time.perf_counter()
     target_name = options.target or scenario.target
     base = dict(scenario=scenario.name, description=scenario.description, target=target_name,
@@ -97,19 +124,40 @@ def _work_dir(options: RunOptions) -> Iterator[Path]:
         yield Path(tmp)
 
 
+def _workspace(scenario: Scenario, options: RunOptions, target_name: str, home: Path) -> Any:
+    """The backend's context for one run: nothing locally, a DatabricksWorkspace on the databricks backend."""
+    if options.backend == "local":
+        return contextlib.nullcontext()
+    if options.backend == "databricks":
+        from .targets.databricks import databricks_workspace
+
+        return databricks_workspace(scenario, options, target_name, home)
+    raise HarnessError(f"--backend {options.backend!r} is unknown: use local or databricks.")
+
+
 async def _drive(scenario: Scenario, options: RunOptions, target_name: str, home: Path) -> tuple[Trace, TargetProfile]:
+    with _workspace(scenario, options, target_name, home) as workspace:
+        return await _drive_on(scenario, options, target_name, home, workspace)
+
+
+async def _drive_on(scenario: Scenario, options: RunOptions, target_name: str, home: Path,
+                    workspace: Any) -> tuple[Trace, TargetProfile]:
     from .llm.session import llm_session
 
-    options = replace(options, cassette_dir=cassette_dir_for(options.cassette_dir, target_name))
-    async with llm_session(scenario, options, rerecord=rerecord_command(scenario.name, target_name)) as llm:
+    options = replace(options, cassette_dir=cassette_dir_for(options.cassette_dir, target_name, options.backend))
+    async with llm_session(scenario, options, rerecord=rerecord_command(scenario.name, target_name, options.backend),
+                           workspace=workspace) as llm:
         env = TargetEnvironment(
-            model=llm.endpoint.gemini(retry_options=RETRY_OPTIONS),
+            model=llm.endpoint.gemini(retry_options=RETRY_OPTIONS, timeout_s=MODEL_TIMEOUT_S[options.llm_mode]),
             model_name=options.model,
             sub_lm=llm.sub_lm,
+            count_tokens=llm.count_tokens,
             home=home,
             max_iterations=scenario.max_iterations,
             context=scenario.context,
             session_service_factory=_session_service_factory(options.session_service),
+            backend=options.backend,
+            databricks=workspace,
             **_limits(scenario),
         )
         built = resolve_target(target_name)(env)
@@ -117,6 +165,7 @@ async def _drive(scenario: Scenario, options: RunOptions, target_name: str, home
             built.profile = options.profile
         try:
             trace = await _run_sessions(scenario, built, options, llm.mode_label)
+            trace.token_counts = list(llm.token_counts)
         finally:
             built.close()
             if env.session_service_factory is not None:  # a service the harness built: the harness closes it
@@ -140,8 +189,10 @@ def _session_service_factory(name: str) -> SessionServiceFactory | None:
 async def _run_sessions(scenario: Scenario, built: BuiltTarget, options: RunOptions, mode_label: str) -> Trace:
     turn_counter = {"turn": 0}
     current_turn = lambda: turn_counter["turn"]  # noqa: E731
-    service = RecordingSessionService(built.session_service, current_turn=current_turn)
-    recorder = TraceRecorderPlugin(store=built.session_service, current_turn=current_turn)
+    # One clock for events and model requests, so a check can tell which came first.
+    clock = itertools.count().__next__
+    service = RecordingSessionService(built.session_service, current_turn=current_turn, clock=clock)
+    recorder = TraceRecorderPlugin(store=built.session_service, current_turn=current_turn, clock=clock)
     app = built.app.model_copy(update={"plugins": [*built.app.plugins, recorder]})
     runner = Runner(app=app, session_service=service)
     trace = Trace(scenario=scenario.name, target=built.name, llm_mode=mode_label,

@@ -125,10 +125,20 @@ def execution_windows(trace: Trace, profile: TargetProfile) -> list[ExecutionWin
 def request_positions(trace: Trace) -> dict[int, float]:
     """Request index -> where it falls among the events (a fractional event index).
 
-    The k-th request of an agent in an invocation is answered by the k-th model-answer
+    Traces from the runner carry one clock for events and requests (``seq``): a request
+    sits just before the first event recorded after it. Hand-built traces without it
+    fall back to pairing: the k-th request of an agent in an invocation is answered by the k-th model-answer
     event of that agent in that invocation, so it sits just before that event. A request
     without an answer event (the model failed) sits after the invocation's last event.
     """
+    events = appended_events(trace)
+    if trace.llm_requests and all(r.seq >= 0 for r in trace.llm_requests) and all(e.seq >= 0 for e in events):
+        by_seq = sorted(events, key=lambda e: e.seq)
+        positions_by_clock: dict[int, float] = {}
+        for request in trace.llm_requests:
+            later = next((e for e in by_seq if e.seq > request.seq), None)
+            positions_by_clock[request.index] = later.index - 0.5 if later is not None else math.inf
+        return positions_by_clock
     answers: dict[tuple[str, str], list[EventRecord]] = defaultdict(list)
     last_of_invocation: dict[str, int] = {}
     for event in appended_events(trace):

@@ -1,23 +1,33 @@
-"""vcrpy cassettes of Databricks REST traffic recorded against the fake workspace.
+"""vcrpy cassettes of Databricks REST traffic: what a workspace's values become in a cassette.
 
-The LLM cassettes' loopback rewrite only touches Gemini paths, so requests to
-the fake (``http://127.0.0.1:PORT``) are rewritten here to ``PUBLIC_HOST``
-(also inside response bodies, e.g. ``run_page_url`` and the host-metadata
-``oidc_endpoint``). Replay then points the client at ``PUBLIC_HOST`` and needs
-no server. Scrubbing, the matcher and the provenance-first persister are the
-LLM cassettes' (``harness.llm.cassettes``); the provenance says
-``recorded_against: databricks-fake``, so a cassette recorded against the fake
-can never pass for one recorded against a real workspace.
+A cassette is written in one shape whatever answered: the fake on
+``http://127.0.0.1:PORT`` or a real workspace. ``WorkspaceRewrite`` turns the
+real values into fixed placeholders before anything is stored — the origin
+into ``PUBLIC_HOST`` (also inside response bodies, e.g. ``run_page_url`` and
+the host-metadata ``oidc_endpoint``), and for a real workspace its workspace id
+(learnt from the ``/.well-known/databricks-config`` answer), warehouse and
+cluster ids, the volume root, the catalog and schema names and user names.
+Replay then points a client at ``PUBLIC_HOST`` with the placeholder settings
+and needs no server. The LLM cassettes' loopback rewrite only touches Gemini
+paths, so these rewrites run first; scrubbing (token headers, secret values),
+the matcher and the provenance-first persister are the LLM cassettes'
+(``harness.llm.cassettes``); the provenance says ``recorded_against:
+databricks-fake`` (or ``databricks-live``), so a cassette recorded against
+the fake can never pass for one recorded against a real workspace.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from harness.llm.cassettes import Provenance, make_vcr, scrub_request, scrub_response
+
+from .server import FAKE_WORKSPACE_ID
 
 if TYPE_CHECKING:
     import vcr
@@ -25,26 +35,169 @@ if TYPE_CHECKING:
 
 PUBLIC_HOST = "https://fake-workspace.cloud.databricks.com"
 RECORDED_AGAINST = "databricks-fake"
+RECORDED_AGAINST_LIVE = "databricks-live"
 API_LABEL = "databricks-rest (no model)"
+PLACEHOLDER_USER = "user@example.com"
+# Response fields that name a person (a real workspace fills them in runs/get); their values become PLACEHOLDER_USER.
+USER_FIELDS = frozenset({"creator_user_name", "run_as_user_name", "user_name", "owner", "created_by"})
+# Headers that only add churn to a cassette (client versions, a clock, the server's name): not stored.
+NOISE_REQUEST_HEADERS = frozenset({"accept", "accept-encoding", "connection", "content-length", "user-agent"})
+NOISE_RESPONSE_HEADERS = frozenset({"date", "server"})
 
 
-def _rewrite_request(request: Request, *, origin: str, secrets: tuple[str, ...]) -> Request:
-    if request.uri.startswith(origin):
-        request.uri = PUBLIC_HOST + request.uri[len(origin):]
-    return scrub_request(request, secrets=secrets)
+class WorkspaceRewrite:
+    """Real workspace values -> cassette placeholders, for requests (also when replay matches them) and responses.
+
+    ``pairs`` are (real, placeholder) strings replaced everywhere (URI, bodies, headers), longest first;
+    ``request_fields`` are top-level JSON fields of request bodies set to a placeholder when present
+    (the SQL statements' ``catalog`` and ``schema``).
+    """
+
+    def __init__(self, pairs: Iterable[tuple[str, str]] = (), *, request_fields: Mapping[str, str] | None = None,
+                 learn_workspace_id: bool = False) -> None:
+        self.pairs: dict[str, str] = {}
+        for real, placeholder in pairs:
+            self.add(real, placeholder)
+        self.request_fields = dict(request_fields or {})
+        self.learn_workspace_id = learn_workspace_id
+        self.public_hosts = {PUBLIC_HOST}
+
+    @classmethod
+    def for_origin(cls, origin: str, public_host: str = PUBLIC_HOST) -> WorkspaceRewrite:
+        """The fake at ``origin`` (``http://127.0.0.1:PORT``) stored as ``public_host``."""
+        rewrite = cls([(origin.rstrip("/"), public_host)] if origin and origin != public_host else [])
+        rewrite.public_hosts.add(public_host)
+        return rewrite
+
+    def add(self, real: str | None, placeholder: str) -> None:
+        if real and real != placeholder:
+            self.pairs[real] = placeholder
+
+    # --- text ---------------------------------------------------------------------------
+
+    def text(self, value: str) -> str:
+        for real in sorted(self.pairs, key=len, reverse=True):
+            value = value.replace(real, self.pairs[real])
+        return value
+
+    def _body(self, body: Any) -> Any:
+        if isinstance(body, bytes):
+            if not self.pairs:
+                return body
+            for real in sorted(self.pairs, key=len, reverse=True):
+                body = body.replace(real.encode(), self.pairs[real].encode())
+            return body
+        if isinstance(body, str):
+            return self.text(body)
+        return body
+
+    # --- vcrpy hooks ----------------------------------------------------------------------
+
+    def request(self, request: Request) -> Request:
+        if getattr(request, "_was_file", False) or getattr(request, "_was_iter", False):
+            # A Files API upload streams its body: keep it as bytes (this is vcrpy's copy of the request), so
+            # the scrubbers after this one can read and set it (vcrpy cannot set a stream back).
+            raw = request.body_bytes
+            request._was_file = request._was_iter = False
+            request.body = raw
+        request.uri = self.text(request.uri)
+        body = self._body(request.body)
+        if self.request_fields and body:
+            body = _set_fields(body, self.request_fields)
+        request.body = body
+        workspace = request.uri.startswith(tuple(self.public_hosts))
+        for name in list(request.headers):
+            if workspace and name.lower() in NOISE_REQUEST_HEADERS:
+                del request.headers[name]
+            elif isinstance(request.headers[name], str):
+                request.headers[name] = self.text(request.headers[name])
+        return request
+
+    def response(self, response: dict[str, Any]) -> dict[str, Any]:
+        body = response.get("body") or {}
+        data = body.get("string")
+        if self.learn_workspace_id:
+            self._learn(data, response.get("headers") or {})
+        if isinstance(data, (bytes, str)):
+            data = _scrub_user_fields(self._body(data))
+            if data != body["string"]:
+                body["string"] = data
+        headers = response.get("headers") or {}
+        for name in list(headers):
+            values = headers[name]
+            if name.lower() in NOISE_RESPONSE_HEADERS:
+                del headers[name]
+            elif name.lower() == "content-length" and isinstance(body.get("string"), (bytes, str)):
+                headers[name] = [str(len(body["string"]))]
+            elif isinstance(values, list):
+                headers[name] = [self.text(v) if isinstance(v, str) else v for v in values]
+        return response
+
+    def _learn(self, data: Any, headers: Mapping[str, Any]) -> None:
+        """The real workspace id (host metadata, the org-id header) becomes FAKE_WORKSPACE_ID from now on."""
+        for name, values in headers.items():
+            if name.lower() == "x-databricks-org-id" and values:
+                self.add(str(values[0] if isinstance(values, list) else values), FAKE_WORKSPACE_ID)
+        parsed = _json(data)
+        if isinstance(parsed, dict) and "oidc_endpoint" in parsed and parsed.get("workspace_id"):
+            self.add(str(parsed["workspace_id"]), FAKE_WORKSPACE_ID)
 
 
-def _rewrite_response(response: dict[str, Any], *, origin: str, secrets: tuple[str, ...]) -> dict[str, Any]:
-    body = response.get("body") or {}
-    data = body.get("string")
-    if isinstance(data, bytes) and origin.encode() in data:
-        body["string"] = data.replace(origin.encode(), PUBLIC_HOST.encode())
-    elif isinstance(data, str) and origin in data:
-        body["string"] = data.replace(origin, PUBLIC_HOST)
-    for name in list(response.get("headers") or {}):
-        if name.lower() == "content-length" and isinstance(body.get("string"), (bytes, str)):
-            response["headers"][name] = [str(len(body["string"]))]
-    return scrub_response(response, secrets=secrets)
+def _json(data: Any) -> Any:
+    if not isinstance(data, (bytes, str)) or not data:
+        return None
+    try:
+        return json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def _set_fields(body: Any, fields: Mapping[str, str]) -> Any:
+    parsed = _json(body)
+    if not isinstance(parsed, dict) or not any(k in parsed for k in fields):
+        return body
+    text = json.dumps({k: fields[k] if k in fields and isinstance(v, str) else v for k, v in parsed.items()})
+    return text.encode("utf-8") if isinstance(body, bytes) else text
+
+
+def _scrub_user_fields(body: Any) -> Any:
+    parsed = _json(body)
+    if not isinstance(parsed, (dict, list)):
+        return body
+    changed = False
+
+    def walk(value: Any) -> Any:
+        nonlocal changed
+        if isinstance(value, dict):
+            out = {}
+            for k, v in value.items():
+                if k in USER_FIELDS and isinstance(v, str) and v != PLACEHOLDER_USER:
+                    out[k], changed = PLACEHOLDER_USER, True
+                else:
+                    out[k] = walk(v)
+            return out
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return value
+
+    scrubbed = walk(parsed)
+    if not changed:
+        return body
+    text = json.dumps(scrubbed)
+    return text.encode("utf-8") if isinstance(body, bytes) else text
+
+
+def _rewrite_request(request: Request, *, rewrite: WorkspaceRewrite, secrets: tuple[str, ...]) -> Request:
+    return scrub_request(rewrite.request(request), secrets=secrets)
+
+
+def _rewrite_response(response: dict[str, Any], *, rewrite: WorkspaceRewrite,
+                      secrets: tuple[str, ...]) -> dict[str, Any]:
+    return scrub_response(rewrite.response(response), secrets=secrets)
+
+
+def public_netloc(host: str = PUBLIC_HOST) -> str:
+    return urlsplit(host).netloc
 
 
 def make_workspace_vcr(*, cassette_dir: str | os.PathLike[str], record_mode: str, fake_origin: str,
@@ -55,9 +208,9 @@ def make_workspace_vcr(*, cassette_dir: str | os.PathLike[str], record_mode: str
     recorded one or ``PUBLIC_HOST``.
     """
     known = tuple(s for s in secrets if s)
-    # Provenance.recorded_against is typed "scripted" | "live" for model cassettes; this one is neither.
     provenance = Provenance(recorded_against=RECORDED_AGAINST, model=API_LABEL)
     recorder = make_vcr(cassette_dir=cassette_dir, record_mode=record_mode, provenance=provenance, secrets=known)
-    recorder.before_record_request = functools.partial(_rewrite_request, origin=fake_origin, secrets=known)
-    recorder.before_record_response = functools.partial(_rewrite_response, origin=fake_origin, secrets=known)
+    rewrite = WorkspaceRewrite.for_origin(fake_origin)
+    recorder.before_record_request = functools.partial(_rewrite_request, rewrite=rewrite, secrets=known)
+    recorder.before_record_response = functools.partial(_rewrite_response, rewrite=rewrite, secrets=known)
     return recorder

@@ -39,6 +39,13 @@ class VolumeMap:
         """``text`` mapped to its local file if it is a /Volumes path, else unchanged."""
         return str(self.local(text)) if text.startswith("/Volumes/") else text
 
+    def as_mounted(self, text: str) -> str:
+        """``text`` with this folder's local path written as ``/Volumes``, as a Job_B on real compute sees it."""
+        return text.replace(str(self.root), "/Volumes")
+
+    def as_mounted_bytes(self, data: bytes) -> bytes:
+        return data.replace(str(self.root).encode(), b"/Volumes")
+
 
 class FilesApi:
     def __init__(self, volumes: VolumeMap, faults: Faults) -> None:
@@ -56,7 +63,8 @@ class FilesApi:
                 if method == "HEAD":
                     return Reply(404)
                 raise ApiError(404, "NOT_FOUND", _NOT_FOUND)
-            data = local.read_bytes()
+            # What Job_B wrote names the mount (/Volumes/...) as on real compute, not the fake's folder.
+            data = self.volumes.as_mounted_bytes(local.read_bytes())
             headers = {"Content-Type": "application/octet-stream", "Content-Length": str(len(data)),
                        "Last-Modified": email.utils.formatdate(local.stat().st_mtime, usegmt=True)}
             return Reply(200, b"" if method == "HEAD" else data, headers)

@@ -10,7 +10,14 @@ It implements exactly what the backend calls, as the REST docs describe it:
 
 Every ``/api/`` call needs ``Authorization: Bearer <token>``. Anything else is
 a 404 ``ENDPOINT_NOT_FOUND``, so a backend change that starts calling a new
-endpoint fails loudly here. Use it as a context manager::
+endpoint fails loudly here.
+
+Job_B runs locally with ``/Volumes/...`` mapped to the fake's folder; what it
+writes (result JSON, tracebacks, logs) is served back with that folder written
+as ``/Volumes``, as real compute's mount would have it. ``complete_runs_on_submit``
+(the harness records cassettes with it on) makes ``runs/submit`` answer once the
+run has ended, so the first ``runs/get`` already reports ``TERMINATED``.
+Use it as a context manager::
 
     with FakeWorkspace(tmp_path) as fake:
         client = make_workspace_client(DatabricksSettings(host=fake.host, token=fake.token), hermetic=True)
@@ -50,12 +57,15 @@ class FakeWorkspace:
         token: str = FAKE_TOKEN,
         warehouses: tuple[str, ...] = (DEFAULT_WAREHOUSE,),
         chunk_rows: int = 1000,
+        complete_runs_on_submit: bool = False,
     ) -> None:
         self._own_root = root is None
         self.root = Path(tempfile.mkdtemp(prefix="fake-workspace-")) if root is None else Path(root)
         self.token = token
         self.warehouses = set(warehouses)
         self.chunk_rows = chunk_rows
+        # True: runs/submit answers once Job_B has ended (the harness records cassettes this way).
+        self.complete_runs_on_submit = complete_runs_on_submit
         self.faults = Faults()
         self.requests: list[tuple[str, str]] = []  # (method, path?query) of every request, in order
         self.volumes = VolumeMap(self.root / "volumes")
@@ -74,7 +84,8 @@ class FakeWorkspace:
         self._server.daemon_threads = True
         self.host = f"http://127.0.0.1:{self._server.server_address[1]}"
         self.files = FilesApi(self.volumes, self.faults)
-        self.jobs = JobsApi(self.volumes, self.faults, self.host, FAKE_WORKSPACE_ID)
+        self.jobs = JobsApi(self.volumes, self.faults, self.host, FAKE_WORKSPACE_ID,
+                            complete_runs_on_submit=self.complete_runs_on_submit)
         self.sql = SqlApi(self.faults, self.warehouses, self.chunk_rows)
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="fake-workspace", daemon=True)

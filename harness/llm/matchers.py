@@ -6,7 +6,9 @@ order. Every agent and Job_B's sub-LM post to the same URL, and concurrent
 one caller another's answer. ``caller`` compares who is calling — the agent
 named in the system instruction, or for a sub-LM call the prompt itself —
 and nothing else, so prompt wording may still drift between recording and
-replay.
+replay. A ``countTokens`` call (the agent's prompt being measured) has no
+identity line and its text holds fresh artifact ids, so its caller is
+``count_tokens`` alone: those calls replay in recorded order.
 """
 
 from __future__ import annotations
@@ -20,8 +22,15 @@ from ..scenario.script import SUB_LM
 from .scripted_endpoint import agent_from_request
 
 
+COUNT_TOKENS = "count_tokens"
+
+
 def caller_of(request: Request) -> str:
+    if request.path.endswith(":countTokens"):
+        return COUNT_TOKENS
     body: Any = request.body
+    if hasattr(body, "read"):  # a streamed upload (Databricks Files API PUT): never a model call
+        return "unparseable-body"
     if isinstance(body, bytes):
         body = body.decode("utf-8", errors="replace")
     try:

@@ -11,6 +11,7 @@ ordinary model error and the scenario would look like a target failure.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, AsyncIterator
@@ -18,9 +19,11 @@ from typing import TYPE_CHECKING, Any, AsyncIterator
 from google.genai import types
 
 from ..errors import CassetteError
-from .cassettes import Provenance, assert_all_played, make_vcr, use_cassette
+from ..trace.model import TokenCountRecord
+from .cassettes import (Provenance, assert_all_played, make_vcr, record_client_timeouts, replay_client_timeouts,
+                        scrubbing_log_records, use_cassette)
 from .matchers import caller, caller_of
-from .modes import DUMMY_API_KEYS, LlmMode, ModelEndpoint, endpoint_for
+from .modes import API_KEY_VARIABLES, DUMMY_API_KEYS, LlmMode, ModelEndpoint, endpoint_for
 
 if TYPE_CHECKING:
     from ..runner import RunOptions
@@ -36,10 +39,19 @@ class LlmSession:
     scenario: str
     rerecord: str
     misses: list[Any] = field(default_factory=list)
+    # Every countTokens call the target made through ``count_tokens``, in order (the trace keeps them).
+    token_counts: list[TokenCountRecord] = field(default_factory=list)
     _sub_lm: Any = None
+    _count_tokens: Any = None
 
     async def sub_lm(self, prompt: str) -> str:
         return await self._sub_lm(prompt)
+
+    async def count_tokens(self, text: str) -> int:
+        """The model's token count of ``text`` (countTokens endpoint, in the cassette like any model call)."""
+        tokens = await self._count_tokens(text)
+        self.token_counts.append(TokenCountRecord(index=len(self.token_counts), text=text, tokens=tokens))
+        return tokens
 
     def raise_if_cassette_missed(self) -> None:
         if not self.misses:
@@ -55,8 +67,11 @@ class LlmSession:
 
 
 @contextlib.asynccontextmanager
-async def llm_session(scenario: "Scenario", options: "RunOptions", *, rerecord: str) -> AsyncIterator[LlmSession]:
+async def llm_session(scenario: "Scenario", options: "RunOptions", *, rerecord: str,
+                      workspace: Any = None) -> AsyncIterator[LlmSession]:
+    """``workspace``: the run's DatabricksWorkspace (databricks backend), whose REST calls share the cassette."""
     from reference_agent.backends.sublm import sublm_from_genai as genai_sub_lm
+    from reference_agent.backends.tokens import genai_token_counter
 
     mode = options.llm_mode
     with contextlib.ExitStack() as stack:
@@ -67,18 +82,29 @@ async def llm_session(scenario: "Scenario", options: "RunOptions", *, rerecord: 
             base_url = stack.enter_context(ScriptedEndpoint(scenario.script)).base_url
         endpoint = endpoint_for(mode, model=options.model, scripted_base_url=base_url)
         session = LlmSession(endpoint=endpoint, mode_label=mode.value, scenario=scenario.name, rerecord=rerecord)
+        stack.enter_context(scrubbing_log_records(run_secrets(options, endpoint)))
         cassette = None
         if mode is LlmMode.REPLAY or options.record:
-            cassette = stack.enter_context(_cassette(scenario.name, options, endpoint, session))
+            cassette = stack.enter_context(_cassette(scenario.name, options, endpoint, session, workspace))
         if mode is LlmMode.REPLAY:
             from .network_guard import NetworkGuard
 
             stack.enter_context(NetworkGuard(record_hint=f"re-record with: {rerecord}"))
         client = endpoint.genai_client(http_options=types.HttpOptions(retry_options=_sub_lm_retries()))
         session._sub_lm = genai_sub_lm(client, options.model)
+        session._count_tokens = genai_token_counter(client, options.model)
         yield session
         if cassette is not None and mode is LlmMode.REPLAY and not session.misses:
             assert_all_played(cassette, scenario=scenario.name, rerecord_command=rerecord)
+
+
+def run_secrets(options: RunOptions, endpoint: ModelEndpoint | None = None) -> list[str]:
+    """Values no cassette, trace, report or log of the run may hold: ``options.secrets`` and a live API key."""
+    if endpoint is not None:
+        keys = [endpoint.api_key]
+    else:
+        keys = [os.environ.get(name, "") for name in API_KEY_VARIABLES] if options.llm_mode is LlmMode.LIVE else []
+    return [value for value in dict.fromkeys([*options.secrets, *keys]) if value and value not in DUMMY_API_KEYS]
 
 
 def _sub_lm_retries() -> types.HttpRetryOptions:
@@ -88,23 +114,35 @@ def _sub_lm_retries() -> types.HttpRetryOptions:
 
 
 @contextlib.contextmanager
-def _cassette(name: str, options: "RunOptions", endpoint: ModelEndpoint, session: LlmSession):
+def _cassette(name: str, options: "RunOptions", endpoint: ModelEndpoint, session: LlmSession, workspace: Any = None):
     path = options.cassette_dir / f"{name}.yaml"
     if options.llm_mode is LlmMode.REPLAY and not path.exists():
         raise CassetteError(
             f"Scenario {name!r}: cassette {path} does not exist, and replay never records. Record it with: "
             f"{session.rerecord}"
         )
+    if options.llm_mode is LlmMode.REPLAY and path.is_file() and not path.read_bytes().strip():
+        raise CassetteError(f"Scenario {name!r}: cassette {path} is empty, so replay has nothing to play. Delete it "
+                            f"and record it again with: {session.rerecord}")
     provenance = Provenance(recorded_against="live" if options.llm_mode is LlmMode.LIVE else "scripted",
                             model=options.model)
-    secrets = [*options.secrets, *(k for k in [endpoint.api_key] if k not in DUMMY_API_KEYS)]
+    secrets = run_secrets(options, endpoint)
+    if workspace is not None:  # databricks backend: what the cassette says it was recorded against is the workspace
+        provenance = Provenance(recorded_against=workspace.recorded_against, model=options.model)
+        secrets += workspace.secrets
     recorder = make_vcr(cassette_dir=options.cassette_dir, record_mode="none" if options.llm_mode is LlmMode.REPLAY
-                        else "all", provenance=provenance, secrets=secrets)
+                        else "all", provenance=provenance, secrets=secrets, rerecord=session.rerecord)
     recorder.register_matcher("rlm_caller", caller)
     recorder.match_on = MATCH_ON
+    if workspace is not None:
+        workspace.configure_vcr(recorder)  # the workspace's host and ids become the cassette's placeholders
     with use_cassette(recorder, name) as cassette:
         _spy_on_misses(cassette, session)
-        yield cassette
+        if workspace is not None:
+            workspace.attach(cassette)  # recording: its metadata; replay: an index of its hundreds of REST calls
+        replay_client_timeouts(cassette)
+        with contextlib.nullcontext() if cassette.write_protected else record_client_timeouts(cassette):
+            yield cassette
 
 
 def _spy_on_misses(cassette: Any, session: LlmSession) -> None:

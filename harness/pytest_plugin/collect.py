@@ -31,6 +31,8 @@ class ScenarioFile(pytest.File):
         loaded = self.config.stash[SESSION].load(self.path)
         item = ScenarioItem.from_parent(self, name=f"scenario[{loaded.name}]", callobj=scenario)
         item.stash[SCENARIO] = loaded
+        for mark in self.config.stash[SESSION].marks(loaded):
+            item.add_marker(mark)
         yield item
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]

@@ -64,6 +64,10 @@ def add_options(parser: pytest.Parser) -> None:
          help="folder of cassettes (default: cassettes/ under the rootdir).")
     group.addoption("--rlm-profile", dest="rlm_profile", default=None, metavar="PATH",
                     help="target profile YAML: the names your agent uses for the roles the checks talk about.")
+    _add(group, "--backend", dest="rlm_backend", default="local", choices=("local", "databricks"),
+         help="local (DuckDB, a folder, a subprocess; default) or databricks: the reference agent on a workspace, "
+              "replayed from cassettes/databricks/ (recorded against the local workspace fake with --llm-mode "
+              "scripted). Scenarios that cannot pass there yet are xfail (harness/targets/databricks.py).")
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,7 @@ class PluginOptions:
     scenarios_dir: Path
     cassette_dir: Path
     profile_path: Path | None
+    backend: str = "local"
 
     @property
     def records(self) -> bool:
@@ -98,6 +103,7 @@ class PluginOptions:
             scenarios_dir=path("rlm_scenarios_dir", "scenarios"),
             cassette_dir=path("rlm_cassette_dir", "cassettes"),
             profile_path=(here / config.getoption("rlm_profile")) if config.getoption("rlm_profile") else None,
+            backend=config.getoption("rlm_backend"),
         )
         if options.records and options.llm_mode is LlmMode.REPLAY:
             raise pytest.UsageError(

@@ -41,6 +41,11 @@ class ConformanceSession:
     @classmethod
     def start(cls, config: pytest.Config) -> ConformanceSession:
         options = PluginOptions.from_config(config)
+        if options.backend != "local" and getattr(config.option, "update_snapshots", False):
+            raise pytest.UsageError(
+                f"--snapshot-update with --backend {options.backend}: snapshots are written by the local backend, "
+                f"and the {options.backend} backend is compared with them (its declared divergences would overwrite "
+                f"them). Update them without --backend.")
         config.stash[SNAPSHOT_DIR] = snapshot_dir(config.rootpath / SNAPSHOTS_DIRNAME, options.target)
         return cls(options=options, profile=_load_profile(options.profile_path))
 
@@ -68,7 +73,16 @@ class ConformanceSession:
 
     def parametrize(self, metafunc: pytest.Metafunc) -> None:
         scenarios = self.scenarios()
-        metafunc.parametrize("rlm_scenario", scenarios, ids=[s.name for s in scenarios])
+        metafunc.parametrize("rlm_scenario", [pytest.param(s, id=s.name, marks=self.marks(s)) for s in scenarios])
+
+    def marks(self, scenario: Scenario) -> list[pytest.MarkDecorator]:
+        """A declared divergence of the backend (harness/targets/databricks.py) is a strict xfail."""
+        if self.options.backend != "databricks":
+            return []
+        from ..targets.databricks import declared_divergence
+
+        reason = declared_divergence(scenario.name)
+        return [pytest.mark.xfail(strict=True, reason=f"databricks backend: {reason}")] if reason else []
 
     # --- running ---------------------------------------------------------------------------------------
 
@@ -78,7 +92,8 @@ class ConformanceSession:
     def cassette_path(self, scenario: Scenario) -> Path:
         from ..runner import cassette_dir_for
 
-        return cassette_dir_for(self.options.cassette_dir, self.target_of(scenario)) / f"{scenario.name}.yaml"
+        return (cassette_dir_for(self.options.cassette_dir, self.target_of(scenario), self.options.backend)
+                / f"{scenario.name}.yaml")
 
     def run_options(self, scenario: Scenario) -> RunOptions:
         """``--record-mode``: none never writes; once records only a missing cassette and replays an
@@ -91,7 +106,7 @@ class ConformanceSession:
         if o.record_mode == "once" and self.cassette_path(scenario).exists():
             mode, record = LlmMode.REPLAY, False
         return RunOptions(target=o.target, llm_mode=mode, record=record, cassette_dir=o.cassette_dir,
-                          session_service=o.session_service, profile=self.profile)
+                          session_service=o.session_service, profile=self.profile, backend=o.backend)
 
     def result_for(self, item: pytest.Item, scenario: Scenario) -> ScenarioResult:
         if item.nodeid not in self.results:
@@ -109,6 +124,8 @@ class ConformanceSession:
             words += ["--llm-mode", (llm_mode or o.llm_mode).value]
         if o.session_service != "delta":
             words += ["--session-service", o.session_service]
+        if o.backend != "local":
+            words += ["--backend", o.backend]
         return shlex.join([*words, *flags])
 
     def record_command(self, nodeid: str) -> str:

@@ -109,7 +109,7 @@ class Expectations(_Model):
 
 
 class Limits(_Model):
-    """Executor limits for this scenario (the target's defaults apply to fields left out)."""
+    """Executor and prompt limits for this scenario (the target's defaults apply to fields left out)."""
 
     executor_timeout_s: float | None = Field(default=None, gt=0, le=120,
                                              description="Job_B wall-clock timeout in seconds.")
@@ -117,6 +117,9 @@ class Limits(_Model):
                                                 description="Cap on llm_query prompts in one Job_B run.")
     max_sublm_tokens_per_session: int | None = Field(default=None, ge=0,
                                                      description="Cap on sub-LM tokens in one session.")
+    context_budget_tokens: int | None = Field(
+        default=None, ge=1, description="Token budget of the analyst's assembled prompt (instruction, summary, "
+                                        "history, snippets); the check context_budget applies when it is set.")
 
 
 class Scenario(_Model):
@@ -127,7 +130,7 @@ class Scenario(_Model):
     target: str = Field(default="reference", pattern=r"^(reference|legacy|[A-Za-z_][\w.]*:[A-Za-z_][\w.]*)$",
                         description="Target to run: 'reference', 'legacy' or 'module:attr'.")
     max_iterations: int = Field(default=6, ge=1, description="max_iterations of the orchestrator loop.")
-    limits: Limits = Field(default_factory=Limits, description="Executor limits: timeout and sub-LM budgets.")
+    limits: Limits = Field(default_factory=Limits, description="Limits: Job_B timeout, sub-LM budgets, the analyst's prompt budget.")
     context: JsonValue = Field(default=None, description="Data given to executed code as `context`.")
     sessions: list[SessionSpec] = Field(min_length=1, description="Sessions run one after another.")
     script: dict[ScriptKey, list[Step]] = Field(

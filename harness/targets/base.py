@@ -21,6 +21,7 @@ from ..trace.model import ExecutionRecord, TurnOutcome
 from .profile import TargetProfile
 
 SubLm = Callable[[str], Awaitable[str]]
+TokenCounter = Callable[[str], Awaitable[int]]
 SessionServiceFactory = Callable[["TargetEnvironment"], BaseSessionService]
 
 
@@ -37,6 +38,14 @@ class TargetEnvironment:
     executor_timeout_s: float = 20.0
     max_sublm_calls_per_run: int | None = None  # None: the target's default
     max_sublm_tokens_per_session: int | None = None
+    # The analyst's prompt budget in tokens (None: the target's default), and the model's token counter for this
+    # LLM mode (the countTokens endpoint through the mode's client: recorded and replayed like other calls).
+    context_budget_tokens: int | None = None
+    count_tokens: TokenCounter | None = None
+    # Where the agent's SQL, volume and Job_B live: "local", or "databricks" with ``databricks`` the
+    # harness's DatabricksWorkspace (settings, hermetic or not, sleeps to inject; harness/targets/databricks.py).
+    backend: str = "local"
+    databricks: Any = None
 
 
 RunTurn = Callable[[Runner, str, str, str], Awaitable[TurnOutcome]]

@@ -50,16 +50,21 @@ def executions_from_registry(registry: ArtifactRegistry, read_text) -> callable:
 def settings_for(env: TargetEnvironment) -> AgentSettings:
     """The agent's settings for one scenario run: its folder, model name and limits."""
     limits = {name: value for name, value in (("max_sublm_calls_per_run", env.max_sublm_calls_per_run),
-                                              ("max_sublm_tokens_per_session", env.max_sublm_tokens_per_session))
+                                              ("max_sublm_tokens_per_session", env.max_sublm_tokens_per_session),
+                                              ("context_budget_tokens", env.context_budget_tokens))
               if value is not None}
     return AgentSettings(home=env.home, model=env.model_name, max_iterations=env.max_iterations,
                          executor_timeout_s=env.executor_timeout_s, **limits)
 
 
 def build_reference(env: TargetEnvironment) -> BuiltTarget:
+    if env.backend == "databricks":  # tables on a SQL warehouse, a UC volume, Job_B as a job run
+        from .databricks import build_reference_on_databricks
+
+        return build_reference_on_databricks(env)
     settings = settings_for(env)
     engine = DuckDBEngine(settings.database_path)
-    services = build_local_services(settings, sub_lm=env.sub_lm, engine=engine)
+    services = build_local_services(settings, sub_lm=env.sub_lm, engine=engine, count_tokens=env.count_tokens)
     if env.context is not None:
         services.context_path = services.volume.path("context", "context.json")
         services.volume.write_text(services.context_path, json.dumps(env.context))

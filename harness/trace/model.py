@@ -20,6 +20,7 @@ class EventRecord(_Record):
     """One event as the runner appended it to the session service."""
 
     index: int = Field(description="Position among all events appended during the scenario.")
+    seq: int = Field(default=-1, description="Position on the one clock shared with LLM requests (-1: unknown).")
     session_id: str
     user_id: str
     turn: int = Field(description="Index of the user turn (across the scenario) the event belongs to.")
@@ -39,6 +40,7 @@ class LlmRequestRecord(_Record):
     """One request an agent sent to its model (as built by ADK, after all callbacks)."""
 
     index: int
+    seq: int = Field(default=-1, description="Position on the one clock shared with events (-1: unknown).")
     agent: str
     turn: int
     invocation_id: str
@@ -53,6 +55,15 @@ class LlmResponseRecord(_Record):
     text: str
     function_calls: list[str] = Field(default_factory=list)
     error: str | None = None
+    error_code: str | None = Field(default=None, description="The model's error code, e.g. SAFETY.")
+
+
+class TokenCountRecord(_Record):
+    """One countTokens call the target made through the harness's counter (``TargetEnvironment.count_tokens``)."""
+
+    index: int
+    text: str = Field(description="The exact text counted.")
+    tokens: int = Field(description="The model's count (in replay: the recorded one).")
 
 
 class ExecutionRecord(_Record):
@@ -149,6 +160,7 @@ class Trace(_Record):
     executions: list[ExecutionRecord] = Field(default_factory=list)
     persisted: list[PersistedSnapshot] = Field(default_factory=list)
     live_states: list[LiveStateRecord] = Field(default_factory=list)
+    token_counts: list[TokenCountRecord] = Field(default_factory=list)
 
     def events_of(self, author: str) -> list[EventRecord]:
         return [e for e in self.events if e.author == author]

@@ -33,10 +33,12 @@ def _content_text(content: Any) -> str:
 
 
 class TraceRecorderPlugin(BasePlugin):
-    def __init__(self, *, store: BaseSessionService, current_turn: Callable[[], int]) -> None:
+    def __init__(self, *, store: BaseSessionService, current_turn: Callable[[], int],
+                 clock: Callable[[], int] = lambda: -1) -> None:
         super().__init__(name=RECORDER_NAME)
         self._store = store
         self._current_turn = current_turn
+        self._clock = clock
         self.requests: list[LlmRequestRecord] = []
         self.responses: list[LlmResponseRecord] = []
         self.live_states: list[LiveStateRecord] = []
@@ -49,6 +51,7 @@ class TraceRecorderPlugin(BasePlugin):
         self.requests.append(
             LlmRequestRecord(
                 index=len(self.requests),
+                seq=self._clock(),
                 agent=callback_context.agent_name,
                 turn=self._current_turn(),
                 invocation_id=callback_context.invocation_id,
@@ -73,6 +76,7 @@ class TraceRecorderPlugin(BasePlugin):
                 text="".join(p.text for p in (content.parts or []) if p.text and not p.thought) if content else "",
                 function_calls=calls,
                 error=llm_response.error_message,
+                error_code=str(llm_response.error_code) if llm_response.error_code else None,
             )
         )
         return None

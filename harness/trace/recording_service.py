@@ -31,10 +31,12 @@ def _text(event: Event, limit: int = 2_000) -> str:
 
 
 class RecordingSessionService(BaseSessionService):
-    def __init__(self, inner: BaseSessionService, *, current_turn: Callable[[], int]) -> None:
+    def __init__(self, inner: BaseSessionService, *, current_turn: Callable[[], int],
+                 clock: Callable[[], int] = lambda: -1) -> None:
         self.inner = inner
         self.records: list[EventRecord] = []
         self._current_turn = current_turn
+        self._clock = clock
 
     async def create_session(self, *, app_name: str, user_id: str, state: Optional[dict[str, Any]] = None,
                              session_id: Optional[str] = None) -> Session:
@@ -62,6 +64,7 @@ class RecordingSessionService(BaseSessionService):
         self.records.append(
             EventRecord(
                 index=len(self.records),
+                seq=self._clock(),
                 session_id=session.id,
                 user_id=session.user_id,
                 turn=self._current_turn(),

@@ -102,9 +102,16 @@ async def test_failed_run_names_traceback_and_run_page(runner: DatabricksJobRunn
     assert output_call.endswith(f"run_id={parent + 1}")
 
 
-async def test_process_that_dies_without_result_is_failed_with_its_stderr(runner: DatabricksJobRunner) -> None:
-    with pytest.raises(DatabricksJobError, match=r"(?s)FAILED.*exited with code 3.*Run page"):
-        await run_code(runner, "import os\nos._exit(3)\n")
+async def test_process_that_dies_without_result_gets_a_runner_result(runner: DatabricksJobRunner) -> None:
+    # As LocalJobRunner: jobb_entry supervises the executor and writes the result the dead process could not.
+    outcome = await run_code(runner, "import os\nprint('before', flush=True)\nos._exit(3)\n")
+    assert outcome.runner_state == "FAILED"
+    result = json.loads(runner.volume.read_text(outcome.result_json_path))
+    assert (result["status"], result["exit_code"], result["written_by"]) == ("exit", 3, "runner")
+    assert "exited with code 3" in result["error"]["message"]
+    outcome = await run_code(runner, "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n", iteration=2)
+    result = json.loads(runner.volume.read_text(outcome.result_json_path))
+    assert (result["status"], result["signal"], result["error"]["type"]) == ("killed", 9, "Killed")
 
 
 @pytest.mark.parametrize("state, expected", [

@@ -93,6 +93,16 @@ PROOFS: tuple[Proof, ...] = (
     Proof("outcome_from_storage", "outcome_from_yielded_temp_flags", "final_answer",
           "outcome.final_answer is None but the persisted 'rlm:final_answer' is '200'"),
     Proof("loop_without_transfers", "analyst_transfers", "single_delegation", "transfers to 'job_builder'"),
+    Proof("history_folded_by_event", "history_by_mutation", "history_two_sessions",
+          "'user:rlm:history' holds 1 entries in memory, but storage and this invocation's events account for "
+          "<absent>: session.state was mutated directly"),
+    Proof("user_history_scoped", "history_in_app_scope", "history_second_user_isolated",
+          "of user analyst_2 (session history_second_user_isolated-1) shows user analyst_1's question"),
+    Proof("user_history_scoped", "history_by_mutation", "history_two_sessions",
+          "the user's history did not carry over"),
+    Proof("app_data_shared", "snippets_in_user_scope", "app_snippets_shared",
+          "save_snippet saved 'user:rlm:snippets', none of them app: scope"),
+    Proof("context_budget", "budget_ignored", "history_long_budget", "context counted 323 tokens > budget 300"),
     Proof("scenario_expectations", "legacy", "single_delegation",
           "termination: expected 'exit_loop', turn 0 (session single_delegation-0) ended with 'success'"),
 )

@@ -67,10 +67,17 @@ def _final_snapshot(trace: Trace, session_index: int):
     return snapshot
 
 
+HISTORY = "rlm:history"  # user:rlm:history as stored in the user-state row
+
+
+def _without_history(user_state: dict) -> dict:
+    return {k: v for k, v in user_state.items() if k != HISTORY}
+
+
 def test_user_state_reaches_the_users_second_session() -> None:
     trace = replay("user_state_two_sessions").trace
     second = _final_snapshot(trace, 1)
-    assert second.user_state == {"currency": "EUR", "preferred_regions": ["north"]}
+    assert _without_history(second.user_state) == {"currency": "EUR", "preferred_regions": ["north"]}
     assert "draft_note" in _final_snapshot(trace, 0).session_state
     assert "draft_note" not in second.session_state
     # the second session's agents saw the user: keys in their live state
@@ -83,7 +90,10 @@ def test_app_state_is_shared_by_users_but_user_state_is_not() -> None:
     first, second = _final_snapshot(trace, 0), _final_snapshot(trace, 1)
     assert first.user_id != second.user_id
     assert first.app_state == second.app_state == {"fiscal_year": 2024}
-    assert first.user_state == {"currency": "EUR"} and second.user_state == {}
+    assert _without_history(first.user_state) == {"currency": "EUR"} and _without_history(second.user_state) == {}
+    # each user's history holds their own turn only
+    assert [e["session"] for e in first.user_state[HISTORY]] == [first.session_id]
+    assert [e["session"] for e in second.user_state[HISTORY]] == [second.session_id]
     live = [r for r in trace.live_states if r.session_id == second.session_id]
     assert live and all(r.state.get("app:fiscal_year") == 2024 and "user:currency" not in r.state for r in live)
 
@@ -93,7 +103,10 @@ def test_failed_turn_leaves_a_reloadable_session() -> None:
     [turn] = trace.turns
     assert turn.run_error is None and turn.outcome.termination == "model_error"
     snapshot = trace.final_persisted(turn.session_id)
-    assert snapshot.source == "rows" and [r.author for r in snapshot.events] == ["user", "run_conversation"]
+    # the user message, the outcome event, the history event
+    assert snapshot.source == "rows" and [r.author for r in snapshot.events] == ["user", "run_conversation",
+                                                                                 "run_conversation"]
+    assert snapshot.user_state["rlm:history"][-1]["termination"] == "model_error"
 
 
 def test_huge_stdout_stays_in_the_volume() -> None:
@@ -121,3 +134,28 @@ def test_replay_is_deterministic(name: str) -> None:
     assert second.error is None
     assert _shape(first.trace) == _shape(second.trace)
     assert [(c.name, c.status) for c in first.checks] == [(c.name, c.status) for c in second.checks]
+
+
+def test_long_history_is_cut_to_the_budget_oldest_first_with_the_summary_kept() -> None:
+    trace = replay("history_long_budget").trace
+    budget = load_scenario(SCENARIOS / "history_long_budget.yaml").limits.context_budget_tokens
+    assert trace.token_counts and all(len(c.text) > budget for c in trace.token_counts)  # counted only when needed
+    *_, before_summary, after_summary = trace.requests_of("databricks_analyst")
+    for request in (before_summary, after_summary):
+        assert "left out to fit the context budget" in request.system_instruction
+        assert "Which regions appear in the sales data?" not in request.system_instruction  # the oldest went first
+        assert "Who owns the sales data set?" in request.system_instruction  # the newest stayed
+    assert "The code printed 245" in after_summary.system_instruction  # the newest summary is always kept
+    assert "Which currency are the sales amounts in?" in before_summary.system_instruction
+    assert "Which currency are the sales amounts in?" not in after_summary.system_instruction  # made room for it
+
+
+def test_history_and_snippets_cross_sessions_in_their_scopes() -> None:
+    carried = replay("history_two_sessions").trace.requests_of("databricks_analyst")
+    assert "What is the total sales amount?" in carried[2].system_instruction
+    isolated = replay("history_second_user_isolated").trace
+    second_user = [r for r in isolated.requests_of("databricks_analyst") if r.turn == 1]
+    assert second_user and all("confidential" not in r.system_instruction for r in second_user)
+    shared = replay("app_snippets_shared").trace
+    assert all("sales_by_region" in r.system_instruction for r in shared.requests_of("databricks_analyst")
+               if r.turn == 1)

@@ -143,6 +143,8 @@ class DatabricksJobRunner:
         ]
         if request.context_path:
             parameters += ["--context-path", request.context_path]
+        if request.namespace_path:  # the REPL namespace snapshot: variables persist across Job_B runs
+            parameters += ["--namespace-path", request.namespace_path]
         task = jobs_api.SubmitTask(
             task_key=TASK_KEY,
             spark_python_task=jobs_api.SparkPythonTask(python_file=entry, parameters=parameters),

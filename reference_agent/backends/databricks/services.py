@@ -9,7 +9,7 @@ from databricks.sdk import WorkspaceClient
 
 from ...config import AgentSettings
 from ...registry import ArtifactRegistry
-from ...services import RuntimeServices
+from ...services import RuntimeServices, TokenCounter
 from ...storage.databricks_engine import DatabricksSqlEngine
 from ..jobs import SubLm
 from .config import DatabricksSettings, make_workspace_client
@@ -38,11 +38,13 @@ def build_databricks_services(
     sql_options: dict[str, Any] | None = None,
     runner_options: dict[str, Any] | None = None,
     make_client: Callable[..., WorkspaceClient] = make_workspace_client,
+    count_tokens: TokenCounter | None = None,
 ) -> RuntimeServices:
     """SQL warehouse tables, the UC volume and Job_B as a one-time run, from ``databricks`` settings.
 
     Raises ``DatabricksConfigError`` naming every missing variable before any request is made.
-    ``sql_options`` / ``runner_options`` go to the engine / runner (e.g. an injected ``sleep``).
+    ``sql_options`` / ``runner_options`` go to the engine / runner (e.g. an injected ``sleep``);
+    ``count_tokens`` counts the analyst's prompt tokens (the model's countTokens; None: no counting).
     """
     databricks.require("workspace", "sql", "volume", "jobs", hermetic=hermetic)
     client = client or make_client(databricks, hermetic=hermetic)
@@ -52,4 +54,4 @@ def build_databricks_services(
     runner = DatabricksJobRunner(client, volume, job_compute(databricks), startup_s=databricks.job_startup_s,
                                  **(runner_options or {}))
     return RuntimeServices(settings=settings, engine=engine, volume=volume, runner=runner,
-                           registry=ArtifactRegistry(engine), sub_lm=sub_lm)
+                           registry=ArtifactRegistry(engine), sub_lm=sub_lm, count_tokens=count_tokens)

@@ -1,0 +1,389 @@
+"""``--backend databricks``: the workspace a scenario run talks to, and the reference agent on it.
+
+The reference agent runs on ``build_databricks_services``: session and artifact
+tables on a SQL warehouse (Statement Execution API), code, context and results
+in a Unity Catalog volume (Files API), Job_B as a one-time job run (Jobs API
+2.2). Which workspace answers depends on the LLM mode:
+
+=========================  ==========================================================================
+mode                       workspace
+=========================  ==========================================================================
+replay (CI)                none: every workspace call is answered from the scenario's cassette
+                           (``cassettes/databricks/<scenario>.yaml``, which also holds the model calls);
+                           the client is built against ``PUBLIC_HOST`` and the network guard is up
+scripted (record or not)   a ``FakeWorkspace`` on 127.0.0.1, one per scenario, that completes each
+                           Job_B run before answering runs/submit (one poll per run, reproducible)
+live, or --databricks-live the real workspace of ``DATABRICKS_HOST`` / ``DATABRICKS_TOKEN`` / ... (see
+                           ``reference_agent.backends.databricks.config``), under a fresh volume folder
+                           and app name per scenario run
+=========================  ==========================================================================
+
+Cassettes have one shape whatever answered: host ``PUBLIC_HOST``, volume root
+``/Volumes/main/rlm/vol``, warehouse ``fakewarehouse0001``, cluster
+``0101-000000-fakecluster``, workspace id ``1234567890123456``; a real
+workspace's values (and its token, and user names) are rewritten before
+anything is stored (``harness.databricks_fake.cassettes.WorkspaceRewrite``).
+Replay uses exactly these settings, so a cassette recorded against a real
+workspace replays like one recorded against the fake.
+
+Reproducible runs: a replayed SQL read hands back what was stored when the
+cassette was recorded, so the ids the agent makes (artifact ids, which are also
+in volume paths, ADK's invocation, event and function-call ids) must come out
+the same in the replay. ``reproducible_ids`` seeds ``uuid.uuid4`` per scenario
+for callers in ``reference_agent`` and ``google.adk`` (nobody else) while a
+databricks run lasts, in every mode. Waiting is stubbed on replay: the SQL
+engine's and the job runner's sleeps are no-ops.
+
+``DIVERGENCES`` lists the scenarios that cannot pass on this backend yet, with
+the reason; the databricks scenario tests mark them ``xfail(strict=True)``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import hashlib
+import json
+import random
+import secrets as _secrets
+import sys
+import threading
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..errors import ConfigError, HarnessError
+from .base import BuiltTarget, TargetEnvironment
+
+if TYPE_CHECKING:
+    from vcr import VCR
+    from vcr.cassette import Cassette
+
+    from reference_agent.backends.databricks.config import DatabricksSettings
+
+    from ..databricks_fake import FakeWorkspace
+    from ..databricks_fake.cassettes import WorkspaceRewrite
+    from ..runner import RunOptions
+    from ..scenario.models import Scenario
+
+PUBLIC_HOST = "https://fake-workspace.cloud.databricks.com"  # = harness.databricks_fake.cassettes.PUBLIC_HOST
+CATALOG, SCHEMA, VOLUME = "main", "rlm", "vol"
+VOLUME_DIR = ""  # the volume itself: /Volumes/main/rlm/vol, which snapshots show as <volume>, as locally
+VOLUME_ROOT = f"/Volumes/{CATALOG}/{SCHEMA}/{VOLUME}"
+WAREHOUSE = "fakewarehouse0001"  # = harness.databricks_fake.DEFAULT_WAREHOUSE
+CLUSTER = "0101-000000-fakecluster"
+APP_NAME = "rlm_reference"  # AgentSettings().app_name: a live run's own app name is stored as this
+_SUB_LM = ("Job_B on a workspace calls the model itself and that direct mode is not implemented yet: llm_query "
+           "raises SubLmError in Job_B on Databricks (jobb_entry.py), so")
+DIVERGENCES: dict[str, str] = {
+    "llm_query": f"{_SUB_LM} the code gets no sentiment label and the execution fails "
+                 "(expectation rlm:last_execution_success=true is not met).",
+    "llm_query_batched": f"{_SUB_LM} llm_query_batched() answers none of its prompts: stdout, sub-LM call counts "
+                         "and the execution status differ from the local snapshot.",
+    "llm_query_fails": f"{_SUB_LM} the scripted sub-LM 500 is never reached: the error text and the sub-LM call "
+                       "count (0, not 1) differ from the local snapshot.",
+    "sublm_budget_exceeded": f"{_SUB_LM} the first call fails before any budget is used: no labels, 0 sub-LM calls "
+                             "and tokens, and a SubLmError instead of SubLmBudgetExceeded.",
+}
+"""Scenarios that cannot pass on the databricks backend yet: name -> why (xfail strict in its tests)."""
+
+
+def declared_divergence(scenario: str) -> str | None:
+    return DIVERGENCES.get(scenario)
+
+
+# --- reproducible ids -----------------------------------------------------------------------------------
+
+_ID_CALLERS = ("reference_agent.", "google.adk.")
+
+
+@contextlib.contextmanager
+def reproducible_ids(seed: str) -> Iterator[None]:
+    """``uuid.uuid4`` seeded by ``seed`` for callers in ``reference_agent`` and ``google.adk`` while it lasts.
+
+    Record and replay then make the same artifact ids (they are in volume paths, so in request URLs) and the
+    same invocation/event/function-call ids (they are in the SQL rows replay reads back).
+    """
+    original = uuid.uuid4
+    rng = random.Random(hashlib.sha256(seed.encode("utf-8")).digest())
+    lock = threading.Lock()
+
+    def uuid4() -> uuid.UUID:
+        caller = sys._getframe(1).f_globals.get("__name__", "")
+        if not caller.startswith(_ID_CALLERS):
+            return original()
+        with lock:
+            return uuid.UUID(int=rng.getrandbits(128), version=4)
+
+    uuid.uuid4 = uuid4  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        uuid.uuid4 = original  # type: ignore[assignment]
+
+
+# --- the workspace of one scenario run ---------------------------------------------------------------------
+
+
+def _no_sleep(seconds: float) -> None:
+    return None
+
+
+async def _no_sleep_async(seconds: float) -> None:
+    return None
+
+
+@dataclass
+class DatabricksWorkspace:
+    """How a scenario run reaches its workspace, and how its cassette stores what the workspace said."""
+
+    kind: Literal["replay", "fake", "live"]
+    settings: DatabricksSettings
+    rewrite: WorkspaceRewrite
+    llm_mode: str
+    fake: FakeWorkspace | None = None
+    app_name: str | None = None  # live: this run's own app name (fresh rows in shared tables)
+    secrets: tuple[str, ...] = field(default=(), repr=False)
+
+    @property
+    def hermetic(self) -> bool:
+        """Replay and the fake: host and token only, no config file, no DATABRICKS_* variable."""
+        return self.kind != "live"
+
+    @property
+    def recorded_against(self) -> str:
+        return "databricks-live" if self.kind == "live" else "databricks-fake"
+
+    def sql_options(self) -> dict[str, Any]:
+        from reference_agent.backends.databricks.polling import Backoff
+
+        if self.kind == "replay":
+            return {"sleep": _no_sleep}
+        if self.kind == "fake":
+            return {"backoff": Backoff(initial_s=0.02, factor=1.5, max_s=0.1)}
+        return {}
+
+    def runner_options(self) -> dict[str, Any]:
+        from reference_agent.backends.databricks.polling import Backoff
+
+        if self.kind == "replay":
+            return {"sleep": _no_sleep_async}
+        if self.kind == "fake":
+            return {"backoff": Backoff(initial_s=0.02, factor=1.5, max_s=0.1)}
+        return {}
+
+    # --- the cassette ---------------------------------------------------------------------------------
+
+    def configure_vcr(self, recorder: VCR) -> None:
+        """Put this workspace's rewrites in front of the LLM cassettes' scrubbers (``recorder`` from ``make_vcr``)."""
+        scrub_request, scrub_response = recorder.before_record_request, recorder.before_record_response
+        rewrite = self.rewrite
+        recorder.before_record_request = lambda request: scrub_request(rewrite.request(request))
+        recorder.before_record_response = lambda response: scrub_response(rewrite.response(response))
+        caller = recorder.matchers.get("rlm_caller")
+        if caller is not None:
+            def rlm_caller(r1: Any, r2: Any) -> None:
+                _workspace_aware_caller(r1, r2, caller=caller)
+
+            recorder.register_matcher("rlm_caller", rlm_caller)
+
+    def attach(self, cassette: Cassette) -> None:
+        """Recording: say in the metadata what replay needs. Replay: index the interactions for fast playback."""
+        if cassette.write_protected:
+            index_playback(cassette)
+        else:
+            self.annotate(cassette)
+
+    def annotate(self, cassette: Cassette) -> None:
+        """Say in the cassette's metadata which settings replay must use (the placeholders)."""
+        cassette.get_metadata("databricks", {
+            "workspace": self.kind, "llm_mode": self.llm_mode, "host": PUBLIC_HOST, "volume_root": VOLUME_ROOT,
+            "warehouse_id": WAREHOUSE, "catalog": CATALOG, "schema": SCHEMA, "app_name": APP_NAME,
+            "scrubbed": "token, host, workspace/warehouse/cluster ids, catalog/schema/volume names and user names "
+                        "are placeholders; replay uses exactly these settings",
+        })
+
+
+_WORKSPACE_NETLOC = PUBLIC_HOST.split("://", 1)[1]
+
+
+def index_playback(cassette: Cassette) -> None:
+    """Replay in O(calls x same-path calls) instead of O(calls x interactions).
+
+    vcrpy looks for a request's response by running every matcher on every recorded interaction, from the
+    first, for each request (twice: ``in`` and ``play_response``); a databricks cassette holds hundreds of
+    SQL statements, which made that the bulk of a replay. This looks only at unplayed interactions with the
+    request's method and path, in recorded order, with the same matchers. Playback repeats are never allowed
+    here, so skipping played interactions changes no answer. Left alone if vcrpy's internals differ.
+    """
+    from vcr.matchers import requests_match
+
+    data, match_on = getattr(cassette, "data", None), getattr(cassette, "_match_on", None)
+    if data is None or match_on is None or not hasattr(cassette, "_responses") or cassette.allow_playback_repeats:
+        return
+    buckets: dict[tuple[str, str], list[int]] = {}
+    for index, (stored, _) in enumerate(data):
+        buckets.setdefault((stored.method.upper(), stored.path), []).append(index)
+    prepare = cassette._before_record_request
+
+    def responses(request: Any) -> Iterator[tuple[int, Any]]:
+        request = prepare(request)
+        for index in buckets.get((request.method.upper(), request.path), ()):
+            if cassette.play_counts[index]:
+                continue
+            stored, response = data[index]
+            if requests_match(request, stored, match_on):
+                yield index, response
+
+    cassette._responses = responses
+
+
+def _workspace_aware_caller(r1: Any, r2: Any, *, caller: Any) -> None:
+    """The ``rlm_caller`` matcher, cheap for workspace calls: a REST call's method and path say who calls.
+
+    vcrpy runs every matcher on every recorded interaction; parsing two JSON bodies per pair made replay of
+    a workspace cassette (hundreds of SQL statements) quadratic in body parsing.
+    """
+    if r1.path != r2.path or r1.method.upper() != r2.method.upper():
+        raise AssertionError(f"{r1.method} {r1.path} != {r2.method} {r2.path}")
+    if r1.host == _WORKSPACE_NETLOC.split(":")[0]:
+        return
+    caller(r1, r2)
+
+
+def replay_settings(host: str = PUBLIC_HOST, token: str | None = None) -> DatabricksSettings:
+    """The settings every cassette was recorded with (after rewriting) and every replay uses."""
+    from reference_agent.backends.databricks.config import DatabricksSettings
+
+    from ..databricks_fake import FAKE_TOKEN
+
+    return DatabricksSettings(host=host, token=token or FAKE_TOKEN, warehouse_id=WAREHOUSE, catalog=CATALOG,
+                              schema=SCHEMA, volume=VOLUME, volume_dir=VOLUME_DIR, cluster_id=CLUSTER,
+                              retry_timeout_s=10)
+
+
+def workspace_kind(options: RunOptions) -> Literal["replay", "fake", "live"]:
+    from ..llm.modes import LlmMode
+
+    if options.llm_mode is LlmMode.REPLAY:
+        return "replay"
+    live = options.databricks_live if options.databricks_live is not None else options.llm_mode is LlmMode.LIVE
+    return "live" if live else "fake"
+
+
+def check_target(target_name: str) -> None:
+    if target_name == "legacy":
+        raise ConfigError("--backend databricks: the legacy target runs on the local backend only (it reproduces "
+                          "the seeds' before-state on DuckDB). Use --target reference, or a module:attr target whose "
+                          "factory reads env.databricks, or drop --backend.")
+
+
+def preflight(targets: list[str], options: RunOptions) -> None:
+    """What would fail every scenario the same way on this backend, raised once (the CLI exits 2)."""
+    for target in dict.fromkeys(targets):
+        check_target(target)
+    if workspace_kind(options) == "live":
+        live_settings(options)
+
+
+def live_settings(options: RunOptions) -> DatabricksSettings:
+    """The real workspace's settings (``options.databricks`` or the environment), checked up front."""
+    from reference_agent.backends.databricks.config import DatabricksSettings
+    from reference_agent.backends.databricks.errors import DatabricksConfigError
+
+    settings = options.databricks if options.databricks is not None else DatabricksSettings.from_env()
+    try:
+        settings.require("workspace", "sql", "volume", "jobs")
+    except DatabricksConfigError as exc:
+        raise ConfigError(f"--backend databricks against a real workspace (--databricks-live, or --llm-mode live): "
+                          f"{exc} See docs/databricks.md.") from None
+    return settings
+
+
+@contextlib.contextmanager
+def databricks_workspace(scenario: Scenario, options: RunOptions, target_name: str,
+                         home: Path) -> Iterator[DatabricksWorkspace]:
+    """The workspace of one scenario run (see the module docstring), with reproducible ids while it lasts."""
+    from ..databricks_fake import FakeWorkspace
+    from ..databricks_fake.cassettes import WorkspaceRewrite
+
+    check_target(target_name)
+    kind = workspace_kind(options)
+    with contextlib.ExitStack() as stack:
+        if kind == "replay":
+            workspace = DatabricksWorkspace(kind, replay_settings(), WorkspaceRewrite(), options.llm_mode.value)
+        elif kind == "fake":
+            fake = stack.enter_context(FakeWorkspace(home / "databricks-fake", complete_runs_on_submit=True))
+            workspace = DatabricksWorkspace(kind, replay_settings(host=fake.host, token=fake.token),
+                                            WorkspaceRewrite.for_origin(fake.host), options.llm_mode.value, fake=fake,
+                                            secrets=(fake.token,))
+        else:
+            workspace = _live_workspace(scenario, options)
+        stack.enter_context(reproducible_ids(f"rlm-conformance:{scenario.name}"))
+        yield workspace
+
+
+def _live_workspace(scenario: Scenario, options: RunOptions) -> DatabricksWorkspace:
+    from urllib.parse import urlsplit
+
+    from ..databricks_fake.cassettes import WorkspaceRewrite
+
+    settings = live_settings(options)
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S")
+    tag = f"{stamp}-{_secrets.token_hex(3)}"
+    # Fresh rows and files per run: earlier runs' sessions, app/user state and namespace snapshots stay apart.
+    folder = "/".join(p for p in (settings.volume_dir.strip("/"), "rlm-conformance", tag, scenario.name) if p)
+    app_name = f"rlm_conformance_{tag.replace('-', '_')}"
+    settings = replace(settings, volume_dir=folder)
+    base_root = f"/Volumes/{settings.catalog}/{settings.schema}/{settings.volume}"
+    host = (settings.host or "").rstrip("/")
+    rewrite = WorkspaceRewrite(
+        [(host, PUBLIC_HOST), (urlsplit(host).netloc, urlsplit(PUBLIC_HOST).netloc),
+         (settings.volume_root, VOLUME_ROOT), (base_root, VOLUME_ROOT),
+         (settings.warehouse_id or "", WAREHOUSE), (settings.cluster_id or "", CLUSTER), (app_name, APP_NAME)],
+        request_fields={"catalog": CATALOG, "schema": SCHEMA}, learn_workspace_id=True)
+    return DatabricksWorkspace("live", settings, rewrite, options.llm_mode.value, app_name=app_name,
+                               secrets=tuple(s for s in (settings.token,) if s))
+
+
+# --- the reference agent on the workspace -----------------------------------------------------------------------
+
+
+def build_reference_on_databricks(env: TargetEnvironment) -> BuiltTarget:
+    """The ``reference`` target with ``build_databricks_services`` on ``env.databricks`` (a DatabricksWorkspace)."""
+    from reference_agent.app import build_app
+    from reference_agent.backends.databricks import build_databricks_services
+    from reference_agent.backends.databricks.errors import DatabricksBackendError
+    from reference_agent.sessions.delta_session_service import DeltaSessionService
+
+    from .reference import _run_turn, executions_from_registry, settings_for
+
+    workspace: DatabricksWorkspace | None = env.databricks
+    if workspace is None:
+        raise HarnessError("the reference target on --backend databricks needs env.databricks (the harness's "
+                           "DatabricksWorkspace); run it through harness.runner.run_scenario")
+    settings = settings_for(env)
+    if workspace.app_name:
+        settings = replace(settings, app_name=workspace.app_name)
+    try:
+        services = build_databricks_services(settings, workspace.settings, sub_lm=env.sub_lm,
+                                             hermetic=workspace.hermetic, sql_options=workspace.sql_options(),
+                                             runner_options=workspace.runner_options(),
+                                             count_tokens=getattr(env, "count_tokens", None))
+        if env.context is not None:
+            services.context_path = services.volume.path("context", "context.json")
+            services.volume.write_text(services.context_path, json.dumps(env.context))
+    except DatabricksBackendError as exc:
+        raise HarnessError(f"the reference agent could not start on the databricks backend: {exc}") from exc
+    session_service = (env.session_service_factory(env) if env.session_service_factory
+                       else DeltaSessionService(services.engine))
+    return BuiltTarget(
+        name="reference",
+        app=build_app(services, model=env.model),
+        session_service=session_service,
+        run_turn=_run_turn,
+        list_executions=executions_from_registry(services.registry, services.volume.read_text),
+        close=services.engine.close,
+    )
