@@ -89,7 +89,7 @@ def run_scenario(scenario: Scenario, options: RunOptions = RunOptions()) -> Scen
 
 async def run_scenario_async(scenario: Scenario, options: RunOptions = RunOptions()) -> ScenarioResult:
     """Run one scenario; the result (its trace, checks and error) holds no secret of the run (see run_secrets)."""
-    from .llm.cassettes import scrub_result
+    from .llm.scrub_outputs import scrub_result
     from .llm.session import run_secrets
 
     return scrub_result(await _run_scenario(scenario, options), secrets=run_secrets(options))

@@ -20,8 +20,9 @@ from google.genai import types
 
 from ..errors import CassetteError
 from ..trace.model import TokenCountRecord
-from .cassettes import (Provenance, assert_all_played, make_vcr, record_client_timeouts, replay_client_timeouts,
-                        scrubbing_log_records, use_cassette)
+from .cassettes import Provenance, assert_all_played, make_vcr, use_cassette
+from .client_timeouts import record_client_timeouts, replay_client_timeouts
+from .scrub_outputs import scrubbing_log_records
 from .matchers import caller, caller_of
 from .modes import API_KEY_VARIABLES, DUMMY_API_KEYS, LlmMode, ModelEndpoint, endpoint_for
 
@@ -82,6 +83,8 @@ async def llm_session(scenario: "Scenario", options: "RunOptions", *, rerecord: 
             base_url = stack.enter_context(ScriptedEndpoint(scenario.script)).base_url
         endpoint = endpoint_for(mode, model=options.model, scripted_base_url=base_url)
         session = LlmSession(endpoint=endpoint, mode_label=mode.value, scenario=scenario.name, rerecord=rerecord)
+        if workspace is not None and mode is not LlmMode.REPLAY:  # the fake's Job_B calls the model itself
+            workspace.give_job_b_the_model(endpoint.base_url, endpoint.api_key)
         stack.enter_context(scrubbing_log_records(run_secrets(options, endpoint)))
         cassette = None
         if mode is LlmMode.REPLAY or options.record:

@@ -70,7 +70,7 @@ import pytest
 import yaml
 
 from harness.checks import Status
-from harness.llm.cassettes import TIMEOUT_HEADER, TIMEOUT_MARK
+from harness.llm.client_timeouts import TIMEOUT_HEADER, TIMEOUT_MARK
 from harness.llm.modes import LlmMode
 from harness.report.write import write_reports
 from harness.result import RunReport, ScenarioResult
