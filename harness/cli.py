@@ -213,8 +213,9 @@ def _preflight(scenarios: list[Scenario], options: RunOptions) -> None:
 
     for target in dict.fromkeys(options.target or s.target for s in scenarios):
         resolve_target(target)  # imports a module:attr target; raises TargetError naming it
-    resolve_session_service(options.session_service)
-    if options.backend == "databricks":  # the legacy target, or a real workspace without its settings: exit 2
+    if options.session_service != "delta-databricks":  # the runner maps that one to --backend databricks
+        resolve_session_service(options.session_service)
+    if options.backend == "databricks" or options.session_service == "delta-databricks":  # the legacy target, or a real workspace without its settings: exit 2
         from .targets.databricks import preflight as databricks_preflight
 
         databricks_preflight([options.target or s.target for s in scenarios], options)

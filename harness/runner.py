@@ -92,6 +92,9 @@ async def run_scenario_async(scenario: Scenario, options: RunOptions = RunOption
     from .llm.scrub_outputs import scrub_result
     from .llm.session import run_secrets
 
+    if options.session_service == "delta-databricks":
+        # DeltaSessionService on the Databricks SQL engine is what the databricks backend runs on.
+        options = replace(options, session_service="delta", backend="databricks")
     return scrub_result(await _run_scenario(scenario, options), secrets=run_secrets(options))
 
 

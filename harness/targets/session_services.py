@@ -49,7 +49,10 @@ BUILTIN_SERVICES: dict[str, SessionServiceFactory | None] = {
     "adk-memory": lambda env: adk_memory(env.home),
     "adk-sqlite": lambda env: adk_sqlite(env.home),
 }
-_NOT_YET = {"delta-databricks": "needs the Databricks SQL engine, which is not wired up yet; use 'delta' (DuckDB)"}
+# Only meaningful for scenario runs, where the runner turns it into --backend databricks.
+_NOT_YET = {"delta-databricks": "is DeltaSessionService on the Databricks SQL engine: use it with `rlm-conformance run` "
+                                "(same as --backend databricks); for the contract suite use the Databricks engine's "
+                                "tests in tests/databricks"}
 
 
 def import_factory(spec: str, *, flag: str = "--session-service") -> Any:
