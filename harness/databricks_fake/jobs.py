@@ -4,7 +4,10 @@ A submitted ``spark_python_task`` runs as a local subprocess: ``python
 <python_file> <parameters>``, with every ``/Volumes/...`` argument mapped to
 the fake's volume folder (what the /Volumes mount is on real compute), a
 private working folder, a scrubbed environment and ``reference_agent`` on
-``PYTHONPATH`` (what the project wheel is on real compute). States follow the
+``PYTHONPATH`` (what the project wheel is on real compute). ``job_env`` is
+added to that environment: what a cluster's ``spark_env_vars`` are on real
+compute, e.g. ``GOOGLE_API_KEY`` and ``GOOGLE_GEMINI_BASE_URL`` for Job_B's
+direct sub-LM calls (the harness points them at its scripted endpoint). States follow the
 REST shapes: ``state.life_cycle_state`` / ``result_state`` / ``state_message``,
 ``run_page_url``, ``tasks[].run_id``; get-output answers for the task run only,
 with ``logs`` (stdout), ``error`` and ``error_trace`` (stderr) as a Python task's.
@@ -55,8 +58,9 @@ class _Run:
 
 class JobsApi:
     def __init__(self, volumes: VolumeMap, faults: Faults, host: str, workspace_id: str, *,
-                 complete_runs_on_submit: bool = False) -> None:
+                 complete_runs_on_submit: bool = False, job_env: dict[str, str] | None = None) -> None:
         self.volumes = volumes
+        self.job_env = job_env if job_env is not None else {}  # shared with the FakeWorkspace: set it any time
         self.faults = faults
         self.host = host
         self.workspace_id = workspace_id
@@ -131,6 +135,7 @@ class JobsApi:
         args = [self.volumes.maybe_local(str(a)) for a in python.get("parameters") or []]
         run.workdir = Path(tempfile.mkdtemp(prefix=f"fake-run-{run.run_id}-"))
         env = {name: os.environ[name] for name in ("PATH", "LANG") if name in os.environ}
+        env.update(self.job_env)
         env.update(HOME=str(run.workdir), PYTHONPATH=_PACKAGE_PARENT, PYTHONHASHSEED="0", PYTHONIOENCODING="utf-8")
         with open(run.workdir / "stdout", "wb") as out, open(run.workdir / "stderr", "wb") as err:
             run.proc = subprocess.Popen([sys.executable, "-s", script, *args], stdin=subprocess.DEVNULL, stdout=out,

@@ -67,6 +67,8 @@ class FakeWorkspace:
         # True: runs/submit answers once Job_B has ended (the harness records cassettes this way).
         self.complete_runs_on_submit = complete_runs_on_submit
         self.faults = Faults()
+        # Extra environment of every Job_B subprocess (a cluster's spark_env_vars), e.g. GOOGLE_API_KEY.
+        self.job_env: dict[str, str] = {}
         self.requests: list[tuple[str, str]] = []  # (method, path?query) of every request, in order
         self.volumes = VolumeMap(self.root / "volumes")
         self._server: ThreadingHTTPServer | None = None
@@ -85,7 +87,7 @@ class FakeWorkspace:
         self.host = f"http://127.0.0.1:{self._server.server_address[1]}"
         self.files = FilesApi(self.volumes, self.faults)
         self.jobs = JobsApi(self.volumes, self.faults, self.host, FAKE_WORKSPACE_ID,
-                            complete_runs_on_submit=self.complete_runs_on_submit)
+                            complete_runs_on_submit=self.complete_runs_on_submit, job_env=self.job_env)
         self.sql = SqlApi(self.faults, self.warehouses, self.chunk_rows)
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="fake-workspace", daemon=True)

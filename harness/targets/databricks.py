@@ -75,18 +75,9 @@ VOLUME_ROOT = f"/Volumes/{CATALOG}/{SCHEMA}/{VOLUME}"
 WAREHOUSE = "fakewarehouse0001"  # = harness.databricks_fake.DEFAULT_WAREHOUSE
 CLUSTER = "0101-000000-fakecluster"
 APP_NAME = "rlm_reference"  # AgentSettings().app_name: a live run's own app name is stored as this
-_SUB_LM = ("Job_B on a workspace calls the model itself and that direct mode is not implemented yet: llm_query "
-           "raises SubLmError in Job_B on Databricks (jobb_entry.py), so")
-DIVERGENCES: dict[str, str] = {
-    "llm_query": f"{_SUB_LM} the code gets no sentiment label and the execution fails "
-                 "(expectation rlm:last_execution_success=true is not met).",
-    "llm_query_batched": f"{_SUB_LM} llm_query_batched() answers none of its prompts: stdout, sub-LM call counts "
-                         "and the execution status differ from the local snapshot.",
-    "llm_query_fails": f"{_SUB_LM} the scripted sub-LM 500 is never reached: the error text and the sub-LM call "
-                       "count (0, not 1) differ from the local snapshot.",
-    "sublm_budget_exceeded": f"{_SUB_LM} the first call fails before any budget is used: no labels, 0 sub-LM calls "
-                             "and tokens, and a SubLmError instead of SubLmBudgetExceeded.",
-}
+# Job_B on a workspace answers llm_query itself (direct mode: --lm-direct, google-genai in the executor), so the
+# sub-LM scenarios pass here too; their sub-LM calls are not in the cassette (the result JSON holds their answers).
+DIVERGENCES: dict[str, str] = {}
 """Scenarios that cannot pass on the databricks backend yet: name -> why (xfail strict in its tests)."""
 
 
@@ -173,6 +164,25 @@ class DatabricksWorkspace:
         if self.kind == "fake":
             return {"backoff": Backoff(initial_s=0.02, factor=1.5, max_s=0.1)}
         return {}
+
+    def give_job_b_the_model(self, base_url: str | None, api_key: str) -> None:
+        """The fake: Job_B's subprocesses call the model themselves (direct mode) with this key and base URL.
+
+        What a cluster's ``spark_env_vars`` do on a real workspace (``GOOGLE_API_KEY`` from the secret scope
+        of ``RLM_DATABRICKS_GENAI_SECRET``). The key lives in the subprocess environment only, never in a
+        request, so never in a cassette. Sub-LM traffic goes from the subprocess straight to the model (the
+        scripted endpoint on loopback when scripted) and is not recorded: on replay the whole Job_B run,
+        result JSON included, comes from the cassette.
+        """
+        if self.fake is None:
+            return
+        from ..llm.modes import BASE_URL_VARIABLE
+
+        self.fake.job_env["GOOGLE_API_KEY"] = api_key
+        if base_url:
+            self.fake.job_env[BASE_URL_VARIABLE] = base_url
+        else:
+            self.fake.job_env.pop(BASE_URL_VARIABLE, None)
 
     # --- the cassette ---------------------------------------------------------------------------------
 

@@ -106,6 +106,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="soft timeout in seconds (0: none)")
     parser.add_argument("--output-cap", type=int, default=DEFAULT_OUTPUT_CAP, help="bytes kept per stream")
     parser.add_argument("--max-sublm-calls", type=int, default=DEFAULT_MAX_SUBLM_CALLS)
+    parser.add_argument("--lm-direct", metavar="MODEL",
+                        help="answer llm_query by calling MODEL with google-genai from this process (GOOGLE_API_KEY, "
+                             "optional GOOGLE_GEMINI_BASE_URL) instead of an LM bridge: Job_B on Databricks")
+    parser.add_argument("--max-sublm-tokens", type=int, default=None,
+                        help="direct mode: sub-LM tokens left for the session (None: no cap)")
     parser.add_argument("--namespace-path", help="pickle snapshot of the REPL namespace, loaded before and saved "
                                                  "after the block (variables persist across runs)")
     return parser
@@ -162,6 +167,16 @@ def _exit_code(code: object) -> int:
     return 1
 
 
+def _lm_client(args: argparse.Namespace) -> Any:
+    """The bridge client, or with ``--lm-direct`` the direct one (google-genai is imported only then)."""
+    if getattr(args, "lm_direct", None):
+        from .direct_lm import DirectLmClient
+
+        return DirectLmClient(args.lm_direct, max_calls=args.max_sublm_calls,
+                              max_tokens=getattr(args, "max_sublm_tokens", None))
+    return LmClient(args.lm_address, max_calls=args.max_sublm_calls)
+
+
 def run(args: argparse.Namespace) -> int:
     artifact = Path(args.artifact_path)
     filename = str(artifact)
@@ -169,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
     result = new_result(run_id=args.run_id, iteration=args.iteration, artifact_path=args.artifact_path)
     stdout = CappedStream(args.output_cap)
     stderr = CappedStream(args.output_cap)
-    lm = LmClient(args.lm_address, max_calls=args.max_sublm_calls)
+    lm = _lm_client(args)
     repl: Repl | None = None
     started = time.perf_counter()
     written = threading.Lock()

@@ -78,6 +78,29 @@ async def test_llm_query_raises_a_clear_error_on_databricks(runner: DatabricksJo
     assert "RLM_DATABRICKS_GENAI_SECRET" in error["message"]
 
 
+async def test_direct_mode_job_b_calls_the_model_itself(client, volume, fake) -> None:
+    from harness.llm.scripted_endpoint import ScriptedEndpoint
+    from harness.scenario.script import SUB_LM, TextStep
+
+    runner = DatabricksJobRunner(client, volume, JobCompute(existing_cluster_id="0101-000000-fakecluster"),
+                                 grace_s=2.0, startup_s=10.0, backoff=Backoff(initial_s=0.02, factor=1.5, max_s=0.1),
+                                 model="gemini-2.5-flash")
+    # No key on the compute: a clear error naming the variable and the secret-scope setting.
+    outcome = await run_code(runner, "print(llm_query('hi'))\n")
+    error = json.loads(runner.volume.read_text(outcome.result_json_path))["error"]
+    assert error["type"] == "SubLmError"
+    assert "GOOGLE_API_KEY" in error["message"] and "RLM_DATABRICKS_GENAI_SECRET" in error["message"]
+    with ScriptedEndpoint({SUB_LM: [TextStep(text="positive"), TextStep(text="x"), TextStep(text="x")]}) as endpoint:
+        fake.job_env.update(GOOGLE_API_KEY="scripted-dummy-key", GOOGLE_GEMINI_BASE_URL=endpoint.base_url)
+        outcome = await run_code(runner, "print(llm_query('Sentiment of: good'))\n"
+                                         "print(llm_query_batched(['a', 'b']))\n", iteration=2)
+        assert [c.agent for c in endpoint.calls] == [SUB_LM] * 3
+    result = json.loads(runner.volume.read_text(outcome.result_json_path))
+    assert result["status"] == "success" and result["stdout"] == "positive\n['x', 'x']\n"
+    assert [(c["batched"], c["batch_size"], c["tokens"]) for c in result["sublm_calls"]] == [
+        (False, 1, 4), (True, 2, 2), (True, 2, 2)]
+
+
 async def test_stale_result_is_removed_before_the_run(runner: DatabricksJobRunner, fake) -> None:
     stale = runner.volume.path("artifacts", "result_s1_iter1.json")
     runner.volume.write_text(stale, json.dumps({"status": "success", "stdout": "stale"}))

@@ -16,11 +16,13 @@ both backends, and a failed *task* means the platform or Job_B's start-up
 failed (e.g. ``reference_agent`` is not installed on the compute).
 
 ``llm_query`` here: there is no ``--lm-address`` on a real workspace (nothing
-on the cluster can reach the caller's LM bridge). The intended design is that
-the executor calls the model itself with google-genai, ``GOOGLE_API_KEY``
-coming from a secret scope (``RLM_DATABRICKS_GENAI_SECRET``). That direct
-mode is not implemented in the executor yet, so the child installs an LM
-client whose ``llm_query`` raises a clear error instead of the bridge's
+on the cluster can reach the caller's LM bridge), so the executor calls the
+model itself: the job runner passes ``--lm-direct MODEL`` (and
+``--max-sublm-tokens``), and ``reference_agent.executor.direct_lm`` answers
+with google-genai, ``GOOGLE_API_KEY`` coming from the cluster's
+``spark_env_vars`` (the secret scope named by ``RLM_DATABRICKS_GENAI_SECRET``).
+Without ``--lm-direct`` (a runner built without a model) the child installs an
+LM client whose ``llm_query`` raises a clear error instead of the bridge's
 "started without --lm-address".
 
 Standalone on purpose: it imports only ``reference_agent`` (from the project
@@ -54,20 +56,22 @@ def _import_executor():
 
 
 def _child(argv):
-    """The executor itself (in the child process), with llm_query answering the direct-mode error."""
+    """The executor itself (in the child process); llm_query in direct mode (``--lm-direct MODEL``)."""
     executor_main, LmClient, SubLmError = _import_executor()
 
-    class DirectModeLmClient(LmClient):
-        """``llm_query`` on Databricks: direct mode (google-genai in Job_B) is not implemented yet."""
+    if "--lm-direct" not in argv:
+        class NoModelLmClient(LmClient):
+            """``llm_query`` on Databricks without ``--lm-direct``: there is no LM bridge on the cluster."""
 
-        def query(self, prompts, *, batched):
-            raise SubLmError(
-                "llm_query is not available in Job_B on Databricks yet: there is no LM bridge on the cluster, and "
-                "the direct mode (google-genai in the executor, GOOGLE_API_KEY from the secret scope named by "
-                "RLM_DATABRICKS_GENAI_SECRET) is not implemented. Answer from the data in `context` instead."
-            )
+            def query(self, prompts, *, batched):
+                raise SubLmError(
+                    "llm_query is not available in Job_B on Databricks without --lm-direct MODEL: there is no LM "
+                    "bridge on the cluster, and this run was submitted without a model (the job runner was built "
+                    "without one). Direct mode also needs GOOGLE_API_KEY from the secret scope named by "
+                    "RLM_DATABRICKS_GENAI_SECRET. Answer from the data in `context` instead."
+                )
 
-    executor_main.LmClient = DirectModeLmClient
+        executor_main.LmClient = NoModelLmClient
     code = executor_main.main(argv)
     sys.stdout.flush()
     sys.stderr.flush()

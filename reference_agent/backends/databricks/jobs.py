@@ -15,7 +15,12 @@ Outcome rules:
 * Deadline passed (``timeout_s + grace_s + startup_s``): the run is cancelled
   and ``DatabricksTimeoutError`` is raised.
 
-``sub_lm`` is not used: see ``jobb_entry.py`` for ``llm_query`` on Databricks.
+``sub_lm`` is not used: Job_B calls the model itself ("direct mode"). With a
+``model``, the task parameters carry ``--lm-direct MODEL`` and
+``--max-sublm-tokens`` (what is left of the session's sub-LM token budget), and
+the executor answers ``llm_query`` with google-genai, ``GOOGLE_API_KEY`` coming
+from the compute's environment (``genai_secret``: the cluster's
+``spark_env_vars``). See ``jobb_entry.py`` and ``executor/direct_lm.py``.
 """
 
 from __future__ import annotations
@@ -97,6 +102,7 @@ class DatabricksJobRunner:
         backoff: Backoff = DEFAULT_BACKOFF,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
+        model: str | None = None,
     ) -> None:
         if grace_s <= EXECUTOR_TIMEOUT_GRACE_S:
             raise ValueError(f"grace_s must exceed the executor's own grace of {EXECUTOR_TIMEOUT_GRACE_S} s")
@@ -108,6 +114,7 @@ class DatabricksJobRunner:
         self.backoff = backoff
         self._sleep = sleep
         self._clock = clock
+        self.model = model  # the sub-LM model Job_B calls itself (--lm-direct); None: llm_query is unavailable
         self._entry_path: str | None = None
 
     async def run(self, request: JobRequest, *, sub_lm: SubLm) -> JobOutcome:
@@ -145,6 +152,10 @@ class DatabricksJobRunner:
             parameters += ["--context-path", request.context_path]
         if request.namespace_path:  # the REPL namespace snapshot: variables persist across Job_B runs
             parameters += ["--namespace-path", request.namespace_path]
+        if self.model:  # direct mode: Job_B answers llm_query itself (no LM bridge reaches the cluster)
+            parameters += ["--lm-direct", self.model]
+            if request.max_sublm_tokens is not None:
+                parameters += ["--max-sublm-tokens", str(request.max_sublm_tokens)]
         task = jobs_api.SubmitTask(
             task_key=TASK_KEY,
             spark_python_task=jobs_api.SparkPythonTask(python_file=entry, parameters=parameters),

@@ -52,6 +52,6 @@ def build_databricks_services(
                                  schema=databricks.schema, timeout_s=databricks.sql_timeout_s, **(sql_options or {}))
     volume = UcVolumeStore(client, databricks.volume_root)
     runner = DatabricksJobRunner(client, volume, job_compute(databricks), startup_s=databricks.job_startup_s,
-                                 **(runner_options or {}))
+                                 **{"model": settings.model, **(runner_options or {})})
     return RuntimeServices(settings=settings, engine=engine, volume=volume, runner=runner,
                            registry=ArtifactRegistry(engine), sub_lm=sub_lm, count_tokens=count_tokens)
