@@ -194,6 +194,15 @@ def _interleaved(a: Callable[[int], Any], b: Callable[[int], Any], runs: int) ->
     return statistics.median(ta), statistics.median(tb)
 
 
+def backoff_s(attempt: int, options: Any) -> float:
+    """One draw of google-genai's wait before retry ``attempt``: tenacity.wait_exponential_jitter, jitter 1 if unset."""
+    import random
+
+    jitter = 1.0 if options.jitter is None else options.jitter
+    delay = options.initial_delay * options.exp_base ** (attempt - 1) + random.uniform(0, jitter)
+    return max(0.0, min(delay, options.max_delay))
+
+
 def expected_backoff_s(attempt: int, options: Any) -> float:
     """Mean sleep of google-genai's wait_exponential_jitter before retry ``attempt`` (1-based)."""
     jitter = 1.0 if options.jitter is None else options.jitter
