@@ -22,8 +22,8 @@ from google.genai import types
 
 from .checks import run_checks
 from .checks.base import CheckContext
-from .errors import CassetteError, HarnessError
-from .llm.modes import LlmMode, endpoint_for
+from .errors import HarnessError
+from .llm.modes import LlmMode
 from .result import ScenarioResult
 from .scenario.models import Scenario
 from .targets.base import BuiltTarget, SessionServiceFactory, TargetEnvironment

@@ -51,7 +51,7 @@ def summary_persisted(ctx: CheckContext) -> CheckResult:
             continue
         elsewhere = [r for r in snapshot.events if profile.summary_key in r.state_delta
                      and r.seq > start_row.seq and (end_seq is None or r.seq < end_seq)]
-        hint = (f"; it is only in rows by other authors: "
+        hint = ("; it is only in rows by other authors: "
                 + ", ".join(f"seq {r.seq} (author {r.author})" for r in elsewhere)) if elsewhere else ""
         problems.append(
             f"{name_event(execution)} was processed by {name_event(window.runs[0].first)}, but no "

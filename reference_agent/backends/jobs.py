@@ -185,7 +185,7 @@ class LmBridge:
             i, exc = failures[0]
             where = f"prompt {i + 1} of {len(prompts)}" if len(prompts) > 1 else "the prompt"
             error = f"{where} failed: {type(exc).__name__}: {exc}"
-        for i, (prompt, outcome) in enumerate(zip(prompts, outcomes)):
+        for prompt, outcome in zip(prompts, outcomes):
             self.calls.append(
                 {
                     "index": len(self.calls),
