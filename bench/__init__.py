@@ -1,0 +1,1 @@
+"""Benchmarks of the conformance suite, the session store, the state budget and the executor: ``python -m bench``."""

@@ -36,7 +36,8 @@ from .trace.recording_service import RecordingSessionService
 
 DEFAULT_MODEL = "gemini-2.5-flash"
 # Retries as a production agent would configure them; short delays keep replay fast.
-RETRY_OPTIONS = types.HttpRetryOptions(attempts=3, initial_delay=0.05, max_delay=0.2, exp_base=2.0,
+# jitter=0: google-genai's default jitter (up to 1 s) would make nearly every retry sleep max_delay.
+RETRY_OPTIONS = types.HttpRetryOptions(attempts=3, initial_delay=0.05, max_delay=0.2, exp_base=2.0, jitter=0.0,
                                        http_status_codes=[429, 500, 503])
 # Client timeout of each agent model request, per LLM mode (None: google-genai's default). The scripted endpoint
 # answers in milliseconds, so a short timeout lets the `slow` fault (a delay past it) exercise the timeout path

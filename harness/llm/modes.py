@@ -64,17 +64,21 @@ class ModelEndpoint:
         from google.adk.models.google_llm import Gemini
         from google.genai import types
 
+        from .tls import with_shared_tls
+
         client_kwargs = self.client_kwargs()
-        if timeout_s is not None:
-            client_kwargs["http_options"] = types.HttpOptions(timeout=round(timeout_s * 1000))
+        options = types.HttpOptions(timeout=round(timeout_s * 1000)) if timeout_s is not None else None
+        client_kwargs["http_options"] = with_shared_tls(options)
         return Gemini(model=self.model, base_url=self.base_url, client_kwargs=client_kwargs, **kwargs)
 
     def genai_client(self, *, http_options: types.HttpOptions | None = None) -> Client:
         """A google-genai ``Client`` (sync, and ``.aio``) for this endpoint, e.g. for sub-LM calls."""
         from google.genai import Client, types
 
+        from .tls import with_shared_tls
+
         options = (http_options or types.HttpOptions()).model_copy(update={"base_url": self.base_url})
-        return Client(http_options=options, **self.client_kwargs())
+        return Client(http_options=with_shared_tls(options), **self.client_kwargs())
 
 
 def endpoint_for(mode: LlmMode, *, model: str, scripted_base_url: str | None = None,
