@@ -8,7 +8,7 @@ session service, which is what check (h) compares.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 from google.adk.agents.callback_context import CallbackContext
 from google.adk.agents.invocation_context import InvocationContext
@@ -18,18 +18,11 @@ from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.sessions.base_session_service import BaseSessionService
 from pydantic_core import to_jsonable_python
 
+from reference_agent.models.scripted import content_text
+
 from .model import LiveStateRecord, LlmRequestRecord, LlmResponseRecord
 
 RECORDER_NAME = "rlm_conformance_recorder"
-
-
-def _content_text(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    parts = getattr(content, "parts", None) or []
-    return "\n".join(p.text for p in parts if getattr(p, "text", None))
 
 
 class TraceRecorderPlugin(BasePlugin):
@@ -55,8 +48,8 @@ class TraceRecorderPlugin(BasePlugin):
                 agent=callback_context.agent_name,
                 turn=self._current_turn(),
                 invocation_id=callback_context.invocation_id,
-                system_instruction=_content_text(config.system_instruction if config else None),
-                contents_text="\n".join(_content_text(c) for c in llm_request.contents),
+                system_instruction=content_text(config.system_instruction if config else None),
+                contents_text="\n".join(content_text(c) for c in llm_request.contents),
                 tools=sorted(tools),
             )
         )

@@ -21,7 +21,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from .lm_client import SubLmBudgetExceeded, SubLmError
+from .lm_client import SubLmBudgetExceeded, SubLmError, record_calls
 
 API_KEY_VARIABLE = "GOOGLE_API_KEY"
 BASE_URL_VARIABLE = "GOOGLE_GEMINI_BASE_URL"
@@ -136,21 +136,8 @@ class DirectLmClient:
                 error = f"{type(exc).__name__}: {exc}"
                 raise
             finally:
-                latency = round(time.perf_counter() - started, 6)
-                for i, prompt in enumerate(prompts):
-                    self.calls.append(
-                        {
-                            "index": len(self.calls),
-                            "request_id": request_id,
-                            "batched": batched,
-                            "batch_size": len(prompts),
-                            "latency_s": latency,
-                            "prompt_chars": len(prompt),
-                            "response_chars": len(responses[i]) if i < len(responses) else None,
-                            "tokens": tokens[i] if i < len(tokens) else None,
-                            "error": error,
-                        }
-                    )
+                record_calls(self.calls, prompts, responses, tokens, request_id=request_id, batched=batched,
+                             latency_s=round(time.perf_counter() - started, 6), error=error)
             return responses
 
     def close(self) -> None:

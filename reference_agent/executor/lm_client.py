@@ -94,22 +94,8 @@ class LmClient:
                 error = f"{type(exc).__name__}: {exc}"
                 raise
             finally:
-                latency = round(time.perf_counter() - started, 6)
-                for i, prompt in enumerate(prompts):
-                    self.calls.append(
-                        {
-                            "index": len(self.calls),
-                            "request_id": request_id,
-                            "batched": batched,
-                            "batch_size": len(prompts),
-                            "latency_s": latency,
-                            "prompt_chars": len(prompt),
-                            "response_chars": len(responses[i]) if i < len(responses) else None,
-                            # Tokens the model reported for this call (prompt + answer), counted by the host.
-                            "tokens": tokens[i] if i < len(tokens) else None,
-                            "error": error,
-                        }
-                    )
+                record_calls(self.calls, prompts, responses, tokens, request_id=request_id, batched=batched,
+                             latency_s=round(time.perf_counter() - started, 6), error=error)
             return responses
 
     def _roundtrip(self, message: dict[str, Any]) -> dict[str, Any]:
@@ -153,3 +139,23 @@ class LmClient:
                 pass
         self._file = None
         self._sock = None
+
+
+def record_calls(calls: list[dict[str, Any]], prompts: list[str], responses: list[str], tokens: list[Any], *,
+                 request_id: int, batched: bool, latency_s: float, error: str | None) -> None:
+    """Append one metadata row per prompt: the per-call metrics of seed 004, shared by both LM clients."""
+    for i, prompt in enumerate(prompts):
+        calls.append(
+            {
+                "index": len(calls),
+                "request_id": request_id,
+                "batched": batched,
+                "batch_size": len(prompts),
+                "latency_s": latency_s,
+                "prompt_chars": len(prompt),
+                "response_chars": len(responses[i]) if i < len(responses) else None,
+                # Tokens the model reported for this call (prompt + answer).
+                "tokens": tokens[i] if i < len(tokens) else None,
+                "error": error,
+            }
+        )

@@ -50,12 +50,13 @@ class RecordedRequest:
 def agent_name_of(request: LlmRequest) -> str:
     """The ADK agent name a request comes from, read from its identity instruction."""
     system = request.config.system_instruction if request.config else None
-    text = system if isinstance(system, str) else _content_text(system)
+    text = system if isinstance(system, str) else content_text(system)
     match = _IDENTITY.search(text or "")
     return match.group(1) if match else "unknown"
 
 
-def _content_text(content: Any) -> str:
+def content_text(content: Any) -> str:
+    """The text parts of a Content (or a plain string), joined by newlines."""
     if content is None:
         return ""
     if isinstance(content, str):
@@ -99,8 +100,8 @@ class ScriptedLlm(BaseLlm):
             RecordedRequest(
                 agent=agent,
                 index=index,
-                system_instruction=system if isinstance(system, str) else _content_text(system),
-                contents_text="\n".join(_content_text(c) for c in llm_request.contents),
+                system_instruction=system if isinstance(system, str) else content_text(system),
+                contents_text="\n".join(content_text(c) for c in llm_request.contents),
             )
         )
         replies = self._script.get(agent, [])
