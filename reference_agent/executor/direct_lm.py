@@ -21,7 +21,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from .lm_client import SubLmBudgetExceeded, SubLmError, record_calls
+from .lm_client import SubLmError, check_prompts, record_calls, reserve_calls
 
 API_KEY_VARIABLE = "GOOGLE_API_KEY"
 BASE_URL_VARIABLE = "GOOGLE_GEMINI_BASE_URL"
@@ -108,22 +108,13 @@ class DirectLmClient:
         return [text for text, _ in outcomes], tokens
 
     def query(self, prompts: list[str], *, batched: bool) -> list[str]:
-        for i, prompt in enumerate(prompts):
-            if not isinstance(prompt, str):
-                where = f"prompt {i}" if batched else "the prompt"
-                raise TypeError(f"llm_query: {where} must be a str, got {type(prompt).__name__}")
+        check_prompts(prompts, batched=batched)
         if not prompts:
             return []
         with self._lock:
             if self._client is None:
                 self._client = _make_client()
-            if self._used + len(prompts) > self._max_calls:
-                raise SubLmBudgetExceeded(
-                    f"sub-LM budget exceeded: at most {self._max_calls} sub-LM calls (prompts) per run; "
-                    f"{self._used} already made, {len(prompts)} more requested. "
-                    "Batch fewer, larger prompts or answer from the data you already have."
-                )
-            self._used += len(prompts)
+            self._used = reserve_calls(self._used, len(prompts), self._max_calls)
             self._next_id += 1
             request_id = self._next_id
             started = time.perf_counter()

@@ -54,10 +54,7 @@ class LmClient:
         return self._used
 
     def query(self, prompts: list[str], *, batched: bool) -> list[str]:
-        for i, prompt in enumerate(prompts):
-            if not isinstance(prompt, str):
-                where = f"prompt {i}" if batched else "the prompt"
-                raise TypeError(f"llm_query: {where} must be a str, got {type(prompt).__name__}")
+        check_prompts(prompts, batched=batched)
         if not prompts:
             return []
         if self._address is None:
@@ -66,13 +63,7 @@ class LmClient:
                 "so there is no LM bridge to send prompts to"
             )
         with self._lock:
-            if self._used + len(prompts) > self._max_calls:
-                raise SubLmBudgetExceeded(
-                    f"sub-LM budget exceeded: at most {self._max_calls} sub-LM calls (prompts) per run; "
-                    f"{self._used} already made, {len(prompts)} more requested. "
-                    "Batch fewer, larger prompts or answer from the data you already have."
-                )
-            self._used += len(prompts)
+            self._used = reserve_calls(self._used, len(prompts), self._max_calls)
             self._next_id += 1
             request_id = self._next_id
             started = time.perf_counter()
@@ -159,3 +150,22 @@ def record_calls(calls: list[dict[str, Any]], prompts: list[str], responses: lis
                 "error": error,
             }
         )
+
+
+def check_prompts(prompts: list[Any], *, batched: bool) -> None:
+    """Every prompt must be a string; say which one is not."""
+    for i, prompt in enumerate(prompts):
+        if not isinstance(prompt, str):
+            where = f"prompt {i}" if batched else "the prompt"
+            raise TypeError(f"llm_query: {where} must be a str, got {type(prompt).__name__}")
+
+
+def reserve_calls(used: int, requested: int, max_calls: int) -> int:
+    """The new call count after ``requested`` more calls, or ``SubLmBudgetExceeded`` if over the per-run cap."""
+    if used + requested > max_calls:
+        raise SubLmBudgetExceeded(
+            f"sub-LM budget exceeded: at most {max_calls} sub-LM calls (prompts) per run; "
+            f"{used} already made, {requested} more requested. "
+            "Batch fewer, larger prompts or answer from the data you already have."
+        )
+    return used + requested
