@@ -77,6 +77,10 @@ def _add_target(parser: argparse.ArgumentParser, *, modes: Sequence[str], defaul
                         help="with --backend databricks: talk to the real workspace named by DATABRICKS_HOST, "
                              "DATABRICKS_TOKEN, DATABRICKS_WAREHOUSE_ID, RLM_DATABRICKS_* instead of the local fake "
                              "(implied by --llm-mode live)")
+    parser.add_argument("--executor", choices=("warm", "one-shot"), default="warm",
+                        help="local backend: run a session's Job_B blocks in one warm process that keeps the REPL "
+                             "namespace in memory (the default), or each block in a one-shot process that gets it "
+                             "from the snapshot alone, as every Databricks job run does")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (it is off anyway without a TTY)")
     parser.add_argument("--log-level", choices=LOG_LEVELS, default="error",
                         help="show log records of the target and libraries from this level on (default: %(default)s; "
@@ -201,7 +205,7 @@ def _options(args: argparse.Namespace, *, record: bool) -> RunOptions:
     profile = load_profile(args.profile) if args.profile is not None else None
     return RunOptions(target=args.target, llm_mode=LlmMode(args.llm_mode), record=record,
                       cassette_dir=Path(args.cassette_dir), session_service=args.session_service, profile=profile,
-                      backend=args.backend, databricks_live=args.databricks_live)
+                      backend=args.backend, databricks_live=args.databricks_live, executor=args.executor)
 
 
 def _preflight(scenarios: list[Scenario], options: RunOptions) -> None:
@@ -284,7 +288,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     _preflight(scenarios, options)
     report = _run_all(scenarios, options, progress=not args.no_progress, extra={
         "command": "run", "target": args.target or "(each scenario's own)", "llm_mode": args.llm_mode,
-        "session_service": args.session_service, "backend": args.backend, "scenarios_dir": args.scenarios_dir})
+        "session_service": args.session_service, "backend": args.backend, "executor": args.executor,
+        "scenarios_dir": args.scenarios_dir})
     console = _stdout_console()
     render_terminal(report, console)
     written = write_reports(report, args.reports_dir, formats, titles=_titles())
@@ -305,7 +310,8 @@ def cmd_record(args: argparse.Namespace) -> int:
     before = {name: _stamp(path) for name, path in paths.items()}
     report = _run_all(scenarios, options, progress=not args.no_progress, extra={
         "command": "record", "target": args.target or "(each scenario's own)", "llm_mode": args.llm_mode,
-        "session_service": args.session_service, "backend": args.backend, "scenarios_dir": args.scenarios_dir})
+        "session_service": args.session_service, "backend": args.backend, "executor": args.executor,
+        "scenarios_dir": args.scenarios_dir})
     console = _stdout_console()
     render_terminal(report, console)
     console.print()

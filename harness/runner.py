@@ -63,6 +63,9 @@ class RunOptions:
     # --llm-mode live, the fake otherwise. The real one's DatabricksSettings (None: from the environment).
     databricks_live: bool | None = None
     databricks: Any = None
+    # Local Job_B: "warm" (one process per session, the namespace in memory) or "one-shot" (a process per
+    # block, the namespace from the snapshot alone, as every Databricks job run is).
+    executor: str = "warm"
 
 
 def rerecord_command(scenario: str, target: str = "reference", backend: str = "local") -> str:
@@ -162,6 +165,7 @@ async def _drive_on(scenario: Scenario, options: RunOptions, target_name: str, h
             session_service_factory=_session_service_factory(options.session_service),
             backend=options.backend,
             databricks=workspace,
+            warm_executor=options.executor == "warm",
             **_limits(scenario),
         )
         built = resolve_target(target_name)(env)

@@ -21,6 +21,17 @@ def _env_int(name: str, default: int) -> int:
         raise ValueError(f"environment variable {name}={raw!r} is not an integer; unset it or give a whole number") from None
 
 
+def _env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    if raw.strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    if raw.strip().lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"environment variable {name}={raw!r} is not a yes/no value; use 1 or 0")
+
+
 def _env_float(name: str, default: float) -> float:
     raw = os.environ.get(name)
     if raw is None or raw == "":
@@ -45,6 +56,11 @@ class AgentSettings:
     executor_timeout_s: float = 30.0
     output_cap_bytes: int = 1_000_000  # per stream, kept in the result JSON
     max_sublm_calls_per_run: int = 64
+    # Local Job_B: run a session's blocks in one warm process that keeps the REPL namespace in memory
+    # (Linux); off, every block is a one-shot process and the namespace comes from the snapshot alone.
+    warm_executor: bool = True
+    executor_idle_s: float = 300.0  # a warm process left this long without a block exits
+    max_warm_executors: int = 4  # warm processes per host process; the least recently used idle one goes
     # Total tokens Job_B's sub-LM calls may use in one session (as the model reports them).
     max_sublm_tokens_per_session: int = 200_000
     # What goes into session state: previews only, full output stays in the volume.
@@ -79,6 +95,9 @@ class AgentSettings:
             executor_timeout_s=_env_float("RLM_EXECUTOR_TIMEOUT_S", base.executor_timeout_s),
             output_cap_bytes=_env_int("RLM_OUTPUT_CAP_BYTES", base.output_cap_bytes),
             max_sublm_calls_per_run=_env_int("RLM_MAX_SUBLM_CALLS", base.max_sublm_calls_per_run),
+            warm_executor=_env_bool("RLM_WARM_EXECUTOR", base.warm_executor),
+            executor_idle_s=_env_float("RLM_EXECUTOR_IDLE_S", base.executor_idle_s),
+            max_warm_executors=_env_int("RLM_MAX_WARM_EXECUTORS", base.max_warm_executors),
             max_sublm_tokens_per_session=_env_int("RLM_MAX_SUBLM_TOKENS", base.max_sublm_tokens_per_session),
             preview_chars=_env_int("RLM_PREVIEW_CHARS", base.preview_chars),
             context_budget_tokens=_env_int("RLM_CONTEXT_BUDGET_TOKENS", base.context_budget_tokens),

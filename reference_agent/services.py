@@ -35,6 +35,13 @@ class RuntimeServices:
     # prompt is cut by the character bound alone (a text of n characters has at most n tokens).
     count_tokens: TokenCounter | None = None
 
+    def close(self) -> None:
+        """Stop what the services hold open: warm Job_B processes, then the database."""
+        close_runner = getattr(self.runner, "close", None)
+        if callable(close_runner):
+            close_runner()
+        self.engine.close()
+
 
 def build_local_services(
     settings: AgentSettings,
@@ -51,7 +58,8 @@ def build_local_services(
         settings=settings,
         engine=engine,
         volume=volume,
-        runner=LocalJobRunner(volume),
+        runner=LocalJobRunner(volume, warm=settings.warm_executor, idle_s=settings.executor_idle_s,
+                              max_warm=settings.max_warm_executors),
         registry=ArtifactRegistry(engine),
         sub_lm=sub_lm,
         count_tokens=count_tokens,

@@ -46,6 +46,8 @@ class TargetEnvironment:
     # harness's DatabricksWorkspace (settings, hermetic or not, sleeps to inject; harness/targets/databricks.py).
     backend: str = "local"
     databricks: Any = None
+    # Local backend: a session's Job_B blocks share one warm process (True) or each is a one-shot process.
+    warm_executor: bool = True
 
 
 RunTurn = Callable[[Runner, str, str, str], Awaitable[TurnOutcome]]

@@ -39,5 +39,5 @@ def build_legacy(env: TargetEnvironment) -> BuiltTarget:
         run_turn=_run_turn,
         profile=TargetProfile(none_semantics="delete"),
         list_executions=executions_from_registry(services.registry, services.volume.read_text),
-        close=engine.close,
+        close=services.close,
     )

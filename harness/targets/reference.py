@@ -54,7 +54,7 @@ def settings_for(env: TargetEnvironment) -> AgentSettings:
                                               ("context_budget_tokens", env.context_budget_tokens))
               if value is not None}
     return AgentSettings(home=env.home, model=env.model_name, max_iterations=env.max_iterations,
-                         executor_timeout_s=env.executor_timeout_s, **limits)
+                         executor_timeout_s=env.executor_timeout_s, warm_executor=env.warm_executor, **limits)
 
 
 def build_reference(env: TargetEnvironment) -> BuiltTarget:
@@ -75,5 +75,5 @@ def build_reference(env: TargetEnvironment) -> BuiltTarget:
         session_service=session_service,
         run_turn=_run_turn,
         list_executions=executions_from_registry(services.registry, services.volume.read_text),
-        close=engine.close,
+        close=services.close,
     )

@@ -151,5 +151,8 @@ def stderr_for_analyst(result: dict[str, Any]) -> str:
     lost = (result.get("namespace") or {}).get("unpicklable") or {}
     if lost:
         names = ", ".join(f"{name} ({why.split(':')[0]})" for name, why in sorted(lost.items()))
-        parts.append(f"Note: these variables could not be kept for the next step and must be rebuilt: {names}")
+        # True on both kinds of Job_B: a warm process still holds them, a new process (a restart, every
+        # Databricks run) does not.
+        parts.append(f"Note: these variables cannot be pickled, so the namespace snapshot does not keep them; "
+                     f"if a later step finds them undefined (a new executor process), rebuild them: {names}")
     return "\n".join(p for p in parts if p)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 import signal
 import sys
@@ -28,7 +27,9 @@ from ..executor.result import (
     result_volume_path,
     write_json_atomic,
 )
+from .process import CappedBuffer, kill_group, scrubbed_env
 from .volume import LocalVolumeStore
+from .warm import POOL, WARM_SUPPORTED, BlockRun
 
 SubLm = Callable[[str], Awaitable[str]]
 
@@ -43,10 +44,6 @@ class SubLmAnswer(str):
         answer.tokens = tokens
         return answer
 
-# Where ``reference_agent`` is importable from: the child gets only this on PYTHONPATH.
-_PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
-# Only these variables reach analyst code: no *_KEY, *_TOKEN, GOOGLE_*, DATABRICKS_*.
-_PASSED_ENV = ("PATH", "LANG")
 _BRIDGE_LINE_LIMIT = 256 * 1024 * 1024  # one request line may carry a large context slice
 
 
@@ -76,29 +73,6 @@ class JobOutcome:
 @runtime_checkable
 class JobRunner(Protocol):
     async def run(self, request: JobRequest, *, sub_lm: SubLm) -> JobOutcome: ...
-
-
-class _CappedBuffer:
-    """Head of a pipe up to ``cap`` bytes plus a byte count; survives a cancelled drain."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap = max(0, cap)
-        self.head = bytearray()
-        self.total = 0
-
-    async def drain(self, stream: asyncio.StreamReader) -> None:
-        while chunk := await stream.read(65536):
-            self.total += len(chunk)
-            room = self.cap - len(self.head)
-            if room > 0:
-                self.head += chunk[:room]
-
-    def text(self) -> str:
-        return bytes(self.head).decode("utf-8", errors="replace")
-
-    @property
-    def truncated(self) -> bool:
-        return self.total > len(self.head)
 
 
 class LmBridge:
@@ -212,25 +186,6 @@ class _BridgeError(Exception):
     pass
 
 
-def _scrubbed_env(workdir: str) -> dict[str, str]:
-    env = {name: os.environ[name] for name in _PASSED_ENV if name in os.environ}
-    env.setdefault("PATH", os.defpath)
-    env.setdefault("LANG", "C.UTF-8")
-    env["HOME"] = workdir
-    env["PYTHONPATH"] = _PACKAGE_PARENT
-    # Fixed hash seed: set iteration order (and so printed output) repeats between record and replay.
-    env["PYTHONHASHSEED"] = os.environ.get("PYTHONHASHSEED") or "0"
-    env["PYTHONIOENCODING"] = "utf-8"
-    return env
-
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 def _read_result(path: Path) -> dict[str, Any] | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -242,21 +197,37 @@ def _read_result(path: Path) -> dict[str, Any] | None:
 
 
 class LocalJobRunner:
-    """Job_B as a subprocess: own process group, private temp cwd, scrubbed environment, hard timeout."""
+    """Job_B as a local process: own process group, private temp cwd, scrubbed environment, hard timeout.
 
-    def __init__(self, volume: LocalVolumeStore, python: str = sys.executable, *, grace_s: float = 5.0) -> None:
+    A request that names a namespace snapshot (a session's REPL) runs in that
+    session's warm process (``warm.py``) when ``warm`` is on; any other request,
+    or one the pool cannot take, runs in a one-shot process. Both leave the same
+    result JSON and snapshot.
+    """
+
+    def __init__(self, volume: LocalVolumeStore, python: str = sys.executable, *, grace_s: float = 5.0,
+                 warm: bool = True, idle_s: float = 300.0, max_warm: int = 4) -> None:
         # The hard limit must leave the executor time to act on its own two-stage soft timeout.
         if grace_s <= EXECUTOR_TIMEOUT_GRACE_S:
             raise ValueError(f"grace_s must exceed the executor's own grace of {EXECUTOR_TIMEOUT_GRACE_S} s")
         self.volume = volume
         self.python = python
         self.grace_s = grace_s
+        self.warm = warm and WARM_SUPPORTED and max_warm > 0
+        self.idle_s = idle_s
+        self.max_warm = max_warm
+        self._warm_keys: set[str] = set()
 
     def _local(self, volume_path: str) -> Path:
         local = self.volume.local_path(volume_path)
         if local is None:
             raise ValueError(f"{volume_path!r} has no local file; LocalJobRunner needs a local volume")
         return local
+
+    def close(self) -> None:
+        """Stop this runner's warm processes (the pool also stops them when idle, and at exit)."""
+        POOL.close(self._warm_keys)
+        self._warm_keys.clear()
 
     async def run(self, request: JobRequest, *, sub_lm: SubLm) -> JobOutcome:
         artifact = self._local(request.artifact_path)
@@ -267,75 +238,37 @@ class LocalJobRunner:
 
         bridge = LmBridge(sub_lm, max_calls=request.max_sublm_calls, max_tokens=request.max_sublm_tokens)
         address = await bridge.start()
-        workdir = tempfile.mkdtemp(prefix="rlm-jobb-")
-        argv = [
-            self.python, "-s", "-m", "reference_agent.executor",
-            "--artifact-path", str(artifact),
-            "--run-id", request.run_id,
-            "--iteration", str(request.iteration),
-            "--lm-address", address,
-            "--timeout", repr(float(request.timeout_s)),
-            "--output-cap", str(request.output_cap_bytes),
-            "--max-sublm-calls", str(request.max_sublm_calls),
-        ]
-        if request.context_path:
-            argv += ["--context-path", str(self._local(request.context_path))]
-        if request.namespace_path:
-            argv += ["--namespace-path", str(self._local(request.namespace_path))]
-        out, err = _CappedBuffer(request.output_cap_bytes), _CappedBuffer(request.output_cap_bytes)
+        argv = self._executor_argv(request, artifact, address)
         started = time.perf_counter()
-        hard_timeout = False
-        proc: asyncio.subprocess.Process | None = None
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                cwd=workdir,
-                env=_scrubbed_env(workdir),
-                start_new_session=True,
-            )
-            assert proc.stdout is not None and proc.stderr is not None
-            drains = [asyncio.create_task(out.drain(proc.stdout)), asyncio.create_task(err.drain(proc.stderr))]
-            try:
-                await asyncio.wait_for(proc.wait(), timeout=request.timeout_s + self.grace_s)
-            except asyncio.TimeoutError:
-                hard_timeout = True
-                _kill_group(proc.pid)
-                await proc.wait()
-            # Whatever the code started in its group goes too; it could hold the pipes open.
-            _kill_group(proc.pid)
-            _, pending = await asyncio.wait(drains, timeout=2.0)
-            for task in pending:
-                task.cancel()
-        except BaseException:
-            if proc is not None and proc.returncode is None:
-                _kill_group(proc.pid)
-            raise
+            ran = None
+            if self.warm and request.namespace_path:
+                ran = await self._run_warm(argv, request, key=f"{self.python}\0{self._local(request.namespace_path)}")
+            if ran is None:
+                ran = await self._run_one_shot(argv, request)
         finally:
             await bridge.close()
-            shutil.rmtree(workdir, ignore_errors=True)
-
         duration = round(time.perf_counter() - started, 6)
-        returncode = proc.returncode
+
+        returncode = ran.returncode
         result = _read_result(result_path)
         if result is not None:
-            state = "TIMEDOUT" if hard_timeout else ("SUCCESS" if returncode == 0 else "FAILED")
+            state = "TIMEDOUT" if ran.hard_timeout else ("SUCCESS" if returncode == 0 else "FAILED")
             return JobOutcome(result_path_v, None, state, f"Job_B finished (exit {returncode}); code status {result['status']}")
 
         result = new_result(run_id=request.run_id, iteration=request.iteration, artifact_path=str(artifact))
         result["written_by"] = "runner"
         result["duration_s"] = duration
         result["sublm_calls"] = bridge.calls
-        for name, buffer in (("stdout", out), ("stderr", err)):
+        result["executor_process"] = {"mode": ran.mode, "blocks": ran.blocks}
+        for name, buffer in (("stdout", ran.stdout), ("stderr", ran.stderr)):
             result[name], result[f"{name}_bytes"], result[f"{name}_truncated"] = buffer.text(), buffer.total, buffer.truncated
         try:
             result["has_final_call"] = has_final_call(artifact.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError):
             pass
         limit = request.timeout_s + self.grace_s
-        if hard_timeout:
+        if ran.hard_timeout:
             state = "TIMEDOUT"
             result.update(status="timeout", exit_code=None, signal=int(signal.SIGKILL))
             message = f"Job_B exceeded the hard limit of {limit:g} s (timeout {request.timeout_s:g} s + grace {self.grace_s:g} s) and was killed"
@@ -357,3 +290,75 @@ class LocalJobRunner:
             result["error"] = {"type": "Exit", "message": message, "traceback": None}
         write_json_atomic(result_path, result)
         return JobOutcome(result_path_v, None, state, message)
+
+    def _executor_argv(self, request: JobRequest, artifact: Path, address: str) -> list[str]:
+        """The executor's arguments: the command line of a one-shot run, the request line of a warm one."""
+        argv = [
+            "--artifact-path", str(artifact),
+            "--run-id", request.run_id,
+            "--iteration", str(request.iteration),
+            "--lm-address", address,
+            "--timeout", repr(float(request.timeout_s)),
+            "--output-cap", str(request.output_cap_bytes),
+            "--max-sublm-calls", str(request.max_sublm_calls),
+        ]
+        if request.context_path:
+            argv += ["--context-path", str(self._local(request.context_path))]
+        if request.namespace_path:
+            argv += ["--namespace-path", str(self._local(request.namespace_path))]
+        return argv
+
+    async def _run_warm(self, argv: list[str], request: JobRequest, *, key: str) -> BlockRun | None:
+        """The block in the session's warm process; None when the pool has none to give (run one-shot)."""
+        for _ in range(2):  # a worker that left while idle is only found out when written to: one retry
+            worker = POOL.acquire(key, python=self.python, idle_s=self.idle_s, max_size=self.max_warm)
+            if worker is None:
+                return None
+            self._warm_keys.add(key)
+            ran, keep = None, False
+            try:
+                ran = await worker.run_block(argv, output_cap=request.output_cap_bytes,
+                                             hard_limit_s=request.timeout_s + self.grace_s)
+                keep = not ran.hard_timeout and worker.alive
+            except BrokenPipeError:
+                continue
+            finally:
+                POOL.release(key, worker, keep=keep)
+            return ran
+        return None
+
+    async def _run_one_shot(self, argv: list[str], request: JobRequest) -> BlockRun:
+        out, err = CappedBuffer(request.output_cap_bytes), CappedBuffer(request.output_cap_bytes)
+        workdir = tempfile.mkdtemp(prefix="rlm-jobb-")
+        hard_timeout = False
+        proc: asyncio.subprocess.Process | None = None
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                self.python, "-s", "-m", "reference_agent.executor", *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=workdir,
+                env=scrubbed_env(workdir),
+                start_new_session=True,
+            )
+            assert proc.stdout is not None and proc.stderr is not None
+            drains = [asyncio.create_task(out.drain(proc.stdout)), asyncio.create_task(err.drain(proc.stderr))]
+            try:
+                await asyncio.wait_for(proc.wait(), timeout=request.timeout_s + self.grace_s)
+            except asyncio.TimeoutError:
+                hard_timeout = True
+                kill_group(proc.pid)
+                await proc.wait()
+            # Whatever the code started in its group goes too; it could hold the pipes open.
+            kill_group(proc.pid)
+            _, pending = await asyncio.wait(drains, timeout=2.0)
+            for task in pending:
+                task.cancel()
+        except BaseException:
+            if proc is not None and proc.returncode is None:
+                kill_group(proc.pid)
+            raise
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        return BlockRun(proc.returncode, hard_timeout, out, err, mode="one-shot")

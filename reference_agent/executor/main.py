@@ -23,7 +23,7 @@ from typing import Any, Callable
 from .capture import CappedStream
 from .final import has_final_call
 from .lm_client import LmClient
-from .namespace import SnapshotReport, load_snapshot, save_snapshot
+from .namespace import LiveNamespace, SnapshotReport, load_snapshot, save_snapshot
 from .repl import RESERVED_NAMES, Repl
 from .result import (
     EXECUTOR_TIMEOUT_GRACE_S,
@@ -177,7 +177,13 @@ def _lm_client(args: argparse.Namespace) -> Any:
     return LmClient(args.lm_address, max_calls=args.max_sublm_calls)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, live: LiveNamespace | None = None) -> int:
+    """Run one block and write its result JSON; 0, or 2 if the result could not be written.
+
+    ``live`` is a warm executor's memory between blocks (``worker.py``): the
+    namespace the last block left is reused instead of the snapshot while the
+    snapshot on disk is still the one it wrote. A one-shot run passes None.
+    """
     artifact = Path(args.artifact_path)
     filename = str(artifact)
     result_path = artifact.parent / result_filename(args.run_id, args.iteration)
@@ -186,6 +192,7 @@ def run(args: argparse.Namespace) -> int:
     stderr = CappedStream(args.output_cap)
     lm = _lm_client(args)
     repl: Repl | None = None
+    kept: dict[str, Any] | None = None  # the namespace a warm process carried over from its last block
     started = time.perf_counter()
     written = threading.Lock()
     snapshot = SnapshotReport()
@@ -207,7 +214,11 @@ def run(args: argparse.Namespace) -> int:
             result["final_error"] = repl.final_error
         result["sublm_calls"] = list(lm.calls)
         result["namespace"] = {"kept": snapshot.kept, "unpicklable": snapshot.unpicklable,
-                               "restored": snapshot.restored, "restore_error": snapshot.restore_error}
+                               "restored": snapshot.restored, "restore_error": snapshot.restore_error,
+                               "source": snapshot.source,
+                               "held_in_process": snapshot.held_in_process if live is not None else []}
+        result["executor_process"] = {"mode": "warm" if live is not None else "one-shot",
+                                      "blocks": live.blocks if live is not None else 1}
         write_json_atomic(result_path, result)
 
     def on_stuck() -> None:
@@ -226,8 +237,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         code = artifact.read_text(encoding="utf-8")
         result["has_final_call"] = has_final_call(code)
-        repl = Repl(context=load_context(args.context_path), lm=lm)
-        if args.namespace_path:
+        kept = live.take(Path(args.namespace_path)) if live is not None and args.namespace_path else None
+        repl = Repl(context=load_context(args.context_path), lm=lm, namespace=kept)
+        if kept is not None:
+            snapshot.source = "process"
+            snapshot.restored = sorted(n for n in kept if not n.startswith("__") and n not in RESERVED_NAMES)
+        elif args.namespace_path:
             load_snapshot(Path(args.namespace_path), repl.namespace, snapshot)
             repl.restore_reserved()
         sys.stdout, sys.stderr, sys.stdin = stdout, stderr, io.StringIO("")
@@ -253,11 +268,17 @@ def run(args: argparse.Namespace) -> int:
         status, exit_code = "timeout", None
         error = error or {"type": "ExecutionTimeout", "message": f"execution exceeded the {args.timeout:g} s timeout", "traceback": None}
     lm.close()
+    # A timed-out block's half-made changes are dropped, from the snapshot and the warm memory alike.
     if args.namespace_path and repl is not None and status != "timeout":
         try:
-            save_snapshot(Path(args.namespace_path), repl.namespace, RESERVED_NAMES, snapshot)
+            save_snapshot(Path(args.namespace_path), repl.namespace, RESERVED_NAMES, snapshot,
+                          known_unpicklable=live.unpicklable if kept is not None else None)
         except OSError as exc:
             snapshot.restore_error = f"namespace snapshot could not be saved: {exc}"
+        if live is not None:
+            live.keep(Path(args.namespace_path), repl.namespace, snapshot)
+    elif live is not None:
+        live.forget()
     try:
         finish(status, exit_code, error)
     except OSError as exc:

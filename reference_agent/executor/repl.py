@@ -18,7 +18,8 @@ RESERVED_NAMES: tuple[str, ...] = ("context", "llm_query", "llm_query_batched", 
 
 
 class Repl:
-    def __init__(self, *, context: Any = None, lm: LmClient | None = None) -> None:
+    def __init__(self, *, context: Any = None, lm: LmClient | None = None,
+                 namespace: dict[str, Any] | None = None) -> None:
         self.lm = lm if lm is not None else LmClient(None, max_calls=0)
         self.final_answer: str | None = None
         self.final_var: str | None = None
@@ -30,7 +31,9 @@ class Repl:
             "FINAL": self.FINAL,
             "FINAL_VAR": self.FINAL_VAR,
         }
-        self.namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
+        # A warm executor hands in the namespace its previous block left; otherwise a new one.
+        self.namespace: dict[str, Any] = namespace if namespace is not None else {
+            "__name__": "__main__", "__builtins__": __builtins__}
         self.namespace.update(self._reserved)
 
     # --- the surface executed code sees -------------------------------------------------

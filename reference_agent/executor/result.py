@@ -58,6 +58,8 @@ def new_result(*, run_id: str, iteration: int, artifact_path: str) -> dict[str, 
         "namespace": {"kept": [], "unpicklable": {}, "restored": [], "restore_error": None},
         # "executor" when Job_B wrote it, "runner" when the job runner had to.
         "written_by": "executor",
+        # {"mode": "one-shot" | "warm", "blocks": blocks the process has run, this one included}.
+        "executor_process": None,
     }
 
 

@@ -1,0 +1,87 @@
+"""What running Job_B as a local process takes, one-shot or warm: the child's environment, capped pipe
+capture, and killing what analyst code started."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+
+# Where ``reference_agent`` is importable from: the child gets only this on PYTHONPATH.
+PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
+# Only these variables reach analyst code: no *_KEY, *_TOKEN, GOOGLE_*, DATABRICKS_*.
+_PASSED_ENV = ("PATH", "LANG")
+
+
+def scrubbed_env(workdir: str) -> dict[str, str]:
+    env = {name: os.environ[name] for name in _PASSED_ENV if name in os.environ}
+    env.setdefault("PATH", os.defpath)
+    env.setdefault("LANG", "C.UTF-8")
+    env["HOME"] = workdir
+    env["PYTHONPATH"] = PACKAGE_PARENT
+    # Fixed hash seed: set iteration order (and so printed output) repeats between record and replay.
+    env["PYTHONHASHSEED"] = os.environ.get("PYTHONHASHSEED") or "0"
+    env["PYTHONIOENCODING"] = "utf-8"
+    return env
+
+
+class CappedBuffer:
+    """Head of a pipe up to ``cap`` bytes plus a byte count; survives a cancelled drain."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = max(0, cap)
+        self.head = bytearray()
+        self.total = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.cap - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+
+    async def drain(self, stream: asyncio.StreamReader) -> None:
+        while chunk := await stream.read(65536):
+            self.feed(chunk)
+
+    def text(self) -> str:
+        return bytes(self.head).decode("utf-8", errors="replace")
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > len(self.head)
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL the process group ``pid`` leads (Job_B runs with ``start_new_session``)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def kill_group_except(pgid: int, keep: int) -> list[int]:
+    """SIGKILL every process in group ``pgid`` but ``keep`` (Linux: read from /proc); returns the pids killed.
+
+    A one-shot run kills its whole group when the block ends; a warm worker must
+    outlive its blocks, so the processes its code started are picked out instead.
+    """
+    killed = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == keep:
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:  # gone meanwhile
+            continue
+        # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses, so split after the last ')'.
+        fields = stat[stat.rfind(b")") + 2:].split()
+        # Zombies (state Z) are dead already; their parent reaps them.
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
+            try:
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed.append(int(entry.name))
+            except (ProcessLookupError, PermissionError):
+                pass
+    return killed
