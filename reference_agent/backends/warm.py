@@ -84,7 +84,10 @@ def _read_reply(replies: IO[bytes], future: concurrent.futures.Future[bytes]) ->
         line = replies.readline()
     except (OSError, ValueError):
         line = b""
-    future.set_result(line)
+    try:
+        future.set_result(line)
+    except concurrent.futures.InvalidStateError:  # given up at the hard limit: nobody waits for it any more
+        pass
 
 
 def _reply_code(line: bytes) -> int | None:

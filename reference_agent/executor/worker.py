@@ -54,6 +54,8 @@ def _run_request(line: bytes, live: LiveNamespace) -> int:
         print(f"executor worker: bad request ({exc}): {line[:200]!r}", file=sys.stderr)
         return 2
     live.blocks += 1
+    # As a one-shot run sees them: code may read its own arguments (the bridge address is one).
+    sys.argv[1:] = argv
     return run(args, live)
 
 

@@ -1,4 +1,8 @@
-"""LocalJobRunner: Job_B as a subprocess, the LM bridge, and the results it writes when Job_B cannot."""
+"""LocalJobRunner: Job_B as a subprocess, the LM bridge, and the results it writes when Job_B cannot.
+
+Tests that take ``job_mode`` run twice: a one-shot process, and a session's warm process (a request with a
+namespace snapshot). Both must leave the same result; what only the warm process does is in test_warm_executor.py.
+"""
 
 from __future__ import annotations
 
@@ -37,6 +41,11 @@ def volume(tmp_path: Path) -> LocalVolumeStore:
     return LocalVolumeStore(tmp_path / "volume")
 
 
+@pytest.fixture(params=["one-shot", "warm"])
+def job_mode(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
 async def run_code(
     volume: LocalVolumeStore,
     code: str,
@@ -48,6 +57,7 @@ async def run_code(
     grace_s: float = 5.0,
     output_cap_bytes: int = 100_000,
     max_sublm_calls: int = 16,
+    mode: str = "one-shot",
 ) -> tuple[JobOutcome, dict[str, Any]]:
     artifact = volume.path("artifacts", f"agent_code_run1_iter{iteration}.py")
     volume.write_text(artifact, code)
@@ -55,7 +65,8 @@ async def run_code(
     if context is not None:
         context_path = volume.path("context", "data.json")
         volume.write_text(context_path, json.dumps(context))
-    runner: JobRunner = LocalJobRunner(volume, grace_s=grace_s)
+    runner = LocalJobRunner(volume, grace_s=grace_s)
+    assert isinstance(runner, JobRunner)
     request = JobRequest(
         artifact_path=artifact,
         run_id="run1",
@@ -64,23 +75,30 @@ async def run_code(
         timeout_s=timeout_s,
         output_cap_bytes=output_cap_bytes,
         max_sublm_calls=max_sublm_calls,
+        # A session's REPL snapshot: what sends the request to the session's warm process.
+        namespace_path=volume.path("artifacts", "namespace_run1.pkl") if mode == "warm" else None,
     )
-    outcome = await runner.run(request, sub_lm=sub_lm or FakeSubLm())
+    try:
+        outcome = await runner.run(request, sub_lm=sub_lm or FakeSubLm())
+    finally:
+        runner.close()
     assert outcome.result_json_path == volume.path("artifacts", f"result_run1_iter{iteration}.json")
-    return outcome, json.loads(volume.read_text(outcome.result_json_path))
+    result = json.loads(volume.read_text(outcome.result_json_path))
+    assert result["executor_process"] == {"mode": mode, "blocks": 1}
+    return outcome, result
 
 
-async def test_success_with_context(volume: LocalVolumeStore) -> None:
-    outcome, result = await run_code(volume, "print(context['q'])\nFINAL(context['q'].upper())\n", context={"q": "hi"})
+async def test_success_with_context(volume: LocalVolumeStore, job_mode: str) -> None:
+    outcome, result = await run_code(volume, "print(context['q'])\nFINAL(context['q'].upper())\n", context={"q": "hi"}, mode=job_mode)
     assert outcome.runner_state == "SUCCESS" and outcome.run_url is None
     assert result["status"] == "success" and result["stdout"] == "hi\n"
     assert result["final_answer"] == "HI" and result["written_by"] == "executor"
 
 
-async def test_llm_query_and_batched_calls_go_through_the_bridge_concurrently(volume: LocalVolumeStore) -> None:
+async def test_llm_query_and_batched_calls_go_through_the_bridge_concurrently(volume: LocalVolumeStore, job_mode: str) -> None:
     sub_lm = FakeSubLm(delay=0.3)
     code = "one = llm_query('single')\nmany = llm_query_batched([f'p{i}' for i in range(5)])\nprint(one)\nprint(many)\n"
-    _, result = await run_code(volume, code, sub_lm)
+    _, result = await run_code(volume, code, sub_lm, mode=job_mode)
     assert result["status"] == "success", result["error"]
     assert result["stdout"] == "answer:single\n" + str([f"answer:p{i}" for i in range(5)]) + "\n"
 
@@ -98,9 +116,9 @@ async def test_llm_query_and_batched_calls_go_through_the_bridge_concurrently(vo
     assert calls[1]["latency_s"] < 2 * 0.3  # one batch costs about one call, not five
 
 
-async def test_llm_query_failure_surfaces_as_an_error(volume: LocalVolumeStore) -> None:
+async def test_llm_query_failure_surfaces_as_an_error(volume: LocalVolumeStore, job_mode: str) -> None:
     code = "print('before')\nllm_query_batched(['ok', 'bad one'])\nprint('after')\n"
-    _, result = await run_code(volume, code, FakeSubLm(fail_on="bad"))
+    _, result = await run_code(volume, code, FakeSubLm(fail_on="bad"), mode=job_mode)
     assert result["status"] == "error"
     assert result["stdout"] == "before\n"
     assert result["error"]["type"] == "SubLmError"
@@ -108,16 +126,16 @@ async def test_llm_query_failure_surfaces_as_an_error(volume: LocalVolumeStore) 
     assert all(c["error"] for c in result["sublm_calls"])
 
 
-async def test_sublm_budget_exceeded(volume: LocalVolumeStore) -> None:
+async def test_sublm_budget_exceeded(volume: LocalVolumeStore, job_mode: str) -> None:
     code = "llm_query('a')\nllm_query_batched(['b', 'c'])\nllm_query('d')\n"
-    _, result = await run_code(volume, code, max_sublm_calls=3)
+    _, result = await run_code(volume, code, max_sublm_calls=3, mode=job_mode)
     assert result["status"] == "error"
     assert result["error"]["type"] == "SubLmBudgetExceeded"
     assert "at most 3" in result["error"]["message"]
     assert len(result["sublm_calls"]) == 3
 
 
-async def test_bridge_enforces_the_budget_even_when_code_bypasses_the_client(volume: LocalVolumeStore) -> None:
+async def test_bridge_enforces_the_budget_even_when_code_bypasses_the_client(volume: LocalVolumeStore, job_mode: str) -> None:
     code = (
         "import json, socket, sys\n"
         "host, port = sys.argv[sys.argv.index('--lm-address') + 1].split(':')\n"
@@ -125,16 +143,16 @@ async def test_bridge_enforces_the_budget_even_when_code_bypasses_the_client(vol
         "s.sendall(json.dumps({'id': 1, 'prompts': ['x'] * 5}).encode() + b'\\n')\n"
         "print(s.makefile().readline())\n"
     )
-    _, result = await run_code(volume, code, max_sublm_calls=2)
+    _, result = await run_code(volume, code, max_sublm_calls=2, mode=job_mode)
     assert "budget exceeded" in json.loads(result["stdout"])["error"]
 
 
-async def test_environment_is_scrubbed(volume: LocalVolumeStore, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_environment_is_scrubbed(volume: LocalVolumeStore, job_mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GEMINI_API_KEY", "fake-gemini-key")
     monkeypatch.setenv("DATABRICKS_TOKEN", "fake-databricks-token")
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "fake-project")
     code = "import json, os\nprint(json.dumps({'env': dict(os.environ), 'cwd': os.getcwd()}))\n"
-    _, result = await run_code(volume, code)
+    _, result = await run_code(volume, code, mode=job_mode)
     seen = json.loads(result["stdout"])
     env = seen["env"]
     assert "fake-gemini-key" not in result["stdout"] and "fake-databricks-token" not in result["stdout"]
@@ -144,11 +162,11 @@ async def test_environment_is_scrubbed(volume: LocalVolumeStore, monkeypatch: py
     assert not Path(seen["cwd"]).exists()  # the private working directory is removed afterwards
 
 
-async def test_os_exit_gets_a_runner_written_result(volume: LocalVolumeStore) -> None:
+async def test_os_exit_gets_a_runner_written_result(volume: LocalVolumeStore, job_mode: str) -> None:
     stale = volume.path("artifacts", "result_run1_iter1.json")
     volume.write_text(stale, json.dumps({"status": "success", "stdout": "stale"}))
     code = "import os, sys\nsys.__stderr__.write('dying\\n'); sys.__stderr__.flush()\nos._exit(1)\n"
-    outcome, result = await run_code(volume, code)
+    outcome, result = await run_code(volume, code, mode=job_mode)
     assert outcome.runner_state == "FAILED"
     assert result["written_by"] == "runner"
     assert result["status"] == "exit" and result["exit_code"] == 1
@@ -156,35 +174,35 @@ async def test_os_exit_gets_a_runner_written_result(volume: LocalVolumeStore) ->
     assert result["has_final_call"] is False
 
 
-async def test_killed_by_a_signal(volume: LocalVolumeStore) -> None:
+async def test_killed_by_a_signal(volume: LocalVolumeStore, job_mode: str) -> None:
     code = "import os\nos.kill(os.getpid(), 9)\n"
-    outcome, result = await run_code(volume, code)
+    outcome, result = await run_code(volume, code, mode=job_mode)
     assert outcome.runner_state == "FAILED"
     assert result["status"] == "killed"
     assert result["signal"] == 9 and result["exit_code"] == -9
     assert "SIGKILL" in result["error"]["message"]
 
 
-async def test_hard_timeout_kills_code_that_disarms_the_soft_one(volume: LocalVolumeStore) -> None:
+async def test_hard_timeout_kills_code_that_disarms_the_soft_one(volume: LocalVolumeStore, job_mode: str) -> None:
     code = "import signal, time\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True:\n    time.sleep(0.05)\n"
     started = time.perf_counter()
-    outcome, result = await run_code(volume, code, timeout_s=0.3, grace_s=1.2)
+    outcome, result = await run_code(volume, code, timeout_s=0.3, grace_s=1.2, mode=job_mode)
     assert time.perf_counter() - started < 5
     assert outcome.runner_state == "TIMEDOUT"
     assert result["status"] == "timeout" and result["written_by"] == "runner"
     assert result["error"]["type"] == "HardTimeout"
 
 
-async def test_soft_timeout_keeps_partial_output(volume: LocalVolumeStore) -> None:
-    outcome, result = await run_code(volume, "print('partial')\nwhile True:\n    pass\n", timeout_s=0.4)
+async def test_soft_timeout_keeps_partial_output(volume: LocalVolumeStore, job_mode: str) -> None:
+    outcome, result = await run_code(volume, "print('partial')\nwhile True:\n    pass\n", timeout_s=0.4, mode=job_mode)
     assert outcome.runner_state == "SUCCESS"
     assert result["status"] == "timeout" and result["stdout"] == "partial\n"
 
 
-async def test_ten_megabytes_on_the_raw_pipes_are_drained_with_caps(volume: LocalVolumeStore) -> None:
+async def test_ten_megabytes_on_the_raw_pipes_are_drained_with_caps(volume: LocalVolumeStore, job_mode: str) -> None:
     # Straight to fd 1 and 2, past the in-process capture: only the runner's drain sees it.
     code = "import os\nblock = b'y' * 1_000_000\nfor _ in range(10):\n    os.write(1, block)\n    os.write(2, block)\nos._exit(4)\n"
-    _, result = await run_code(volume, code, output_cap_bytes=2048)
+    _, result = await run_code(volume, code, output_cap_bytes=2048, mode=job_mode)
     assert result["status"] == "exit" and result["exit_code"] == 4
     for stream in ("stdout", "stderr"):
         assert result[f"{stream}_bytes"] == 10_000_000

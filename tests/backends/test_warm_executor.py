@@ -1,0 +1,275 @@
+"""A session's warm Job_B process: what it keeps between blocks, when it gives way to the snapshot, and that
+it never outlives its use (blocks' children, idle time, the pool's cap, its runner, the host process)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reference_agent.backends.jobs import JobRequest, LocalJobRunner
+from reference_agent.backends.volume import LocalVolumeStore
+from reference_agent.backends.warm import POOL, WARM_SUPPORTED
+
+pytestmark = pytest.mark.skipif(not WARM_SUPPORTED, reason="warm Job_B processes need Linux /proc")
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+async def _no_sub_lm(prompt: str) -> str:
+    raise AssertionError("these blocks make no sub-LM calls")
+
+
+class Session:
+    """One session's blocks through one runner: run(code) -> the result JSON."""
+
+    def __init__(self, volume: LocalVolumeStore, runner: LocalJobRunner, run_id: str = "s1") -> None:
+        self.volume, self.runner, self.run_id = volume, runner, run_id
+        self.iteration = 0
+
+    @property
+    def snapshot(self) -> Path:
+        local = self.volume.local_path(self.volume.path("artifacts", f"namespace_{self.run_id}.pkl"))
+        assert local is not None
+        return local
+
+    async def run(self, code: str, *, timeout_s: float = 10.0, context: Any = None) -> dict[str, Any]:
+        self.iteration += 1
+        artifact = self.volume.path("artifacts", f"code_{self.run_id}_{self.iteration}.py")
+        self.volume.write_text(artifact, code)
+        context_path = None
+        if context is not None:
+            context_path = self.volume.path("context", f"{self.run_id}_{self.iteration}.json")
+            self.volume.write_text(context_path, json.dumps(context))
+        request = JobRequest(artifact_path=artifact, run_id=self.run_id, iteration=self.iteration,
+                             context_path=context_path, timeout_s=timeout_s,
+                             namespace_path=self.volume.path("artifacts", f"namespace_{self.run_id}.pkl"))
+        outcome = await self.runner.run(request, sub_lm=_no_sub_lm)
+        return json.loads(self.volume.read_text(outcome.result_json_path))
+
+
+@pytest.fixture
+def volume(tmp_path: Path) -> LocalVolumeStore:
+    return LocalVolumeStore(tmp_path / "volume")
+
+
+@pytest.fixture
+def runner(volume: LocalVolumeStore):
+    runner = LocalJobRunner(volume, grace_s=1.5)
+    yield runner
+    runner.close()
+
+
+def _gone(pid: int) -> bool:
+    """No such process, or only a zombie waiting to be reaped."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return True
+    return stat[stat.rfind(b")") + 2:].split()[0] == b"Z"
+
+
+def _wait_gone(pid: int, within_s: float = 5.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        if _gone(pid):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+async def test_a_lambda_and_a_socket_live_on_in_the_warm_process(volume, runner) -> None:
+    session = Session(volume, runner)
+    first = await session.run("import socket\nscale = lambda x: x * 10\nconn = socket.socket()\nbase = 4\n")
+    second = await session.run("print(scale(base), conn.fileno() > 0)\nFINAL(scale(base))\n")
+
+    assert first["executor_process"] == {"mode": "warm", "blocks": 1}
+    assert second["executor_process"] == {"mode": "warm", "blocks": 2}
+    assert second["stdout"] == "40 True\n" and second["final_answer"] == "40"
+    assert second["namespace"]["source"] == "process"
+    assert second["namespace"]["restored"] == ["base", "conn", "scale", "socket"]
+    # Named once, by the block that made them (as on a one-shot run), and still held after that.
+    assert set(first["namespace"]["unpicklable"]) == {"scale", "conn"}
+    assert second["namespace"]["unpicklable"] == {}
+    assert second["namespace"]["held_in_process"] == ["conn", "scale"]
+    # The snapshot keeps what it can, for a process that starts afresh.
+    assert set(pickle.loads(session.snapshot.read_bytes())) == {"base", "socket"}
+
+
+async def test_a_one_shot_run_has_only_the_snapshot(volume) -> None:
+    session = Session(volume, LocalJobRunner(volume, warm=False))
+    first = await session.run("scale = lambda x: x * 10\nbase = 4\n")
+    second = await session.run("print(base, 'scale' in globals())\n")
+    assert first["executor_process"] == second["executor_process"] == {"mode": "one-shot", "blocks": 1}
+    assert second["stdout"] == "4 False\n"
+    assert second["namespace"]["source"] == "snapshot"
+
+
+async def test_reserved_names_are_restored_and_context_is_each_blocks_own(volume, runner) -> None:
+    session = Session(volume, runner)
+    await session.run("context = 'mine'\nFINAL = None\nllm_query = 1\nx = 5\n", context={"n": 1})
+    second = await session.run("print(context)\nFINAL(x)\n", context={"n": 2})
+    assert second["stdout"] == "{'n': 2}\n" and second["final_answer"] == "5"
+    assert second["executor_process"]["blocks"] == 2
+
+
+async def test_a_snapshot_replaced_by_someone_else_wins_over_the_memory(volume, runner) -> None:
+    session = Session(volume, runner)
+    await session.run("x = 1\nf = lambda: 'live'\n")
+    session.snapshot.write_bytes(pickle.dumps({"x": 99}))  # e.g. a Databricks run of the same session
+    second = await session.run("print(x, 'f' in globals())\n")
+    assert second["stdout"] == "99 False\n"
+    assert second["namespace"]["source"] == "snapshot"
+    assert second["executor_process"]["blocks"] == 2  # same process, its memory set aside
+
+    session.snapshot.unlink()  # the session's volume folder was cleaned
+    third = await session.run("print('x' in globals())\n")
+    assert third["stdout"] == "False\n" and third["namespace"]["source"] == "new"
+
+
+async def test_a_dead_worker_is_replaced_and_the_snapshot_carries_on(volume, runner) -> None:
+    session = Session(volume, runner)
+    first = await session.run("import os\nx = 1\nf = lambda: 0\nprint(os.getpid())\n")
+    died = await session.run("import os\nos._exit(3)\n")
+    assert died["status"] == "exit" and died["exit_code"] == 3 and died["written_by"] == "runner"
+    assert died["executor_process"] == {"mode": "warm", "blocks": 2}
+    assert _wait_gone(int(first["stdout"]))
+
+    after = await session.run("print(x, 'f' in globals())\n")
+    assert after["stdout"] == "1 False\n"
+    assert after["executor_process"] == {"mode": "warm", "blocks": 1}  # a new process
+    assert after["namespace"]["source"] == "snapshot"
+
+
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "one-shot"])
+async def test_a_timed_out_blocks_changes_are_dropped_on_both_kinds_of_run(volume, warm: bool) -> None:
+    runner = LocalJobRunner(volume, grace_s=1.5, warm=warm)
+    try:
+        session = Session(volume, runner)
+        await session.run("x = 1\n")
+        timed_out = await session.run("x = 2\ny = 3\nwhile True:\n    pass\n", timeout_s=0.3)
+        assert timed_out["status"] == "timeout"
+        after = await session.run("print(x, 'y' in globals())\n")
+    finally:
+        runner.close()
+    assert after["stdout"] == "1 False\n"
+    assert after["executor_process"]["blocks"] == (3 if warm else 1)  # the warm process survived it
+
+
+async def test_a_hard_timeout_kills_the_worker_and_the_next_block_starts_afresh(volume, runner) -> None:
+    session = Session(volume, runner)
+    await session.run("x = 7\n")
+    stuck = await session.run("import signal, time\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
+                              "while True:\n    time.sleep(0.05)\n", timeout_s=0.3)
+    assert stuck["status"] == "timeout" and stuck["error"]["type"] == "HardTimeout"
+    after = await session.run("print(x)\n")
+    assert after["stdout"] == "7\n" and after["executor_process"]["blocks"] == 1
+
+
+async def test_processes_a_block_started_are_killed_and_the_worker_lives_on(volume, runner) -> None:
+    session = Session(volume, runner)
+    first = await session.run(
+        "import os, subprocess\nchild = subprocess.Popen(['sleep', '60'])\nprint(child.pid, os.getpid())\n")
+    child, worker = map(int, first["stdout"].split())
+    assert _wait_gone(child)
+    assert not _gone(worker)
+    second = await session.run("import os\nprint(os.getpid())\n")
+    assert int(second["stdout"]) == worker
+
+
+async def test_code_and_its_children_do_not_inherit_the_control_pipes(volume, runner, tmp_path: Path) -> None:
+    # os.system keeps every inheritable fd (subprocess.run would close them anyway): a `cat` child must not
+    # be able to eat the worker's next request.
+    listing = tmp_path / "fds.json"
+    lister = tmp_path / "list_fds.py"
+    lister.write_text(f"import json, os\njson.dump(os.listdir('/proc/self/fd'), open({str(listing)!r}, 'w'))\n")
+    await Session(volume, runner).run(f"import os, sys\nos.system(sys.executable + ' {lister}')\n")
+    assert sorted(int(fd) for fd in json.loads(listing.read_text())) == [0, 1, 2, 3]  # stdio and listdir's own
+
+
+async def test_the_pool_cap_evicts_the_least_recently_used_idle_worker(volume) -> None:
+    runner = LocalJobRunner(volume, max_warm=1)
+    try:
+        a, b = Session(volume, runner, "a"), Session(volume, runner, "b")
+        a_pid = int((await a.run("import os\nx = 'a'\nprint(os.getpid())\n"))["stdout"])
+        await b.run("y = 'b'\n")
+        assert _wait_gone(a_pid)
+        again = await a.run("print(x)\n")
+        assert again["stdout"] == "a\n"
+        assert again["executor_process"]["blocks"] == 1 and again["namespace"]["source"] == "snapshot"
+    finally:
+        runner.close()
+
+
+async def test_a_second_block_of_a_busy_session_runs_one_shot(volume, runner) -> None:
+    session = Session(volume, runner)
+    await session.run("x = 1\n")
+    other = Session(volume, runner)
+    other.iteration = 100
+    slow, quick = await asyncio.gather(session.run("import time\ntime.sleep(0.5)\n"), other.run("print(x)\n"))
+    assert slow["executor_process"]["mode"] == "warm"
+    assert quick["executor_process"]["mode"] == "one-shot" and quick["stdout"] == "1\n"
+
+
+async def test_an_idle_worker_leaves_by_itself(volume) -> None:
+    runner = LocalJobRunner(volume, idle_s=0.3)
+    try:
+        session = Session(volume, runner)
+        pid = int((await session.run("import os\nx = 2\nprint(os.getpid())\n"))["stdout"])
+        assert _wait_gone(pid, within_s=5)
+        after = await session.run("print(x)\n")
+        assert after["stdout"] == "2\n" and after["executor_process"]["blocks"] == 1
+    finally:
+        runner.close()
+
+
+def test_a_worker_serves_a_session_across_event_loops(volume, runner) -> None:
+    # The CLI and some hosts call asyncio.run per turn: the worker is not tied to a loop.
+    session = Session(volume, runner)
+    asyncio.run(session.run("x = 1\n"))
+    second = asyncio.run(session.run("print(x)\n"))
+    assert second["stdout"] == "1\n" and second["executor_process"]["blocks"] == 2
+
+
+async def test_closing_the_runner_stops_its_workers_and_removes_their_folders(volume) -> None:
+    runner = LocalJobRunner(volume)
+    result = await Session(volume, runner).run("import os\nprint(os.getpid(), os.getcwd())\n")
+    pid, cwd = result["stdout"].split()
+    runner.close()
+    assert _wait_gone(int(pid))
+    assert not Path(cwd).exists()
+    assert all(not key.endswith("namespace_s1.pkl") for key in POOL._workers)
+
+
+def test_a_worker_exits_when_its_host_dies_however_it_dies(tmp_path: Path) -> None:
+    host = textwrap.dedent(f"""
+        import asyncio, json, os, sys
+        sys.path.insert(0, {str(REPO)!r})
+        from reference_agent.backends.jobs import JobRequest, LocalJobRunner
+        from reference_agent.backends.volume import LocalVolumeStore
+
+        async def main():
+            volume = LocalVolumeStore({str(tmp_path / "volume")!r})
+            artifact = volume.path("artifacts", "code.py")
+            volume.write_text(artifact, "import os\\nprint(os.getpid())\\n")
+            request = JobRequest(artifact_path=artifact, run_id="s", iteration=1,
+                                 namespace_path=volume.path("artifacts", "namespace_s.pkl"))
+            outcome = await LocalJobRunner(volume).run(request, sub_lm=None)
+            print(json.loads(volume.read_text(outcome.result_json_path))["stdout"], flush=True)
+            os.kill(os.getpid(), 9)  # no atexit, no close: only the pipe's EOF tells the worker
+
+        asyncio.run(main())
+    """)
+    proc = subprocess.run([sys.executable, "-c", host], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == -9, proc.stderr
+    assert _wait_gone(int(proc.stdout.strip()), within_s=10)
