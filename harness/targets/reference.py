@@ -40,7 +40,9 @@ def executions_from_registry(registry: ArtifactRegistry, read_text) -> callable:
                 status=artifact.status, result_status=result.get("status"),
                 result_json_path=artifact.result_json_path, stdout_bytes=result.get("stdout_bytes"),
                 final_answer=result.get("final_answer"), sublm_calls=len(result.get("sublm_calls") or []),
-                metrics=iteration_metrics(result) if result else {},
+                # With how Job_B ran it: {"mode": "warm" | "one-shot", "blocks": n} (the report's process column).
+                metrics={**iteration_metrics(result), "executor_process": result.get("executor_process")}
+                if result else {},
             ))
         return records
 
