@@ -9,6 +9,9 @@
 * **start-up** — wall time of one ``LocalJobRunner.run`` of a block that does
   nothing (process start, executor imports, LM bridge, result JSON), against the
   floor of starting a bare ``python -c pass`` and the executor process on its own.
+* **warm block** — the same ``pass`` block as the next block of a session whose
+  warm process is already running (LM bridge, request, result JSON, namespace
+  snapshot; no process start), against the one-shot run above.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ QUICK_BATCH_CASES = ((4, 0.1),)
 STARTUP_RUNS = 10
 QUICK_STARTUP_RUNS = 3
 BATCH_LIMIT = 1.5  # x L
+WARM_LIMIT = 0.25  # a warm block costs at most this share of a one-shot run: it skips the interpreter's start
 
 
 def _batch_code(n: int) -> str:
@@ -44,12 +48,16 @@ def _batch_code(n: int) -> str:
     )
 
 
-async def _run_code(volume: Any, runner: Any, code: str, name: str, sub_lm: Any, max_calls: int = 64) -> tuple[dict, float]:
+async def _run_code(volume: Any, runner: Any, code: str, name: str, sub_lm: Any, max_calls: int = 64,
+                    session: str | None = None) -> tuple[dict, float]:
+    """One block; with ``session``, as a block of that session (its warm process, its namespace snapshot)."""
     from reference_agent.backends.jobs import JobRequest
 
     path = volume.path("artifacts", f"{name}.py")
     volume.write_text(path, code)
-    request = JobRequest(artifact_path=path, run_id=name, iteration=1, timeout_s=120.0, max_sublm_calls=max_calls)
+    namespace = volume.path("artifacts", f"namespace_{session}.pkl") if session else None
+    request = JobRequest(artifact_path=path, run_id=name, iteration=1, timeout_s=120.0, max_sublm_calls=max_calls,
+                         namespace_path=namespace)
     started = time.perf_counter()
     outcome = await runner.run(request, sub_lm=sub_lm)
     wall = time.perf_counter() - started
@@ -111,15 +119,21 @@ async def _startup(runs: int, home: Path) -> dict[str, list[float]]:
     path = volume.path("artifacts", "noop.py")
     volume.write_text(path, "pass\n")
     local = str(volume.local_path(path))
-    times: dict[str, list[float]] = {"runner": [], "executor_process": [], "bare_python": []}
+    times: dict[str, list[float]] = {"runner": [], "warm_block": [], "executor_process": [], "bare_python": []}
     await _run_code(volume, runner, "pass\n", "warmup", no_sub_lm)  # page cache, pyc
-    for i in range(runs):  # interleaved: a noisy second hits all three alike
+    await _run_code(volume, runner, "pass\n", "warm0", no_sub_lm, session="s")  # starts the session's process
+    for i in range(runs):  # interleaved: a noisy second hits all four alike
         _, wall = await _run_code(volume, runner, "pass\n", f"noop{i}", no_sub_lm)
         times["runner"].append(wall)
+        result, wall = await _run_code(volume, runner, "pass\n", f"warm{i + 1}", no_sub_lm, session="s")
+        if result.get("executor_process", {}).get("mode") != "warm":
+            raise RuntimeError(f"the warm block ran {result.get('executor_process')}: no warm process to measure")
+        times["warm_block"].append(wall)
         times["executor_process"].append(await _spawn(
             [sys.executable, "-s", "-m", "reference_agent.executor", "--artifact-path", local, "--run-id", f"p{i}",
              "--iteration", "1"], str(home)))
         times["bare_python"].append(await _spawn([sys.executable, "-s", "-c", "pass"], str(home)))
+    runner.close()
     return times
 
 
@@ -149,4 +163,9 @@ def run(quick: bool = False, results_dir: Path | None = None) -> BenchResult:
                     note=f"p90 {1000 * percentile(startup['runner'], 90):.0f} ms"))
     rows.append(Row("executor", "  executor process alone (python -s -m reference_agent.executor), median",
                     1000 * median(startup["executor_process"]), "ms", 1000 * floor, "bare python -c pass"))
+    one_shot = median(startup["runner"])
+    rows.append(Row("executor", "Job_B block in the session's warm process (LocalJobRunner.run of `pass`), median",
+                    1000 * median(startup["warm_block"]), "ms", 1000 * one_shot, "one-shot run of the same block",
+                    target=f"<= {WARM_LIMIT:g} x one-shot", met=median(startup["warm_block"]) <= WARM_LIMIT * one_shot,
+                    note=f"p90 {1000 * percentile(startup['warm_block'], 90):.0f} ms"))
     return result
