@@ -29,7 +29,7 @@ from ..executor.result import (
 )
 from .process import CappedBuffer, kill_group, scrubbed_env
 from .volume import LocalVolumeStore
-from .warm import POOL, WARM_SUPPORTED, BlockRun
+from .warm import POOL, WARM_SUPPORTED, BlockRun, WorkerGone
 
 SubLm = Callable[[str], Awaitable[str]]
 
@@ -310,7 +310,7 @@ class LocalJobRunner:
 
     async def _run_warm(self, argv: list[str], request: JobRequest, *, key: str) -> BlockRun | None:
         """The block in the session's warm process; None when the pool has none to give (run one-shot)."""
-        for _ in range(2):  # a worker that left while idle is only found out when written to: one retry
+        for _ in range(2):  # a worker that left while idle is found out only when it is sent a block: one retry
             worker = POOL.acquire(key, python=self.python, idle_s=self.idle_s, max_size=self.max_warm)
             if worker is None:
                 return None
@@ -320,7 +320,7 @@ class LocalJobRunner:
                 ran = await worker.run_block(argv, output_cap=request.output_cap_bytes,
                                              hard_limit_s=request.timeout_s + self.grace_s)
                 keep = not ran.hard_timeout and worker.alive
-            except BrokenPipeError:
+            except WorkerGone:
                 continue
             finally:
                 POOL.release(key, worker, keep=keep)

@@ -79,9 +79,18 @@ class _Tap:
         self._thread.join(timeout)
 
 
-def _read_reply(replies: IO[bytes], future: concurrent.futures.Future[bytes]) -> None:
+class WorkerGone(Exception):
+    """The worker was gone before it took the block (it left while idle): nothing ran, so retrying is safe."""
+
+
+_ACCEPTED = b'{"accepted": true}'
+
+
+def _read_reply(replies: IO[bytes], future: concurrent.futures.Future[bytes | None]) -> None:
+    """The block's answer line; None if the worker never accepted the block, b"" if it died running it."""
     try:
-        line = replies.readline()
+        first = replies.readline()
+        line = replies.readline() if first.strip() == _ACCEPTED else None
     except (OSError, ValueError):
         line = b""
     try:
@@ -141,13 +150,17 @@ class WarmExecutor:
     async def run_block(self, argv: list[str], *, output_cap: int, hard_limit_s: float) -> BlockRun:
         """Send one block (the one-shot executor's argv) and wait for its result, at most ``hard_limit_s``.
 
-        Raises ``BrokenPipeError`` if the worker was already gone: nothing ran, the caller may retry.
+        Raises ``WorkerGone`` if the worker left before it accepted the block (an idle worker may leave just
+        as a block is sent): nothing ran, the caller may retry on a new worker.
         """
         out = self._stdout.sink = CappedBuffer(output_cap)
         err = self._stderr.sink = CappedBuffer(output_cap)
-        reply: concurrent.futures.Future[bytes] = concurrent.futures.Future()
+        reply: concurrent.futures.Future[bytes | None] = concurrent.futures.Future()
         reader = threading.Thread(target=_read_reply, args=(self._replies, reply), daemon=True)
-        os.write(self._requests, json.dumps(argv).encode("utf-8") + b"\n")
+        try:
+            os.write(self._requests, json.dumps(argv).encode("utf-8") + b"\n")
+        except BrokenPipeError:
+            raise WorkerGone from None
         reader.start()
         self.blocks += 1
         hard_timeout = False
@@ -159,6 +172,9 @@ class WarmExecutor:
         except BaseException:  # cancelled: the block must not run on unattended
             self.kill()
             raise
+        if line is None:
+            await self._exit_code()
+            raise WorkerGone
         code = _reply_code(line)
         if code is not None:
             self._kill_strays()

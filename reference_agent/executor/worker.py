@@ -7,7 +7,8 @@ the same ``main.run`` (same result JSON, same namespace snapshot in the volume),
 but the namespace stays in memory, so the next block of the session skips the
 process start and the unpickling, and values a snapshot cannot hold (a lambda,
 a socket) live on while the process does. When the result is written the
-worker answers ``{"code": n}`` on fd W (n as the one-shot exit code would be).
+worker says ``{"accepted": true}`` on fd W when it takes a block and
+``{"code": n}`` when the block's result is written (n as the one-shot exit code would be).
 
 The host is ``reference_agent.backends.warm``. The worker exits at EOF on fd R
 (the host is gone) or after ``--idle-s`` seconds without a request. A block
@@ -66,6 +67,12 @@ def serve(request_fd: int, reply_fd: int, idle_s: float) -> int:
     live = LiveNamespace()
     pending = bytearray()
     while (line := _read_line(request_fd, pending, idle_s)) is not None:
+        # Said before the block runs: a host that gets EOF instead knows the block never ran here
+        # (the worker left while idle just as it was sent) and may send it to a new worker.
+        try:
+            os.write(reply_fd, b'{"accepted": true}\n')
+        except OSError:  # the host is gone
+            return 0
         code = _run_request(line, live)
         sys.stdout.flush()
         sys.stderr.flush()

@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import pickle
+import signal
 import subprocess
 import sys
 import textwrap
@@ -148,6 +149,20 @@ async def test_a_dead_worker_is_replaced_and_the_snapshot_carries_on(volume, run
     assert after["stdout"] == "1 False\n"
     assert after["executor_process"] == {"mode": "warm", "blocks": 1}  # a new process
     assert after["namespace"]["source"] == "snapshot"
+
+
+async def test_a_block_sent_to_a_worker_that_is_leaving_runs_once_on_a_new_one(volume, runner, tmp_path) -> None:
+    # The race of an idle worker leaving just as a block is sent: the request lands in the pipe, the worker
+    # goes without reading it. It never said "accepted", so the block is sent to a new worker, and runs once.
+    session = Session(volume, runner)
+    pid = int((await session.run("import os\nx = 1\nprint(os.getpid())\n"))["stdout"])
+    os.kill(pid, signal.SIGSTOP)
+    asyncio.get_running_loop().call_later(0.2, os.kill, pid, signal.SIGKILL)
+    ran = tmp_path / "ran.txt"
+    second = await session.run(f"open({str(ran)!r}, 'a').write('ran\\n')\nprint(x)\n")
+    assert second["status"] == "success" and second["stdout"] == "1\n"
+    assert second["executor_process"] == {"mode": "warm", "blocks": 1}
+    assert ran.read_text() == "ran\n"
 
 
 @pytest.mark.parametrize("warm", [True, False], ids=["warm", "one-shot"])
