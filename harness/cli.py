@@ -81,6 +81,9 @@ def _add_target(parser: argparse.ArgumentParser, *, modes: Sequence[str], defaul
                         help="local backend: run a session's Job_B blocks in one warm process that keeps the REPL "
                              "namespace in memory (the default), or each block in a one-shot process that gets it "
                              "from the snapshot alone, as every Databricks job run does")
+    parser.add_argument("--allow-drift", action="store_true",
+                        help="replay: accept model calls whose request differs from the recorded one (by default "
+                             "a stale cassette is an error naming the difference and the command to re-record)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (it is off anyway without a TTY)")
     parser.add_argument("--log-level", choices=LOG_LEVELS, default="error",
                         help="show log records of the target and libraries from this level on (default: %(default)s; "
@@ -205,7 +208,8 @@ def _options(args: argparse.Namespace, *, record: bool) -> RunOptions:
     profile = load_profile(args.profile) if args.profile is not None else None
     return RunOptions(target=args.target, llm_mode=LlmMode(args.llm_mode), record=record,
                       cassette_dir=Path(args.cassette_dir), session_service=args.session_service, profile=profile,
-                      backend=args.backend, databricks_live=args.databricks_live, executor=args.executor)
+                      backend=args.backend, databricks_live=args.databricks_live, executor=args.executor,
+                      allow_drift=args.allow_drift)
 
 
 def _preflight(scenarios: list[Scenario], options: RunOptions) -> None:

@@ -66,6 +66,9 @@ class RunOptions:
     # Local Job_B: "warm" (one process per session, the namespace in memory) or "one-shot" (a process per
     # block, the namespace from the snapshot alone, as every Databricks job run is).
     executor: str = "warm"
+    # Replay even when a model call's request differs from its recording (harness/llm/drift.py); by default
+    # that is a stale cassette and the scenario is not judged.
+    allow_drift: bool = False
 
 
 def rerecord_command(scenario: str, target: str = "reference", backend: str = "local") -> str:

@@ -21,6 +21,7 @@ from google.genai import types
 from ..errors import CassetteError
 from ..trace.model import TokenCountRecord
 from .cassettes import Provenance, assert_all_played, make_vcr, use_cassette
+from .drift import Drift, watch_drift
 from .client_timeouts import record_client_timeouts, replay_client_timeouts
 from .scrub_outputs import scrubbing_log_records
 from .matchers import caller, caller_of
@@ -40,6 +41,9 @@ class LlmSession:
     scenario: str
     rerecord: str
     misses: list[Any] = field(default_factory=list)
+    # Replayed model calls whose request is not the one recorded (harness/llm/drift.py).
+    drift: list[Drift] = field(default_factory=list)
+    cassette_path: Any = None
     # Every countTokens call the target made through ``count_tokens``, in order (the trace keeps them).
     token_counts: list[TokenCountRecord] = field(default_factory=list)
     _sub_lm: Any = None
@@ -53,6 +57,17 @@ class LlmSession:
         tokens = await self._count_tokens(text)
         self.token_counts.append(TokenCountRecord(index=len(self.token_counts), text=text, tokens=tokens))
         return tokens
+
+    def raise_if_drifted(self) -> None:
+        if not self.drift:
+            return
+        first = self.drift[0]
+        raise CassetteError(
+            f"Scenario {self.scenario!r}: the cassette {self.cassette_path} is stale. {len(self.drift)} replayed "
+            f"model call(s) sent a request other than the one recorded (the agent's prompt, tools or settings "
+            f"changed since recording), so the recorded answers belong to other requests. First: {first.describe()} "
+            f"Re-record with: {self.rerecord} (and review the diff), or replay anyway with --allow-drift."
+        )
 
     def raise_if_cassette_missed(self) -> None:
         if not self.misses:
@@ -99,6 +114,8 @@ async def llm_session(scenario: "Scenario", options: "RunOptions", *, rerecord: 
         yield session
         if cassette is not None and mode is LlmMode.REPLAY and not session.misses:
             assert_all_played(cassette, scenario=scenario.name, rerecord_command=rerecord)
+            if not options.allow_drift:
+                session.raise_if_drifted()
 
 
 def run_secrets(options: RunOptions, endpoint: ModelEndpoint | None = None) -> list[str]:
@@ -119,6 +136,7 @@ def _sub_lm_retries() -> types.HttpRetryOptions:
 @contextlib.contextmanager
 def _cassette(name: str, options: "RunOptions", endpoint: ModelEndpoint, session: LlmSession, workspace: Any = None):
     path = options.cassette_dir / f"{name}.yaml"
+    session.cassette_path = path
     if options.llm_mode is LlmMode.REPLAY and not path.exists():
         raise CassetteError(
             f"Scenario {name!r}: cassette {path} does not exist, and replay never records. Record it with: "
@@ -141,6 +159,8 @@ def _cassette(name: str, options: "RunOptions", endpoint: ModelEndpoint, session
         workspace.configure_vcr(recorder)  # the workspace's host and ids become the cassette's placeholders
     with use_cassette(recorder, name) as cassette:
         _spy_on_misses(cassette, session)
+        if cassette.write_protected:
+            watch_drift(cassette, session.drift.append)
         if workspace is not None:
             workspace.attach(cassette)  # recording: its metadata; replay: an index of its hundreds of REST calls
         replay_client_timeouts(cassette)

@@ -64,6 +64,9 @@ def add_options(parser: pytest.Parser) -> None:
          help="folder of cassettes (default: cassettes/ under the rootdir).")
     group.addoption("--rlm-profile", dest="rlm_profile", default=None, metavar="PATH",
                     help="target profile YAML: the names your agent uses for the roles the checks talk about.")
+    group.addoption("--rlm-allow-drift", dest="rlm_allow_drift", action="store_true",
+                    help="replay even when a model call's request differs from its recording (by default a stale "
+                         "cassette fails the scenario, naming the difference and the command to re-record).")
     _add(group, "--backend", dest="rlm_backend", default="local", choices=("local", "databricks"),
          help="local (DuckDB, a folder, a subprocess; default) or databricks: the reference agent on a workspace, "
               "replayed from cassettes/databricks/ (recorded against the local workspace fake with --llm-mode "
@@ -80,6 +83,7 @@ class PluginOptions:
     cassette_dir: Path
     profile_path: Path | None
     backend: str = "local"
+    allow_drift: bool = False
 
     @property
     def records(self) -> bool:
@@ -104,6 +108,7 @@ class PluginOptions:
             cassette_dir=path("rlm_cassette_dir", "cassettes"),
             profile_path=(here / config.getoption("rlm_profile")) if config.getoption("rlm_profile") else None,
             backend=config.getoption("rlm_backend"),
+            allow_drift=config.getoption("rlm_allow_drift"),
         )
         if options.records and options.llm_mode is LlmMode.REPLAY:
             raise pytest.UsageError(

@@ -106,7 +106,8 @@ class ConformanceSession:
         if o.record_mode == "once" and self.cassette_path(scenario).exists():
             mode, record = LlmMode.REPLAY, False
         return RunOptions(target=o.target, llm_mode=mode, record=record, cassette_dir=o.cassette_dir,
-                          session_service=o.session_service, profile=self.profile, backend=o.backend)
+                          session_service=o.session_service, profile=self.profile, backend=o.backend,
+                          allow_drift=o.allow_drift)
 
     def result_for(self, item: pytest.Item, scenario: Scenario) -> ScenarioResult:
         if item.nodeid not in self.results:
