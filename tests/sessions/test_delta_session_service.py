@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import threading
 import time
@@ -350,3 +351,19 @@ async def test_event_fields_round_trip(svc):
     (row,) = p.events
     assert (row.seq, row.id, row.author, row.invocation_id, row.timestamp) == (
         1, event.id, "databricks_analyst", "inv-9", 1_700_000_500.25)
+
+
+async def test_get_session_leaves_the_garbage_collector_as_it_found_it() -> None:
+    service = DeltaSessionService.duckdb(None)
+    session = await service.create_session(app_name="app", user_id="u", session_id="s")
+    await service.append_event(session, Event(invocation_id="i", author="agent",
+                                              actions=EventActions(state_delta={"k": 1})))
+    assert gc.isenabled()
+    assert len((await service.get_session(app_name="app", user_id="u", session_id="s")).events) == 1
+    assert gc.isenabled()  # paused only while the events were built
+    gc.disable()
+    try:
+        await service.get_session(app_name="app", user_id="u", session_id="s")
+        assert not gc.isenabled()  # a caller's own gc.disable() holds
+    finally:
+        gc.enable()
