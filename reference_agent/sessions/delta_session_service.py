@@ -172,6 +172,13 @@ _SCOPE_TABLES = {
 _EVENT_COLUMNS = "seq, id, invocation_id, author, timestamp, state_delta_json, deleted_keys_json, event_json"
 _SESSION_KEY = "app_name = :app_name AND user_id = :user_id AND id = :session_id"
 _EVENT_KEY = "app_name = :app_name AND user_id = :user_id AND session_id = :session_id"
+# The session row with its app and user state in one statement (one round trip, not three).
+_SESSION_WITH_SCOPES = (
+    "SELECT s.state_json, s.version, s.update_time,"
+    " (SELECT a.state_json FROM app_states a WHERE a.app_name = :app_name),"
+    " (SELECT u.state_json FROM user_states u WHERE u.app_name = :app_name AND u.user_id = :user_id)"
+    " FROM sessions s WHERE s.app_name = :app_name AND s.user_id = :user_id AND s.id = :session_id"
+)
 
 
 class DeltaSessionService(BaseSessionService):
@@ -270,13 +277,13 @@ class DeltaSessionService(BaseSessionService):
         keys = {"app_name": app_name, "user_id": user_id, "session_id": session_id}
         # One transaction = one consistent snapshot of the row, its events and scoped state.
         with self.engine.transaction():
-            rows = self.engine.execute(f"SELECT state_json, version, update_time FROM sessions WHERE {_SESSION_KEY}", keys)
+            rows = self.engine.execute(_SESSION_WITH_SCOPES, keys)
             if not rows:
                 return None
-            state_json, version, update_time = rows[0]
+            state_json, version, update_time, app_json, user_json = rows[0]
             events = self._read_events(keys, config)
-            app_state, user_state = self._scoped_states(app_name, user_id)
-        return self._build_session(keys, _loads(state_json, {}), app_state, user_state, version, update_time, events)
+        return self._build_session(keys, _loads(state_json, {}), _loads(app_json, {}), _loads(user_json, {}),
+                                   version, update_time, events)
 
     def _read_events(self, keys: Mapping[str, str], config: GetSessionConfig | None) -> list[Event]:
         if config and config.num_recent_events == 0:
@@ -454,13 +461,14 @@ class DeltaSessionService(BaseSessionService):
         """The stored rows of one session (raises SessionNotFoundError if absent)."""
         keys = {"app_name": app_name, "user_id": user_id, "session_id": session_id}
         with self.engine.transaction():
-            rows = self.engine.execute(f"SELECT state_json, version FROM sessions WHERE {_SESSION_KEY}", keys)
+            rows = self.engine.execute(_SESSION_WITH_SCOPES, keys)
             if not rows:
                 raise SessionNotFoundError(f"Session {session_id} not found.")
             event_rows = self.engine.execute(
                 f"SELECT {_EVENT_COLUMNS} FROM events WHERE {_EVENT_KEY} ORDER BY seq", keys
             )
-            app_state, user_state = self._scoped_states(app_name, user_id)
+        state_json, version, _, app_json, user_json = rows[0]
+        app_state, user_state = _loads(app_json, {}), _loads(user_json, {})
         events = [
             PersistedEvent(
                 seq=seq, id=eid, author=author, invocation_id=inv, timestamp=ts,
@@ -469,6 +477,5 @@ class DeltaSessionService(BaseSessionService):
             for seq, eid, inv, author, ts, delta_json, deleted_json, _ in event_rows
         ]
         return PersistedSession(
-            state=_loads(rows[0][0], {}), app_state=app_state, user_state=user_state,
-            version=rows[0][1], events=events,
+            state=_loads(state_json, {}), app_state=app_state, user_state=user_state, version=version, events=events,
         )
