@@ -27,6 +27,7 @@ import contextlib
 import gc
 import json
 import logging
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -172,6 +173,7 @@ _SCOPE_TABLES = {
 _EVENT_COLUMNS = "seq, id, invocation_id, author, timestamp, state_delta_json, deleted_keys_json, event_json"
 _SESSION_KEY = "app_name = :app_name AND user_id = :user_id AND id = :session_id"
 _EVENT_KEY = "app_name = :app_name AND user_id = :user_id AND session_id = :session_id"
+_KNOWN_ROWS = 1024  # sessions whose row append_event may write without reading it first
 # The session row with its app and user state in one statement (one round trip, not three).
 _SESSION_WITH_SCOPES = (
     "SELECT s.state_json, s.version, s.update_time,"
@@ -187,6 +189,10 @@ class DeltaSessionService(BaseSessionService):
     def __init__(self, engine: SqlEngine) -> None:
         self.engine = engine
         self._owns_engine = False
+        # (app, user, session) -> (version, state_json) of the row as this service last read or wrote it.
+        # append_event uses it instead of reading the row first; its UPDATE compares both, so a row changed
+        # by anyone else (even deleted and recreated at the same version) falls back to reading it.
+        self._known_rows: OrderedDict[tuple[str, str, str], tuple[int, str]] = OrderedDict()
         ensure_schema(engine)
 
     @classmethod
@@ -231,6 +237,18 @@ class DeltaSessionService(BaseSessionService):
         keys = {"app_name": app_name, "user_id": user_id}
         return self._read_scope("app", keys) or {}, self._read_scope("user", keys) or {}
 
+    # --- the session row as last seen ------------------------------------------
+
+    def _remember_row(self, keys: Mapping[str, str], version: int, state_json: str) -> None:
+        key = (keys["app_name"], keys["user_id"], keys["session_id"])
+        self._known_rows[key] = (version, state_json)
+        self._known_rows.move_to_end(key)
+        while len(self._known_rows) > _KNOWN_ROWS:
+            self._known_rows.popitem(last=False)
+
+    def _forget_row(self, keys: Mapping[str, str]) -> None:
+        self._known_rows.pop((keys["app_name"], keys["user_id"], keys["session_id"]), None)
+
     # --- BaseSessionService ---------------------------------------------------
 
     @override
@@ -262,6 +280,7 @@ class DeltaSessionService(BaseSessionService):
                 if scopes[scope]:
                     self._write_scope(scope, keys, scopes[scope], now)
             app_state, user_state = self._scoped_states(app_name, user_id)
+        self._remember_row(keys, 0, session_state_json)
         # Built from the JSON written, so the result equals what a later get_session returns.
         return self._build_session(keys, _loads(session_state_json, {}), app_state, user_state, 0, now, [])
 
@@ -282,6 +301,7 @@ class DeltaSessionService(BaseSessionService):
                 return None
             state_json, version, update_time, app_json, user_json = rows[0]
             events = self._read_events(keys, config)
+        self._remember_row(keys, version, state_json)
         return self._build_session(keys, _loads(state_json, {}), _loads(app_json, {}), _loads(user_json, {}),
                                    version, update_time, events)
 
@@ -357,6 +377,7 @@ class DeltaSessionService(BaseSessionService):
         with self.engine.transaction():
             self.engine.execute(f"DELETE FROM events WHERE {_EVENT_KEY}", keys)
             self.engine.execute(f"DELETE FROM sessions WHERE {_SESSION_KEY}", keys)
+        self._forget_row(keys)
 
     @override
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
@@ -377,24 +398,7 @@ class DeltaSessionService(BaseSessionService):
         keys = {"app_name": session.app_name, "user_id": session.user_id, "session_id": session.id}
 
         with self.engine.transaction():
-            rows = self.engine.execute(f"SELECT state_json, version, update_time FROM sessions WHERE {_SESSION_KEY}", keys)
-            if not rows:
-                raise SessionNotFoundError(f"Session {session.id} not found.")
-            state_json, version, update_time = rows[0]
-            self._check_not_stale(session, keys, version, update_time)
-            # Compare-and-set: the guard that holds where transaction() is a no-op (Databricks).
-            updated = affected_rows(self.engine.execute(
-                "UPDATE sessions SET state_json = :state_json, version = version + 1, update_time = :update_time"
-                f" WHERE {_SESSION_KEY} AND version = :expected",
-                {
-                    **keys,
-                    "state_json": _dumps(_apply_delta(_loads(state_json, {}), scopes["session"])),
-                    "update_time": event.timestamp,
-                    "expected": version,
-                },
-            ))
-            if updated == 0:
-                raise StaleSessionError(_STALE_MESSAGE)
+            version, state_json = self._write_session_row(session, keys, scopes["session"], event.timestamp)
             for scope in ("app", "user"):
                 if scopes[scope]:
                     self._write_scope(scope, keys, scopes[scope], event.timestamp)
@@ -415,12 +419,50 @@ class DeltaSessionService(BaseSessionService):
                 },
             )
 
+        self._remember_row(keys, version + 1, state_json)  # committed: the row is now what was written
         # Base class: apply temp: to the live session, trim it from the event, then
         # commit the rest (through _update_session_state below) and append.
         await super().append_event(session, event)
         session.last_update_time = event.timestamp
         session._storage_update_marker = str(version + 1)
         return event
+
+    def _write_session_row(self, session: Session, keys: Mapping[str, str], delta: Mapping[str, Any],
+                           update_time: float) -> tuple[int, str]:
+        """Apply ``delta`` to the stored session row by compare-and-set: (the version replaced, the new JSON).
+
+        The guard that holds where transaction() is a no-op (Databricks). When the row is known as the
+        session was fetched, the UPDATE alone does it (one statement, one round trip fewer); it compares
+        version *and* state, so if anyone else wrote the row since, it matches nothing and the row is read.
+        """
+        known = self._known_rows.get((keys["app_name"], keys["user_id"], keys["session_id"]))
+        if known is not None and session._storage_update_marker == str(known[0]):
+            version, state_json = known
+            written = self._update_row(keys, version, state_json, delta, update_time, guard_state=True)
+            if written is not None:
+                return version, written
+        rows = self.engine.execute(f"SELECT state_json, version, update_time FROM sessions WHERE {_SESSION_KEY}", keys)
+        if not rows:
+            raise SessionNotFoundError(f"Session {session.id} not found.")
+        state_json, version, stored_update_time = rows[0]
+        self._check_not_stale(session, keys, version, stored_update_time)
+        written = self._update_row(keys, version, state_json, delta, update_time, guard_state=False)
+        if written is None:
+            raise StaleSessionError(_STALE_MESSAGE)
+        return version, written
+
+    def _update_row(self, keys: Mapping[str, str], version: int, state_json: str, delta: Mapping[str, Any],
+                    update_time: float, *, guard_state: bool) -> str | None:
+        """The new state JSON if the row still had ``version`` (and, guarded, ``state_json``); else None."""
+        new_json = _dumps(_apply_delta(_loads(state_json, {}), delta))
+        guard = " AND state_json = :previous" if guard_state else ""
+        updated = affected_rows(self.engine.execute(
+            "UPDATE sessions SET state_json = :state_json, version = version + 1, update_time = :update_time"
+            f" WHERE {_SESSION_KEY} AND version = :expected{guard}",
+            {**keys, "state_json": new_json, "update_time": update_time, "expected": version,
+             **({"previous": state_json} if guard_state else {})},
+        ))
+        return new_json if updated else None
 
     def _check_not_stale(self, session: Session, keys: Mapping[str, str], version: int, update_time: float) -> None:
         if session._storage_update_marker is not None:

@@ -367,3 +367,42 @@ async def test_get_session_leaves_the_garbage_collector_as_it_found_it() -> None
         assert not gc.isenabled()  # a caller's own gc.disable() holds
     finally:
         gc.enable()
+
+
+class _CountingEngine(DuckDBEngine):
+    """A DuckDB engine that keeps the statements it ran."""
+
+    def __init__(self) -> None:
+        super().__init__(None)
+        self.statements: list[str] = []
+
+    def execute(self, sql, params=None):
+        self.statements.append(" ".join(sql.split()))
+        return super().execute(sql, params)
+
+
+async def test_an_append_to_a_session_as_fetched_writes_without_reading_the_row_first() -> None:
+    engine = _CountingEngine()
+    service = DeltaSessionService(engine)
+    session = await service.create_session(app_name="app", user_id="u", session_id="s", state={"n": 0})
+    for n in (1, 2):
+        engine.statements.clear()
+        await service.append_event(session, Event(invocation_id="i", author="agent",
+                                                  actions=EventActions(state_delta={"n": n})))
+        assert not [q for q in engine.statements if q.startswith("SELECT")], engine.statements
+    fetched = await service.get_session(app_name="app", user_id="u", session_id="s")
+    assert fetched.state == {"n": 2} and len(fetched.events) == 2
+
+
+async def test_a_row_deleted_and_recreated_at_the_same_version_is_read_not_overwritten() -> None:
+    # The remembered row says version 0, {"a": 1}; the stored one is version 0, {"b": 2}. Comparing the
+    # version alone would write {"a": 1, "c": 3}; the state comparison sends the append to read the row.
+    engine = DuckDBEngine(None)
+    first, second = DeltaSessionService(engine), DeltaSessionService(engine)
+    session = await first.create_session(app_name="app", user_id="u", session_id="s", state={"a": 1})
+    await second.delete_session(app_name="app", user_id="u", session_id="s")
+    await second.create_session(app_name="app", user_id="u", session_id="s", state={"b": 2})
+    await first.append_event(session, Event(invocation_id="i", author="agent",
+                                            actions=EventActions(state_delta={"c": 3})))
+    stored = await second.persisted_rows(app_name="app", user_id="u", session_id="s")
+    assert stored.state == {"b": 2, "c": 3}
