@@ -7,11 +7,11 @@ what a Job_B subprocess sees in place of the /Volumes mount of real compute.
 from __future__ import annotations
 
 import email.utils
-import os
 import re
-import tempfile
 from pathlib import Path
 from urllib.parse import unquote
+
+from reference_agent.executor.files import write_atomic
 
 from .faults import Faults
 from .replies import ApiError, Reply, bad_request
@@ -79,9 +79,5 @@ class FilesApi:
     def _put(local: Path, query: dict[str, str], body: bytes) -> Reply:
         if local.exists() and query.get("overwrite", "false").lower() != "true":
             raise ApiError(409, "ALREADY_EXISTS", "The file being created already exists.")
-        local.parent.mkdir(parents=True, exist_ok=True)  # the Files API creates missing parents
-        fd, tmp = tempfile.mkstemp(prefix=f".{local.name}.", dir=local.parent)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(body)
-        os.replace(tmp, local)
+        write_atomic(local, body)  # creates missing parents, as the Files API does
         return Reply(204)

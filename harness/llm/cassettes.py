@@ -31,12 +31,13 @@ import json
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from reference_agent.executor.files import write_atomic
 
 from harness.errors import CassetteError, SecretInCassetteError
 from harness.llm.modes import DUMMY_API_KEYS
@@ -359,18 +360,8 @@ def _binary_secrets(interactions: dict[str, Any], secrets: Sequence[str]) -> lis
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp, 0o644)  # mkstemp makes 0600; a cassette is a reviewable repo file
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    # 0644: mkstemp makes 0600, and a cassette is a reviewable repo file.
+    write_atomic(path, text.encode("utf-8"), mode=0o644, durable=True)
 
 
 def read_provenance(cassette_path: str | os.PathLike[str]) -> Provenance | None:

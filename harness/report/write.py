@@ -8,10 +8,11 @@ a half-written file nor a stray temporary one.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from reference_agent.executor.files import write_atomic
 
 from ..result import RunReport
 from .html import render_html
@@ -48,25 +49,8 @@ def check_formats(formats: Sequence[str]) -> list[str]:
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file next to ``path``, then ``os.replace`` it over ``path``."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o644)  # mkstemp makes it 0600; a report is meant to be read by others (CI artifacts)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        _unlink_quietly(tmp)
-        raise
-
-
-def _unlink_quietly(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
+    """Replace ``path`` whole; 0644, as a report is meant to be read by others (CI artifacts)."""
+    write_atomic(path, text.encode("utf-8"), mode=0o644, durable=True)
 
 
 def write_reports(report: RunReport, out_dir: str | os.PathLike[str],

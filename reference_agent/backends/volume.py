@@ -7,11 +7,11 @@ string names a file in a local folder and in a Unity Catalog volume
 
 from __future__ import annotations
 
-import os
 import posixpath
-import tempfile
 from pathlib import Path
 from typing import Protocol, runtime_checkable
+
+from ..executor.files import write_atomic
 
 
 @runtime_checkable
@@ -56,19 +56,7 @@ class LocalVolumeStore:
         return resolved
 
     def write_text(self, path: str, text: str) -> None:
-        target = self._resolve(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-                handle.write(text)
-            os.replace(tmp, target)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
-            raise
+        write_atomic(self._resolve(path), text.encode("utf-8"))
 
     def read_text(self, path: str) -> str:
         return self._resolve(path).read_text(encoding="utf-8")

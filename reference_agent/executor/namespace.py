@@ -21,13 +21,13 @@ executor: it is trusted storage, like the code artifacts beside it.
 from __future__ import annotations
 
 import importlib
-import os
 import pickle
-import tempfile
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .files import write_atomic
 
 _MODULE_MARK = "__rlm_module__"
 
@@ -126,12 +126,4 @@ def save_snapshot(path: Path, namespace: dict[str, Any], reserved: tuple[str, ..
             continue
         keep[name] = value
         report.kept.append(name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            pickle.dump(keep, handle)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, pickle.dumps(keep))

@@ -7,11 +7,11 @@ themselves when the executor died before it could).
 from __future__ import annotations
 
 import json
-import os
 import posixpath
-import tempfile
 from pathlib import Path
 from typing import Any, Literal
+
+from .files import write_atomic
 
 Status = Literal["success", "error", "timeout", "exit", "killed"]
 STATUSES: tuple[str, ...] = ("success", "error", "timeout", "exit", "killed")
@@ -71,17 +71,6 @@ def bound_traceback(text: str, cap: int = TRACEBACK_CAP_CHARS) -> str:
 
 
 def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
-    """Temp file in the same directory, then ``os.replace``: readers never see half a result."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            # ensure_ascii: lone surrogates in user strings stay representable.
-            json.dump(payload, handle, ensure_ascii=True, indent=1)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    """Readers never see half a result."""
+    # ensure_ascii: lone surrogates in user strings stay representable.
+    write_atomic(path, json.dumps(payload, ensure_ascii=True, indent=1).encode("utf-8"))
