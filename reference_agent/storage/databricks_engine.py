@@ -108,12 +108,8 @@ class DatabricksSqlEngine:
     # --- SqlEngine ---------------------------------------------------------------
 
     def execute(self, sql: str, params: Mapping[str, Any] | None = None) -> list[tuple]:
-        text, names = self.dialect.translate(sql)
-        params = params or {}
-        missing = [n for n in names if n not in params]
-        if missing:
-            raise KeyError(f"SQL parameter(s) {', '.join(missing)} not supplied for: {sql.strip()[:200]}")
-        parameters = [parameter(n, params[n]) for n in names]
+        text, bound = self.dialect.bind(sql, params)
+        parameters = [parameter(n, value) for n, value in bound.items()]
         api = self.client.statement_execution
         try:
             response = api.execute_statement(

@@ -9,8 +9,9 @@ in the code base may branch on the engine.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 # Logical column types used in DDL. ``JSON`` is a string column holding JSON
 # text: neither engine's native JSON/VARIANT type is portable.
@@ -42,6 +43,15 @@ class Dialect:
             return self.param_prefix + match.group(1)
 
         return _TOKEN.sub(repl, sql), tuple(dict.fromkeys(names))
+
+    def bind(self, sql: str, params: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
+        """``translate``, plus the values of the parameters the statement uses (in order), each required."""
+        text, names = self.translate(sql)
+        params = params or {}
+        missing = [n for n in names if n not in params]
+        if missing:
+            raise KeyError(f"SQL parameter(s) {', '.join(missing)} not supplied for: {sql.strip()[:200]}")
+        return text, {n: params[n] for n in names}
 
     def column_type(self, logical: str) -> str:
         if logical not in LOGICAL_TYPES:

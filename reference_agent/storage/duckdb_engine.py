@@ -35,13 +35,8 @@ class DuckDBEngine:
         self._tx_depth = 0  # only touched while holding the lock
 
     def execute(self, sql: str, params: Mapping[str, Any] | None = None) -> list[tuple]:
-        text, names = self.dialect.translate(sql)
-        params = params or {}
-        missing = [n for n in names if n not in params]
-        if missing:
-            raise KeyError(f"SQL parameter(s) {', '.join(missing)} not supplied for: {sql.strip()[:200]}")
-        # DuckDB rejects parameters the statement does not use, so pass only the used ones.
-        bound = {n: params[n] for n in names}
+        # Only the parameters the statement uses: DuckDB rejects the others.
+        text, bound = self.dialect.bind(sql, params)
         with self._lock:
             cursor = self._conn.execute(text, bound) if bound else self._conn.execute(text)
             return cursor.fetchall() if cursor.description is not None else []
