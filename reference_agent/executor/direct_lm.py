@@ -16,12 +16,10 @@ first call only, so the executor stays light in bridge mode.
 from __future__ import annotations
 
 import os
-import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from .lm_client import SubLmError, check_prompts, record_calls, reserve_calls
+from .lm_client import BudgetedLmClient, SubLmError
 
 API_KEY_VARIABLE = "GOOGLE_API_KEY"
 BASE_URL_VARIABLE = "GOOGLE_GEMINI_BASE_URL"
@@ -52,24 +50,15 @@ def _make_client() -> Any:
     return genai.Client(api_key=key, http_options=options)
 
 
-class DirectLmClient:
+class DirectLmClient(BudgetedLmClient):
     """``llm_query`` answered by google-genai from the executor itself (same surface as ``LmClient``)."""
 
     def __init__(self, model: str, *, max_calls: int, max_tokens: int | None = None) -> None:
+        super().__init__(max_calls=max_calls)
         self.model = model
-        self._max_calls = max_calls
         self._max_tokens = max_tokens
         self._client: Any = None
-        self._next_id = 0
-        self._used = 0
         self.tokens_used = 0
-        # As LmClient: one request (a prompt or a batch) at a time, even from the code's own threads.
-        self._lock = threading.Lock()
-        self.calls: list[dict[str, Any]] = []
-
-    @property
-    def used(self) -> int:
-        return self._used
 
     def _generate(self, prompt: str) -> tuple[str, int | None]:
         response = self._client.models.generate_content(model=self.model, contents=prompt)
@@ -107,29 +96,12 @@ class DirectLmClient:
         self.tokens_used += sum(t for t in tokens if t)
         return [text for text, _ in outcomes], tokens
 
-    def query(self, prompts: list[str], *, batched: bool) -> list[str]:
-        check_prompts(prompts, batched=batched)
-        if not prompts:
-            return []
-        with self._lock:
-            if self._client is None:
-                self._client = _make_client()
-            self._used = reserve_calls(self._used, len(prompts), self._max_calls)
-            self._next_id += 1
-            request_id = self._next_id
-            started = time.perf_counter()
-            error: str | None = None
-            responses: list[str] = []
-            tokens: list[int | None] = []
-            try:
-                responses, tokens = self._complete(prompts)
-            except BaseException as exc:  # recorded, then re-raised into user code (timeouts included)
-                error = f"{type(exc).__name__}: {exc}"
-                raise
-            finally:
-                record_calls(self.calls, prompts, responses, tokens, request_id=request_id, batched=batched,
-                             latency_s=round(time.perf_counter() - started, 6), error=error)
-            return responses
+    def _ready(self) -> None:
+        if self._client is None:
+            self._client = _make_client()
+
+    def _send(self, request_id: int, prompts: list[str]) -> tuple[list[str], list[int | None]]:
+        return self._complete(prompts)
 
     def close(self) -> None:
         client, self._client = self._client, None

@@ -34,18 +34,15 @@ def parse_address(address: str) -> tuple[str, int]:
     return host, int(port)
 
 
-class LmClient:
-    """Sends prompts to the host and keeps per-prompt call metadata for the result JSON."""
+class BudgetedLmClient:
+    """What both ``llm_query`` clients share: the prompt check, the per-run call cap, one request at a time,
+    and per-prompt call metadata for the result JSON. A subclass says how a request is answered."""
 
-    def __init__(self, address: str | None, *, max_calls: int, connect_timeout_s: float = 10.0) -> None:
-        self._address = parse_address(address) if address else None
+    def __init__(self, *, max_calls: int) -> None:
         self._max_calls = max_calls
-        self._connect_timeout_s = connect_timeout_s
-        self._sock: socket.socket | None = None
-        self._file: Any = None
         self._next_id = 0
         self._used = 0
-        # User code may call llm_query from threads; one request on the wire at a time.
+        # User code may call llm_query from threads; one request (a prompt or a batch) at a time.
         self._lock = threading.Lock()
         self.calls: list[dict[str, Any]] = []
 
@@ -53,16 +50,19 @@ class LmClient:
     def used(self) -> int:
         return self._used
 
+    def _ready(self) -> None:
+        """Raise if no request can be sent at all (nothing is counted then)."""
+
+    def _send(self, request_id: int, prompts: list[str]) -> tuple[list[str], list[Any]]:
+        """The answers to ``prompts``, in order, and the tokens each used (where known)."""
+        raise NotImplementedError
+
     def query(self, prompts: list[str], *, batched: bool) -> list[str]:
         check_prompts(prompts, batched=batched)
         if not prompts:
             return []
-        if self._address is None:
-            raise RuntimeError(
-                "llm_query is unavailable: this executor was started without --lm-address, "
-                "so there is no LM bridge to send prompts to"
-            )
         with self._lock:
+            self._ready()
             self._used = reserve_calls(self._used, len(prompts), self._max_calls)
             self._next_id += 1
             request_id = self._next_id
@@ -71,16 +71,7 @@ class LmClient:
             responses: list[str] = []
             tokens: list[Any] = []
             try:
-                reply = self._roundtrip({"id": request_id, "prompts": prompts})
-                if reply.get("id") != request_id:
-                    raise SubLmError(f"LM bridge answered request {reply.get('id')!r}, expected {request_id}")
-                if "error" in reply:
-                    raise SubLmError(f"sub-LM call failed: {reply['error']}")
-                responses = reply.get("responses")
-                if not isinstance(responses, list) or len(responses) != len(prompts):
-                    raise SubLmError("LM bridge returned a malformed response (wrong number of answers)")
-                responses = [r if isinstance(r, str) else str(r) for r in responses]
-                tokens = reply.get("tokens") if isinstance(reply.get("tokens"), list) else []
+                responses, tokens = self._send(request_id, prompts)
             except BaseException as exc:  # recorded, then re-raised into user code (timeouts included)
                 error = f"{type(exc).__name__}: {exc}"
                 raise
@@ -88,6 +79,36 @@ class LmClient:
                 record_calls(self.calls, prompts, responses, tokens, request_id=request_id, batched=batched,
                              latency_s=round(time.perf_counter() - started, 6), error=error)
             return responses
+
+
+class LmClient(BudgetedLmClient):
+    """Sends prompts to the host over the LM bridge."""
+
+    def __init__(self, address: str | None, *, max_calls: int, connect_timeout_s: float = 10.0) -> None:
+        super().__init__(max_calls=max_calls)
+        self._address = parse_address(address) if address else None
+        self._connect_timeout_s = connect_timeout_s
+        self._sock: socket.socket | None = None
+        self._file: Any = None
+
+    def _ready(self) -> None:
+        if self._address is None:
+            raise RuntimeError(
+                "llm_query is unavailable: this executor was started without --lm-address, "
+                "so there is no LM bridge to send prompts to"
+            )
+
+    def _send(self, request_id: int, prompts: list[str]) -> tuple[list[str], list[Any]]:
+        reply = self._roundtrip({"id": request_id, "prompts": prompts})
+        if reply.get("id") != request_id:
+            raise SubLmError(f"LM bridge answered request {reply.get('id')!r}, expected {request_id}")
+        if "error" in reply:
+            raise SubLmError(f"sub-LM call failed: {reply['error']}")
+        responses = reply.get("responses")
+        if not isinstance(responses, list) or len(responses) != len(prompts):
+            raise SubLmError("LM bridge returned a malformed response (wrong number of answers)")
+        tokens = reply.get("tokens") if isinstance(reply.get("tokens"), list) else []
+        return [r if isinstance(r, str) else str(r) for r in responses], tokens
 
     def _roundtrip(self, message: dict[str, Any]) -> dict[str, Any]:
         if self._file is None:
