@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -19,12 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Protocol, runtime_checkable
 
-from ..executor.final import has_final_call
 from ..executor.result import (
     EXECUTOR_TIMEOUT_GRACE_S,
     STATUSES,
-    new_result,
     result_volume_path,
+    runner_result,
     write_json_atomic,
 )
 from .process import CappedBuffer, kill_group, scrubbed_env
@@ -256,40 +254,13 @@ class LocalJobRunner:
             state = "TIMEDOUT" if ran.hard_timeout else ("SUCCESS" if returncode == 0 else "FAILED")
             return JobOutcome(result_path_v, None, state, f"Job_B finished (exit {returncode}); code status {result['status']}")
 
-        result = new_result(run_id=request.run_id, iteration=request.iteration, artifact_path=str(artifact))
-        result["written_by"] = "runner"
-        result["duration_s"] = duration
+        result = runner_result(run_id=request.run_id, iteration=request.iteration, artifact=artifact,
+                               returncode=returncode, hard_timeout=ran.hard_timeout, timeout_s=request.timeout_s,
+                               grace_s=self.grace_s, duration_s=duration, stdout=ran.stdout, stderr=ran.stderr)
         result["sublm_calls"] = bridge.calls
         result["executor_process"] = {"mode": ran.mode, "blocks": ran.blocks}
-        for name, buffer in (("stdout", ran.stdout), ("stderr", ran.stderr)):
-            result[name], result[f"{name}_bytes"], result[f"{name}_truncated"] = buffer.text(), buffer.total, buffer.truncated
-        try:
-            result["has_final_call"] = has_final_call(artifact.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError):
-            pass
-        limit = request.timeout_s + self.grace_s
-        if ran.hard_timeout:
-            state = "TIMEDOUT"
-            result.update(status="timeout", exit_code=None, signal=int(signal.SIGKILL))
-            message = f"Job_B exceeded the hard limit of {limit:g} s (timeout {request.timeout_s:g} s + grace {self.grace_s:g} s) and was killed"
-            result["error"] = {"type": "HardTimeout", "message": message, "traceback": None}
-        elif returncode is not None and returncode < 0:
-            state = "FAILED"
-            sig = -returncode
-            try:
-                sig_name = signal.Signals(sig).name
-            except ValueError:
-                sig_name = f"signal {sig}"
-            result.update(status="killed", exit_code=returncode, signal=sig)
-            message = f"Job_B was killed by {sig_name} before writing its result"
-            result["error"] = {"type": "Killed", "message": message, "traceback": None}
-        else:
-            state = "FAILED"
-            result.update(status="exit", exit_code=returncode)
-            message = f"Job_B exited with code {returncode} before writing its result (os._exit or a crash)"
-            result["error"] = {"type": "Exit", "message": message, "traceback": None}
         write_json_atomic(result_path, result)
-        return JobOutcome(result_path_v, None, state, message)
+        return JobOutcome(result_path_v, None, "TIMEDOUT" if ran.hard_timeout else "FAILED", result["error"]["message"])
 
     def _executor_argv(self, request: JobRequest, artifact: Path, address: str) -> list[str]:
         """The executor's arguments: the command line of a one-shot run, the request line of a warm one."""

@@ -1,12 +1,14 @@
-"""What running Job_B as a local process takes, one-shot or warm: the child's environment, capped pipe
-capture, and killing what analyst code started."""
+"""What supervising Job_B as a process takes — one-shot or warm here, or under ``jobb_entry`` on Databricks:
+the child's environment, capped pipe capture, and killing what analyst code started. Stdlib only."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import signal
+import threading
 from pathlib import Path
+from typing import IO
 
 # Where ``reference_agent`` is importable from: the child gets only this on PYTHONPATH.
 PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
@@ -50,6 +52,30 @@ class CappedBuffer:
     @property
     def truncated(self) -> bool:
         return self.total > len(self.head)
+
+
+class PipeTap:
+    """Drains a pipe on a thread into ``sink``, which the owner may swap (a warm worker: one per block)."""
+
+    def __init__(self, stream: IO[bytes], cap: int = 0, name: str | None = None) -> None:
+        self.sink = CappedBuffer(cap)
+        self._stream = stream
+        self._thread = threading.Thread(target=self._drain, name=name, daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        try:
+            while chunk := self._stream.read1(65536):  # type: ignore[attr-defined]
+                self.sink.feed(chunk)
+        except (OSError, ValueError):
+            pass
+
+    @property
+    def draining(self) -> bool:
+        return self._thread.is_alive()
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
 
 
 def kill_group(pid: int) -> None:

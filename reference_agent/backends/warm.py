@@ -36,7 +36,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import IO
 
-from .process import CappedBuffer, kill_group, kill_group_except, scrubbed_env
+from .process import CappedBuffer, PipeTap, kill_group, kill_group_except, scrubbed_env
 
 WARM_SUPPORTED = sys.platform.startswith("linux") and os.path.isdir("/proc")
 _EXIT_WAIT_S = 5.0  # how long a worker that stopped answering may take to exit before it is killed
@@ -53,30 +53,6 @@ class BlockRun:
     stderr: CappedBuffer
     mode: str = "warm"  # or "one-shot"
     blocks: int = 1  # blocks this process was given, this one included
-
-
-class _Tap:
-    """Drains one of the worker's pipes on a thread into the buffer of the block now running."""
-
-    def __init__(self, stream: IO[bytes], name: str) -> None:
-        self.sink = CappedBuffer(0)
-        self._stream = stream
-        self._thread = threading.Thread(target=self._drain, name=name, daemon=True)
-        self._thread.start()
-
-    def _drain(self) -> None:
-        try:
-            while chunk := self._stream.read1(65536):  # type: ignore[attr-defined]
-                self.sink.feed(chunk)
-        except (OSError, ValueError):
-            pass
-
-    @property
-    def draining(self) -> bool:
-        return self._thread.is_alive()
-
-    def join(self, timeout: float) -> None:
-        self._thread.join(timeout)
 
 
 class WorkerGone(Exception):
@@ -137,8 +113,8 @@ class WarmExecutor:
         self._requests = request_w
         self._replies = os.fdopen(reply_r, "rb")
         assert self.proc.stdout is not None and self.proc.stderr is not None
-        self._stdout = _Tap(self.proc.stdout, f"rlm-warm-{self.proc.pid}-stdout")
-        self._stderr = _Tap(self.proc.stderr, f"rlm-warm-{self.proc.pid}-stderr")
+        self._stdout = PipeTap(self.proc.stdout, name=f"rlm-warm-{self.proc.pid}-stdout")
+        self._stderr = PipeTap(self.proc.stderr, name=f"rlm-warm-{self.proc.pid}-stderr")
         self.blocks = 0
         self.busy = False
         self.retired = False  # closed by its runner mid-block: stop it once the block is done

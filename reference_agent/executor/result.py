@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import posixpath
+import signal
 from pathlib import Path
 from typing import Any, Literal
 
 from .files import write_atomic
+from .final import has_final_call
 
 Status = Literal["success", "error", "timeout", "exit", "killed"]
 STATUSES: tuple[str, ...] = ("success", "error", "timeout", "exit", "killed")
@@ -61,6 +63,42 @@ def new_result(*, run_id: str, iteration: int, artifact_path: str) -> dict[str, 
         # {"mode": "one-shot" | "warm", "blocks": blocks the process has run, this one included}.
         "executor_process": None,
     }
+
+
+def runner_result(*, run_id: str, iteration: int, artifact: Path, returncode: int | None, hard_timeout: bool,
+                  timeout_s: float, grace_s: float, duration_s: float, stdout: Any, stderr: Any) -> dict[str, Any]:
+    """The result a job runner writes when Job_B ended without writing its own: how the process ended.
+
+    ``stdout``/``stderr``: what the runner captured from the pipes (``text()``, ``total``, ``truncated``).
+    Shared by ``LocalJobRunner`` and ``jobb_entry`` on Databricks, so both backends name an ending alike.
+    """
+    result = new_result(run_id=run_id, iteration=iteration, artifact_path=str(artifact))
+    result["written_by"] = "runner"
+    result["duration_s"] = duration_s
+    for name, buffer in (("stdout", stdout), ("stderr", stderr)):
+        result[name], result[f"{name}_bytes"], result[f"{name}_truncated"] = buffer.text(), buffer.total, buffer.truncated
+    try:
+        result["has_final_call"] = has_final_call(artifact.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        pass
+    if hard_timeout:
+        message = (f"Job_B exceeded the hard limit of {timeout_s + grace_s:g} s (timeout {timeout_s:g} s + grace "
+                   f"{grace_s:g} s) and was killed")
+        result.update(status="timeout", exit_code=None, signal=int(signal.SIGKILL))
+        result["error"] = {"type": "HardTimeout", "message": message, "traceback": None}
+    elif returncode is not None and returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        result.update(status="killed", exit_code=returncode, signal=-returncode)
+        result["error"] = {"type": "Killed", "message": f"Job_B was killed by {name} before writing its result",
+                           "traceback": None}
+    else:
+        result.update(status="exit", exit_code=returncode)
+        result["error"] = {"type": "Exit", "message": f"Job_B exited with code {returncode} before writing its "
+                                                      "result (os._exit or a crash)", "traceback": None}
+    return result
 
 
 def bound_traceback(text: str, cap: int = TRACEBACK_CAP_CHARS) -> str:

@@ -31,10 +31,8 @@ wheel installed on the compute) and the standard library.
 
 import argparse
 import os
-import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -79,49 +77,10 @@ def _child(argv):
     os._exit(code)
 
 
-class _Capped:
-    """Head of a pipe up to ``cap`` bytes plus a byte count (LocalJobRunner's _CappedBuffer, with threads)."""
-
-    def __init__(self, stream, cap):
-        self.cap = max(0, cap)
-        self.head = bytearray()
-        self.total = 0
-        self._thread = threading.Thread(target=self._drain, args=(stream,), daemon=True)
-        self._thread.start()
-
-    def _drain(self, stream):
-        while True:
-            chunk = stream.read(65536)
-            if not chunk:
-                return
-            self.total += len(chunk)
-            room = self.cap - len(self.head)
-            if room > 0:
-                self.head += chunk[:room]
-
-    def join(self, timeout):
-        self._thread.join(timeout)
-
-    def text(self):
-        return bytes(self.head).decode("utf-8", errors="replace")
-
-
-def _kill_group(pid):
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 def _supervise(argv):
     _import_executor()  # fail the task (an infrastructure error) when the wheel is missing
-    from reference_agent.executor.final import has_final_call
-    from reference_agent.executor.result import (
-        STATUSES,
-        new_result,
-        result_volume_path,
-        write_json_atomic,
-    )
+    from reference_agent.backends.process import PipeTap, kill_group
+    from reference_agent.executor.result import STATUSES, result_volume_path, runner_result, write_json_atomic
 
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--artifact-path", required=True)
@@ -138,53 +97,29 @@ def _supervise(argv):
     started = time.perf_counter()
     proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True)
-    out, err = _Capped(proc.stdout, args.output_cap), _Capped(proc.stderr, args.output_cap)
+    out, err = PipeTap(proc.stdout, args.output_cap), PipeTap(proc.stderr, args.output_cap)
     limit = args.timeout + HARD_GRACE_S if args.timeout > 0 else None
     hard_timeout = False
     try:
         proc.wait(timeout=limit)
     except subprocess.TimeoutExpired:
         hard_timeout = True
-        _kill_group(proc.pid)
+        kill_group(proc.pid)
         proc.wait()
     finally:
-        _kill_group(proc.pid)  # whatever the code started in its group goes too; it could hold the pipes open
+        kill_group(proc.pid)  # whatever the code started in its group goes too; it could hold the pipes open
     out.join(2.0)
     err.join(2.0)
     duration = round(time.perf_counter() - started, 6)
-    sys.stdout.write(out.text())
-    sys.stderr.write(err.text())
+    sys.stdout.write(out.sink.text())
+    sys.stderr.write(err.sink.text())
 
     returncode = proc.returncode
     if _valid_result(result_path, STATUSES):
         return returncode if returncode and returncode > 0 else (1 if returncode else 0)  # the executor's own code
-    result = new_result(run_id=args.run_id, iteration=args.iteration, artifact_path=str(artifact))
-    result["written_by"] = "runner"
-    result["duration_s"] = duration
-    for name, buffer in (("stdout", out), ("stderr", err)):
-        result[name], result[f"{name}_bytes"] = buffer.text(), buffer.total
-        result[f"{name}_truncated"] = buffer.total > len(buffer.head)
-    try:
-        result["has_final_call"] = has_final_call(artifact.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError):
-        pass
-    if hard_timeout:
-        message = (f"Job_B exceeded the hard limit of {limit:g} s (timeout {args.timeout:g} s + grace "
-                   f"{HARD_GRACE_S:g} s) and was killed")
-        result.update(status="timeout", exit_code=None, signal=int(signal.SIGKILL))
-        result["error"] = {"type": "HardTimeout", "message": message, "traceback": None}
-    elif returncode is not None and returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
-        result.update(status="killed", exit_code=returncode, signal=-returncode)
-        result["error"] = {"type": "Killed", "message": f"Job_B was killed by {name} before writing its result",
-                           "traceback": None}
-    else:
-        result.update(status="exit", exit_code=returncode)
-        result["error"] = {"type": "Exit", "message": f"Job_B exited with code {returncode} before writing its "
-                                                      f"result (os._exit or a crash)", "traceback": None}
+    result = runner_result(run_id=args.run_id, iteration=args.iteration, artifact=artifact, returncode=returncode,
+                           hard_timeout=hard_timeout, timeout_s=args.timeout, grace_s=HARD_GRACE_S,
+                           duration_s=duration, stdout=out.sink, stderr=err.sink)
     write_json_atomic(result_path, result)
     return 1  # the task FAILED, as LocalJobRunner reports it; the result JSON says how
 
