@@ -8,8 +8,10 @@ different agent.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .backends.jobs import JobRunner, LocalJobRunner, SubLm
 from .backends.tokens import TokenCounter
@@ -34,6 +36,11 @@ class RuntimeServices:
     # Counts tokens of the analyst's assembled prompt with the model's tokenizer; None: no counting, so the
     # prompt is cut by the character bound alone (a text of n characters has at most n tokens).
     count_tokens: TokenCounter | None = None
+
+    def put_context(self, data: Any) -> None:
+        """Store ``data`` as the task's JSON in the volume; executed code gets it as ``context``."""
+        self.context_path = self.volume.path("context", "context.json")
+        self.volume.write_text(self.context_path, json.dumps(data))
 
     def close(self) -> None:
         """Stop what the services hold open: warm Job_B processes, then the database."""

@@ -7,7 +7,6 @@ touches the network.
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -83,8 +82,7 @@ def build_local_stack(
     token_counter = ScriptedTokenCounter()
     services = build_local_services(settings, sub_lm=sub_lm, engine=engine, count_tokens=token_counter)
     if context is not None:
-        services.context_path = services.volume.path("context", "context.json")
-        services.volume.write_text(services.context_path, json.dumps(context))
+        services.put_context(context)
     llm = ScriptedLlm.from_script(script)
     session_service = DeltaSessionService(engine)
     runner = Runner(app=build_app(services, model=llm), session_service=session_service)

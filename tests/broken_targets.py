@@ -138,8 +138,7 @@ def _build(
     engine = DuckDBEngine(settings.database_path)
     services = build_local_services(settings, sub_lm=env.sub_lm, engine=engine, count_tokens=env.count_tokens)
     if env.context is not None:
-        services.context_path = services.volume.path("context", "context.json")
-        services.volume.write_text(services.context_path, json.dumps(env.context))
+        services.put_context(env.context)
     if adapt_services is not None:
         adapt_services(services)
     with warnings.catch_warnings():

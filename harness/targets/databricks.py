@@ -43,7 +43,6 @@ from __future__ import annotations
 import contextlib
 import datetime
 import hashlib
-import json
 import random
 import secrets as _secrets
 import sys
@@ -383,8 +382,7 @@ def build_reference_on_databricks(env: TargetEnvironment) -> BuiltTarget:
                                              runner_options=workspace.runner_options(),
                                              count_tokens=getattr(env, "count_tokens", None))
         if env.context is not None:
-            services.context_path = services.volume.path("context", "context.json")
-            services.volume.write_text(services.context_path, json.dumps(env.context))
+            services.put_context(env.context)
     except DatabricksBackendError as exc:
         raise HarnessError(f"the reference agent could not start on the databricks backend: {exc}") from exc
     session_service = (env.session_service_factory(env) if env.session_service_factory
@@ -395,5 +393,5 @@ def build_reference_on_databricks(env: TargetEnvironment) -> BuiltTarget:
         session_service=session_service,
         run_turn=_run_turn,
         list_executions=executions_from_registry(services.registry, services.volume.read_text),
-        close=services.engine.close,
+        close=services.close,
     )

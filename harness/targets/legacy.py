@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 
 from google.adk.runners import Runner
 from google.adk.sessions import DatabaseSessionService
@@ -28,8 +27,7 @@ def build_legacy(env: TargetEnvironment) -> BuiltTarget:
     engine = DuckDBEngine(settings.database_path)
     services = build_local_services(settings, sub_lm=env.sub_lm, engine=engine)
     if env.context is not None:
-        services.context_path = services.volume.path("context", "context.json")
-        services.volume.write_text(services.context_path, json.dumps(env.context))
+        services.put_context(env.context)
     service = (env.session_service_factory(env) if env.session_service_factory
                else DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{env.home / 'legacy_sessions.db'}"))
     return BuiltTarget(

@@ -68,8 +68,7 @@ def build_reference(env: TargetEnvironment) -> BuiltTarget:
     engine = DuckDBEngine(settings.database_path)
     services = build_local_services(settings, sub_lm=env.sub_lm, engine=engine, count_tokens=env.count_tokens)
     if env.context is not None:
-        services.context_path = services.volume.path("context", "context.json")
-        services.volume.write_text(services.context_path, json.dumps(env.context))
+        services.put_context(env.context)
     session_service = env.session_service_factory(env) if env.session_service_factory else DeltaSessionService(engine)
     return BuiltTarget(
         name="reference",

@@ -30,8 +30,7 @@ async def test_demo_conversation_runs_on_the_databricks_backend(settings, client
     services = build_databricks_services(agent_settings, settings, sub_lm=None, client=client, hermetic=True,
                                          sql_options={"backoff": FAST},
                                          runner_options={"backoff": FAST, "grace_s": 2.0})
-    services.context_path = services.volume.path("context", "context.json")
-    services.volume.write_text(services.context_path, json.dumps(DEMO_CONTEXT))
+    services.put_context(DEMO_CONTEXT)
     session_service = DeltaSessionService(services.engine)
     app = build_app(services, model=ScriptedLlm.from_script(DEMO_SCRIPT))
     runner = Runner(app=app, session_service=session_service)
