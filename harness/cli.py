@@ -109,6 +109,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_selection(run)
     _add_target(run, modes=LLM_MODES, default_mode="replay")
     run.add_argument("--reports-dir", default="reports", metavar="DIR", help="where reports go (default: %(default)s)")
+    run.add_argument("--snapshot-dir", default="snapshots", metavar="DIR",
+                     help="snapshots the normalized traces are compared with, as pytest does; targets other than "
+                          "'reference' use a sub-folder (default: %(default)s)")
+    run.add_argument("--snapshot-update", action="store_true",
+                     help="write the snapshots of the scenarios run instead of failing on a difference (as "
+                          "pytest --snapshot-update does); review the diff before committing")
     _add_formats(run, "all four")
 
     record = commands.add_parser("record", help="run scenarios in record mode and write their cassettes",
@@ -238,7 +244,7 @@ def _preflight(scenarios: list[Scenario], options: RunOptions) -> None:
 
 
 def _run_all(scenarios: list[Scenario], options: RunOptions, *, progress: bool,
-             extra: dict[str, str]) -> RunReport:
+             extra: dict[str, str], snapshots: tuple[Path, bool] | None = None) -> RunReport:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -254,12 +260,28 @@ def _run_all(scenarios: list[Scenario], options: RunOptions, *, progress: bool,
         task = bar.add_task("running", total=len(scenarios))
         for scenario in scenarios:
             bar.update(task, description=scenario.name)
-            results.append(run_scenario(scenario, options))
+            result = run_scenario(scenario, options)
+            results.append(_with_snapshot(result, options, *snapshots) if snapshots else result)
             bar.advance(task)
     machine = (f"{platform.node() or 'unknown'} ({platform.system()} {platform.machine()}, "
                f"Python {platform.python_version()})")
     return RunReport(results=tuple(results), started_at=started, machine=machine, tool_version=_tool_version(),
                      extra=extra)
+
+
+def _with_snapshot(result: ScenarioResult, options: RunOptions, folder: Path, update: bool) -> ScenarioResult:
+    """The scenario's ``snapshot`` row: the verdict pytest's syrupy comparison gives, so both agree."""
+    import dataclasses
+
+    from .snapshot.compare import compare_snapshot, snapshot_path
+
+    if result.trace is None:
+        return result
+    target = options.target if options.target not in (None, "reference") else None
+    command = f"{PROG} run --scenario {result.scenario} --snapshot-update" + (f" --target {target}" if target else "")
+    verdict = compare_snapshot(result.trace, snapshot_path(folder, target, result.scenario), update=update,
+                               update_command=command)
+    return dataclasses.replace(result, checks=(*result.checks, verdict))
 
 
 def _report_formats(requested: list[list[str]] | None, default: Sequence[str]) -> list[str]:
@@ -289,11 +311,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     _configure_logging(args.log_level)
     scenarios = _load(args.scenarios_dir, args.scenario, args.substring)
     options = _options(args, record=False)
+    if args.snapshot_update and options.backend != "local":
+        raise HarnessError(f"--snapshot-update with --backend {options.backend}: snapshots are written by the local "
+                           f"backend and compared on the others. Update them without --backend.")
     _preflight(scenarios, options)
     report = _run_all(scenarios, options, progress=not args.no_progress, extra={
         "command": "run", "target": args.target or "(each scenario's own)", "llm_mode": args.llm_mode,
         "session_service": args.session_service, "backend": args.backend, "executor": args.executor,
-        "scenarios_dir": args.scenarios_dir})
+        "scenarios_dir": args.scenarios_dir}, snapshots=(Path(args.snapshot_dir), args.snapshot_update))
     console = _stdout_console()
     render_terminal(report, console)
     written = write_reports(report, args.reports_dir, formats, titles=_titles())
@@ -394,8 +419,13 @@ def cmd_explain(args: argparse.Namespace) -> int:
         console.print(f"Details: {PROG} explain CHECK", markup=False)
         return EXIT_OK
     spec = specs.get(args.check)
+    if spec is None and args.check in VERDICT_ROWS:
+        console.print(f"{args.check}: a verdict of the harness, not a check of the trace", style="bold", markup=False)
+        console.print()
+        console.print(VERDICT_ROWS[args.check], markup=False)
+        return EXIT_OK
     if spec is None:
-        raise HarnessError(f"unknown check {args.check!r}. Known checks: {', '.join(specs)}.")
+        raise HarnessError(f"unknown check {args.check!r}. Known checks: {', '.join([*specs, *VERDICT_ROWS])}.")
     console.print(f"{spec.name}: {spec.title}", style="bold", markup=False)
     console.print()
     console.print(spec.why, markup=False)
@@ -403,6 +433,17 @@ def cmd_explain(args: argparse.Namespace) -> int:
     console.print(f"Definition of Done: {spec.dod_item or '(scenario-specific: no single DoD item)'}", markup=False)
     return EXIT_OK
 
+
+VERDICT_ROWS = {
+    "cassette": "Replay only. The cassette must carry this scenario's identity (its name, target, and hashes of "
+                "the script, inputs and profile it was recorded with) and replay exactly: every recorded call "
+                "played, none missing, each with the request it was recorded for. When it does not, the row fails "
+                "with what changed and the re-record command, and the scenario's other checks judge a re-run "
+                "against its scripted model, so the report still names the invariant a change broke.",
+    "snapshot": "`run` compares each scenario's normalized trace with snapshots/<scenario>.json exactly as the "
+                "pytest plugin does through syrupy (same serialisation), so `run` and `pytest` give one verdict. "
+                "Accept an intended change with --snapshot-update, after reviewing the diff.",
+}
 
 COMMANDS = {"run": cmd_run, "record": cmd_record, "list": cmd_list, "report": cmd_report, "explain": cmd_explain}
 

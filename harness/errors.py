@@ -29,6 +29,10 @@ class CassetteError(HarnessError):
     """A cassette is missing, incomplete, has unplayed interactions, or can't be saved."""
 
 
+class CassetteIdentityError(CassetteError):
+    """The cassette was recorded for another scenario or target, or before the scenario changed."""
+
+
 class SecretInCassetteError(CassetteError):
     """Saving was refused because a secret survived scrubbing; nothing was written."""
 

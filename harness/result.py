@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .checks.base import CheckResult, Status
-from .trace.model import Trace
+from .trace.model import Trace, TurnRecord
 
 
 @dataclass(frozen=True)
@@ -22,8 +22,22 @@ class ScenarioResult:
     error: str | None = None
 
     @property
+    def crashed_turns(self) -> list[TurnRecord]:
+        """Turns that ended by raising when the scenario did not declare that error."""
+        if self.trace is None:
+            return []
+        return [t for t in self.trace.turns if t.outcome.crash is not None and not t.outcome.crash.expected]
+
+    @property
+    def status(self) -> str:
+        """``error`` (could not be judged, or a turn raised undeclared), ``fail`` (a check failed) or ``pass``."""
+        if self.error is not None or self.crashed_turns:
+            return "error"
+        return "fail" if any(c.status is Status.FAIL for c in self.checks) else "pass"
+
+    @property
     def ok(self) -> bool:
-        return self.error is None and not any(c.status is Status.FAIL for c in self.checks)
+        return self.status == "pass"
 
     def check(self, name: str) -> CheckResult | None:
         return next((c for c in self.checks if c.name == name), None)

@@ -21,8 +21,9 @@ from google.adk.runners import Runner
 from google.genai import types
 
 from .checks import run_checks
-from .checks.base import CheckContext
-from .errors import HarnessError
+from .checks.base import CheckContext, CheckResult, failed, passed
+from .errors import CassetteError, HarnessError
+from .llm.identity import CassetteIdentity
 from .llm.modes import LlmMode
 from .result import ScenarioResult
 from .scenario.models import Scenario
@@ -30,11 +31,14 @@ from .targets.base import BuiltTarget, SessionServiceFactory, TargetEnvironment
 from .targets.profile import TargetProfile
 from .targets.registry import resolve_target
 from .capture import persisted_snapshot
+from .trace.crash import describe_error
 from .trace.model import AgentInfo, Trace, TurnOutcome, TurnRecord
 from .trace.recorder_plugin import TraceRecorderPlugin
 from .trace.recording_service import RecordingSessionService
 
 DEFAULT_MODEL = "gemini-2.5-flash"
+CASSETTE_VERDICT = "cassette"
+"""The verdict row of a replayed run: the cassette is this scenario's and still matches what the target sends."""
 # Retries as a production agent would configure them; short delays keep replay fast.
 # jitter=0: google-genai's default jitter (up to 1 s) would make nearly every retry sleep max_delay.
 RETRY_OPTIONS = types.HttpRetryOptions(attempts=3, initial_delay=0.05, max_delay=0.2, exp_base=2.0, jitter=0.0,
@@ -110,9 +114,27 @@ async def _run_scenario(scenario: Scenario, options: RunOptions) -> ScenarioResu
     target_name = options.target or scenario.target
     base = dict(scenario=scenario.name, description=scenario.description, target=target_name,
                 llm_mode=options.llm_mode.value, session_service=options.session_service)
+    cassette: CheckResult | None = None
     try:
-        with _work_dir(options) as home:
-            trace, profile = await _drive(scenario, options, target_name, home)
+        trace, profile = await _drive_in_work_dir(scenario, options, target_name)
+        if options.llm_mode is LlmMode.REPLAY:
+            cassette = passed(CASSETTE_VERDICT, "The cassette belongs to this scenario and target, and replayed "
+                                                "every recorded call, each with the request it was recorded for.")
+    except CassetteError as exc:
+        if options.llm_mode is not LlmMode.REPLAY:
+            return ScenarioResult(**base, checks=(), trace=None, duration_s=time.perf_counter() - started,
+                                  error=str(exc))
+        # A cassette problem says *that* something changed, not *what*: judge the same scenario against its
+        # scripted model, so the report also names the invariant that broke (or shows that none did).
+        try:
+            trace, profile = await _drive_in_work_dir(scenario, replace(options, llm_mode=LlmMode.SCRIPTED,
+                                                                         record=False), target_name)
+        except HarnessError as rerun:
+            return ScenarioResult(**base, checks=(), trace=None, duration_s=time.perf_counter() - started,
+                                  error=f"{exc}\nThe scripted re-run that would judge the checks failed too: {rerun}")
+        cassette = failed(CASSETTE_VERDICT, f"{exc}", (
+            "The other checks of this scenario judged a re-run against the scenario's scripted model "
+            "(--llm-mode scripted): they say whether the change broke an invariant.",))
     except HarnessError as exc:
         return ScenarioResult(**base, checks=(), trace=None, duration_s=time.perf_counter() - started, error=str(exc))
     try:
@@ -121,7 +143,13 @@ async def _run_scenario(scenario: Scenario, options: RunOptions) -> ScenarioResu
     except ValueError as exc:  # an unknown check name in the scenario's expect.checks
         return ScenarioResult(**base, checks=(), trace=trace, duration_s=time.perf_counter() - started,
                               error=f"scenario {scenario.name!r}, field 'expect.checks': {exc}")
-    return ScenarioResult(**base, checks=tuple(checks), trace=trace, duration_s=time.perf_counter() - started)
+    verdicts = (cassette,) if cassette is not None else ()
+    return ScenarioResult(**base, checks=(*checks, *verdicts), trace=trace, duration_s=time.perf_counter() - started)
+
+
+async def _drive_in_work_dir(scenario: Scenario, options: RunOptions, target_name: str) -> tuple[Trace, TargetProfile]:
+    with _work_dir(options) as home:
+        return await _drive(scenario, options, target_name, home)
 
 
 @contextlib.contextmanager
@@ -155,8 +183,9 @@ async def _drive_on(scenario: Scenario, options: RunOptions, target_name: str, h
     from .llm.session import llm_session
 
     options = replace(options, cassette_dir=cassette_dir_for(options.cassette_dir, target_name, options.backend))
+    identity = CassetteIdentity.of(scenario, target=target_name, profile=options.profile)
     async with llm_session(scenario, options, rerecord=rerecord_command(scenario.name, target_name, options.backend),
-                           workspace=workspace) as llm:
+                           workspace=workspace, identity=identity) as llm:
         env = TargetEnvironment(
             model=llm.endpoint.gemini(retry_options=RETRY_OPTIONS, timeout_s=MODEL_TIMEOUT_S[options.llm_mode]),
             model_name=options.model,
@@ -215,14 +244,19 @@ async def _run_sessions(scenario: Scenario, built: BuiltTarget, options: RunOpti
         if await service.get_session(app_name=app.name, user_id=spec.user, session_id=session_id) is None:
             await service.create_session(app_name=app.name, user_id=spec.user, session_id=session_id,
                                          state=dict(spec.initial_state) or None)
-        for turn in spec.turns:
+        for position, turn in enumerate(spec.turns):
             run_error = None
             try:
                 outcome = await built.run_turn(runner, spec.user, session_id, turn.user)
             except HarnessError:
                 raise
-            except Exception as exc:  # the target's runner crashed: the checks see it as the turn's error
-                outcome, run_error = TurnOutcome(), f"{type(exc).__name__}: {exc}"
+            except Exception as exc:  # the target's runner crashed: the turn's error, and the checks still judge
+                outcome, run_error = TurnOutcome(crash=describe_error(exc)), f"{type(exc).__name__}: {exc}"
+            declared = expected_error(scenario, spec, position)
+            if outcome.crash is not None and declared is not None:
+                text = f"{outcome.crash.type}: {outcome.crash.message} {outcome.crash.cause or ''}"
+                outcome = outcome.model_copy(update={"crash": outcome.crash.model_copy(
+                    update={"expected": declared in text or declared in (outcome.error or "")})})
             trace.turns.append(TurnRecord(turn=turn_counter["turn"], session_id=session_id, user_id=spec.user,
                                           message=turn.user, outcome=outcome, run_error=run_error))
             trace.persisted.append(await persisted_snapshot(built.session_service, app_name=app.name,
@@ -237,6 +271,14 @@ async def _run_sessions(scenario: Scenario, built: BuiltTarget, options: RunOpti
     trace.llm_responses = recorder.responses
     trace.live_states = recorder.live_states
     return trace
+
+
+def expected_error(scenario: Scenario, spec: Any, position: int) -> str | None:
+    """The error text the scenario declares for this turn: its ``expect_error``, or ``expect.outcome_error``
+    for the scenario's very last turn."""
+    declared = spec.turns[position].expect_error
+    last = spec is scenario.sessions[-1] and position == len(spec.turns) - 1
+    return declared if declared is not None else scenario.expect.outcome_error if last else None
 
 
 def describe_agents(root: Any, parent: str | None = None) -> list[AgentInfo]:

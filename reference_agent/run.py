@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from google.adk.events import Event, EventActions
@@ -31,7 +31,7 @@ from .plugins.turn_log import turn_log_plugin
 
 logger = logging.getLogger(__name__)
 
-Termination = Literal["final_answer", "exit_loop", "max_iterations", "fatal_error", "model_error"]
+Termination = Literal["final_answer", "exit_loop", "max_iterations", "fatal_error", "model_error", "agent_error"]
 
 # Flags of a finished turn that must not leak into the next one.
 STALE_TURN_KEYS = (keys.EXIT_REQUESTED, keys.FATAL_ERROR, keys.FATAL_ERROR_MSG, keys.FINAL_ANSWER,
@@ -50,6 +50,8 @@ class RunOutcome:
     error: str | None = None
     # Max iterations only: the analyst's best-effort answer to one last "answer now" request.
     forced_answer: str | None = None
+    # The exception that ended the turn, for callers that attribute it (the conformance harness does).
+    exception: BaseException | None = field(default=None, compare=False, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -84,6 +86,7 @@ async def run_conversation(runner: Runner, *, user_id: str, session_id: str, mes
     summary_before = session.state.get(keys.LAST_RESULTS_SUMMARY)
 
     error: str | None = None
+    failure: BaseException | None = None
     analyst_text: str | None = None
     try:
         async for event in runner.run_async(
@@ -98,12 +101,13 @@ async def run_conversation(runner: Runner, *, user_id: str, session_id: str, mes
         logger.warning("turn failed: %s: %s", type(exc).__name__, exc, exc_info=True)
         # Some errors (a client timeout) carry no message: name what happened rather than print "TimeoutError: ".
         error = f"{type(exc).__name__}: {str(exc) or 'no message (the model request timed out or was cut off)'}"
+        failure = exc
 
     stored = await service.get_session(app_name=runner.app_name, user_id=user_id, session_id=session_id)
     assert stored is not None, "the session vanished during the turn"
     reason = stored.state.get(keys.TERMINATION_REASON)
-    if error is not None:
-        reason = "model_error"
+    if failure is not None:
+        reason = termination_for(failure)
         await _append(runner, stored, {keys.TERMINATION_REASON: reason, keys.FATAL_ERROR: True,
                                        keys.FATAL_ERROR_MSG: error[:2000]}, "outcome")
     elif reason is None:
@@ -127,7 +131,31 @@ async def run_conversation(runner: Runner, *, user_id: str, session_id: str, mes
         delegations=int(stored.state.get(keys.ITERATION, 0)) - iteration_before,
         error=error,
         forced_answer=stored.state.get(keys.FORCED_ANSWER),
+        exception=failure,
     )
+
+
+def termination_for(exc: BaseException) -> Termination:
+    """``model_error`` when the model failed (an API error, a timeout, a body that does not parse, a blocked
+    answer), ``agent_error`` for anything else: a plugin, tool, agent or the session service raised."""
+    from google.genai import errors as genai_errors
+
+    from .plugins.model_guard import ModelAnswerBlocked
+
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not s for s in seen):
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    for link in seen:
+        if isinstance(link, (genai_errors.APIError, ModelAnswerBlocked, TimeoutError)):
+            return "model_error"
+        tb = link.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_globals.get("__name__", "").startswith("google.genai"):
+                return "model_error"  # raised while the model client sent the request or read the answer
+            tb = tb.tb_next
+    return "agent_error"
 
 
 async def _fold_history(runner: Runner, session: Session, *, question: str, termination: str,

@@ -9,17 +9,26 @@ from .timeline import executions
 NAME = "scenario_expectations"
 
 
+def _declared_errors(ctx: CheckContext):
+    """(turn record, the error text its scenario turn declares with expect_error), in turn order."""
+    specs = [turn for session in ctx.scenario.sessions for turn in session.turns]
+    for record in ctx.trace.turns:
+        if record.turn < len(specs) and specs[record.turn].expect_error is not None:
+            yield record, specs[record.turn].expect_error
+
+
 @check(
     NAME,
     title="Scenario expectations met",
     why="Beyond the invariants, each scenario states what its run must end with: how many Job_B runs, the final "
-        "answer, how the loop ended, fragments of the final persisted state, and for failure scenarios the error.",
+        "answer, how the loop ended, fragments of the final persisted state, and for failure scenarios the error "
+        "(expect.outcome_error for the last turn, a turn's expect_error for that turn).",
     dod_item=None,
 )
 def scenario_expectations(ctx: CheckContext) -> CheckResult:
     trace, profile, expect = ctx.trace, ctx.profile, ctx.scenario.expect
     if (expect.executions is None and expect.final_answer is None and expect.termination is None
-            and not expect.state and expect.outcome_error is None):
+            and not expect.state and expect.outcome_error is None and not list(_declared_errors(ctx))):
         return not_applicable(NAME, "The scenario's expect block sets no executions, final_answer, termination, "
                                     "state or outcome_error.")
     met: list[str] = []
@@ -44,6 +53,12 @@ def scenario_expectations(ctx: CheckContext) -> CheckResult:
         errors = [e for e in ((last.outcome.error, last.run_error) if last else ()) if e]
         compare("outcome_error", any(expect.outcome_error in e for e in errors),
                 f"expected an error containing {show(expect.outcome_error)}; {turn_label} has "
+                + (" / ".join(show(e, 160) for e in errors) if errors else "no error"))
+    for record, declared in _declared_errors(ctx):
+        errors = [e for e in (record.outcome.error, record.run_error) if e]
+        where = f"turn {record.turn} (session {record.session_id})"
+        compare(f"expect_error of {where}", any(declared in e for e in errors),
+                f"expected an error containing {show(declared)}; it has "
                 + (" / ".join(show(e, 160) for e in errors) if errors else "no error"))
     if expect.state:
         session = last.session_id if last else (trace.persisted[-1].session_id if trace.persisted else None)

@@ -109,7 +109,7 @@ def normalize_trace(trace: Trace, *, service: str, home: Path | None = None) -> 
     snapshots = {t.session_id: snap for t in trace.turns if (snap := trace.final_persisted(t.session_id))}
     outcomes: dict[str, Any] = {}
     for turn in trace.turns:
-        for name, value in (*turn.outcome.model_dump().items(), ("run_error", turn.run_error)):
+        for name, value in (*turn.outcome.model_dump(exclude={"crash"}).items(), ("run_error", turn.run_error)):
             outcomes[f"turn {turn.turn} {name}"] = value
     events = [(e.index, e.session_id, e.author, e.appended_delta) for e in trace.events]
     return build_run(trace.scenario, service, events, snapshots, outcomes, homes=homes)

@@ -39,7 +39,9 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from reference_agent.executor.files import write_atomic
 
-from harness.errors import CassetteError, SecretInCassetteError
+from harness.errors import CassetteError, CassetteIdentityError, SecretInCassetteError
+from harness.llm.identity import METADATA_KEY as IDENTITY_KEY
+from harness.llm.identity import CassetteIdentity
 from harness.llm.modes import DUMMY_API_KEYS
 
 if TYPE_CHECKING:
@@ -213,11 +215,12 @@ class CassettePersister:
     """vcrpy persister: provenance block first, refuses to save secrets, writes atomically."""
 
     def __init__(self, *, provenance: Provenance, secrets: Sequence[str] = (), replace_broken: bool = False,
-                 rerecord: str | None = None) -> None:
+                 rerecord: str | None = None, identity: CassetteIdentity | None = None) -> None:
         self.provenance = provenance
         self.secrets = tuple(secrets)
         self.replace_broken = replace_broken  # record mode 'all': a broken old file is about to be replaced
         self.rerecord = rerecord
+        self.identity = identity  # written when saving; on replay a cassette of another identity is refused
 
     def load_cassette(self, cassette_path: str | os.PathLike[str], serializer: Any) -> Any:
         """vcrpy's loading, but a file that exists and cannot be used is a ``CassetteError`` naming it.
@@ -237,9 +240,17 @@ class CassettePersister:
         if not text.strip():
             return FilesystemPersister.load_cassette(path, serializer)  # raises CassetteNotFoundError
         try:
-            problem = _cassette_problem(serializer.deserialize(text))
+            data = serializer.deserialize(text)
+            problem = _cassette_problem(data)
+            if problem is None and self.identity is not None and not self.replace_broken:
+                metadata = data.get("metadata") or {}
+                if (mismatch := self.identity.mismatch(metadata.get(IDENTITY_KEY))) is not None:
+                    raise CassetteIdentityError(f"Cassette {path} {mismatch}. Re-record it with: "
+                                                f"{self.rerecord or 'rlm-conformance record'}")
             if problem is None:
                 return deserialize(text, serializer)
+        except CassetteIdentityError:
+            raise
         except CassetteNotFoundError:
             raise
         except Exception as exc:  # noqa: BLE001 - YAML errors, vcrpy's own checks, deep nesting: all mean broken
@@ -266,6 +277,8 @@ class CassettePersister:
 
         path = Path(cassette_path)
         metadata = {**(cassette_dict.get("metadata") or {}), "provenance": asdict(self.provenance.stamped())}
+        if self.identity is not None:
+            metadata[IDENTITY_KEY] = self.identity.as_metadata()
         interactions = {"requests": cassette_dict["requests"], "responses": cassette_dict["responses"]}
         if serializer is yamlserializer:  # two block mappings in a row are one mapping: provenance reads first
             text = serializer.serialize({"metadata": metadata}) + serialize(interactions, serializer)
@@ -376,7 +389,8 @@ def read_provenance(cassette_path: str | os.PathLike[str]) -> Provenance | None:
 # -- the VCR ---------------------------------------------------------------------------
 
 def make_vcr(*, cassette_dir: str | os.PathLike[str], record_mode: str, provenance: Provenance,
-             secrets: Iterable[str] = (), record_on_exception: bool = False, rerecord: str | None = None) -> vcr.VCR:
+             secrets: Iterable[str] = (), record_on_exception: bool = False, rerecord: str | None = None,
+             identity: CassetteIdentity | None = None) -> vcr.VCR:
     """A ``vcr.VCR`` for LLM cassettes (``NAME.yaml`` under ``cassette_dir``).
 
     ``record_mode`` is vcrpy's (``none`` replays only). ``secrets`` are values that
@@ -399,7 +413,8 @@ def make_vcr(*, cassette_dir: str | os.PathLike[str], record_mode: str, provenan
     )
     recorder.register_matcher("method_ci", method_ci)
     recorder.register_persister(CassettePersister(provenance=provenance, secrets=known,
-                                                  replace_broken=record_mode == "all", rerecord=rerecord))
+                                                  replace_broken=record_mode == "all", rerecord=rerecord,
+                                                  identity=identity))
     return recorder
 
 

@@ -56,8 +56,8 @@ class NetworkGuard:
     def _refuse(self, host: Any, port: Any) -> NetworkBlockedError:
         self.blocked.append((str(host), port))
         return NetworkBlockedError(
-            f"Network access blocked: code under test tried to reach {host}:{port} during replay; CI is "
-            f"replay-only. Record with {self.record_hint}. If {host} is a local service, allow it with "
+            f"Network access blocked: code under test tried to reach {host}:{port} during an offline run "
+            f"(replay, or the scripted model); CI is offline. Record with {self.record_hint}. If {host} is a local service, allow it with "
             f"NetworkGuard(allow_hosts=[{str(host)!r}]).")
 
     def __enter__(self) -> NetworkGuard:

@@ -22,6 +22,7 @@ from ..errors import CassetteError
 from ..trace.model import TokenCountRecord
 from .cassettes import Provenance, assert_all_played, make_vcr, use_cassette
 from .drift import Drift, watch_drift
+from .identity import CassetteIdentity
 from .client_timeouts import record_client_timeouts, replay_client_timeouts
 from .scrub_outputs import scrubbing_log_records
 from .matchers import caller, caller_of
@@ -83,9 +84,10 @@ class LlmSession:
 
 
 @contextlib.asynccontextmanager
-async def llm_session(scenario: "Scenario", options: "RunOptions", *, rerecord: str,
-                      workspace: Any = None) -> AsyncIterator[LlmSession]:
-    """``workspace``: the run's DatabricksWorkspace (databricks backend), whose REST calls share the cassette."""
+async def llm_session(scenario: "Scenario", options: "RunOptions", *, rerecord: str, workspace: Any = None,
+                      identity: CassetteIdentity | None = None) -> AsyncIterator[LlmSession]:
+    """``workspace``: the run's DatabricksWorkspace (databricks backend), whose REST calls share the cassette.
+    ``identity``: what the cassette is for (harness/llm/identity.py): written when recording, compared on replay."""
     from reference_agent.backends.sublm import sublm_from_genai as genai_sub_lm
     from reference_agent.backends.tokens import genai_token_counter
 
@@ -103,8 +105,10 @@ async def llm_session(scenario: "Scenario", options: "RunOptions", *, rerecord: 
         stack.enter_context(scrubbing_log_records(run_secrets(options, endpoint)))
         cassette = None
         if mode is LlmMode.REPLAY or options.record:
-            cassette = stack.enter_context(_cassette(scenario.name, options, endpoint, session, workspace))
-        if mode is LlmMode.REPLAY:
+            cassette = stack.enter_context(_cassette(scenario.name, options, endpoint, session, workspace, identity))
+        live_workspace = workspace is not None and workspace.recorded_against == "databricks-live"
+        if mode is LlmMode.REPLAY or (mode is LlmMode.SCRIPTED and not live_workspace):
+            # Offline modes stay offline: the scripted endpoint and a local workspace fake are on loopback.
             from .network_guard import NetworkGuard
 
             stack.enter_context(NetworkGuard(record_hint=f"re-record with: {rerecord}"))
@@ -134,7 +138,8 @@ def _sub_lm_retries() -> types.HttpRetryOptions:
 
 
 @contextlib.contextmanager
-def _cassette(name: str, options: "RunOptions", endpoint: ModelEndpoint, session: LlmSession, workspace: Any = None):
+def _cassette(name: str, options: "RunOptions", endpoint: ModelEndpoint, session: LlmSession, workspace: Any = None,
+              identity: CassetteIdentity | None = None):
     path = options.cassette_dir / f"{name}.yaml"
     session.cassette_path = path
     if options.llm_mode is LlmMode.REPLAY and not path.exists():
@@ -152,7 +157,8 @@ def _cassette(name: str, options: "RunOptions", endpoint: ModelEndpoint, session
         provenance = Provenance(recorded_against=workspace.recorded_against, model=options.model)
         secrets += workspace.secrets
     recorder = make_vcr(cassette_dir=options.cassette_dir, record_mode="none" if options.llm_mode is LlmMode.REPLAY
-                        else "all", provenance=provenance, secrets=secrets, rerecord=session.rerecord)
+                        else "all", provenance=provenance, secrets=secrets, rerecord=session.rerecord,
+                        identity=identity)
     recorder.register_matcher("rlm_caller", caller)
     recorder.match_on = MATCH_ON
     if workspace is not None:

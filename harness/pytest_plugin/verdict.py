@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from ..report.summary import error_lines
+from ..runner import CASSETTE_VERDICT
 from ..snapshot.extension import SNAPSHOT_NAME, ScenarioSnapshotExtension
 from .session import SESSION
 
@@ -41,7 +43,10 @@ def assert_conforms(result: ScenarioResult, snapshot: SnapshotAssertion) -> None
         pytest.fail(_harness_error(result, item), pytrace=False)
     with _quiet_syrupy_layout_warnings():
         matches = snap == normalize_trace(result.trace)
-    lines = _failed_checks(result)
+    lines = [f"{result.scenario} on target {result.target}: {line}" for line in error_lines(result)]
+    lines += _failed_checks(result)
+    if any(c.name == CASSETTE_VERDICT and c.failed for c in result.checks):
+        lines.append(f"  Re-record from pytest: {item.config.stash[SESSION].record_command(item.nodeid)}")
     if not matches:
         lines += _snapshot_mismatch(snap, location, existed, item)
     if lines:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..checks.base import Status
 from ..result import RunReport, ScenarioResult
-from .summary import abbreviations, check_columns, counts, scenario_status, summary_line
+from .summary import abbreviations, check_columns, counts, error_lines, scenario_status, summary_line
 from .timeline import build_timeline
 
 TEMPLATE = "report.html.j2"
@@ -48,6 +48,7 @@ def _scenario_view(index: int, result: ScenarioResult, columns: list[str]) -> di
         "events": len(trace.events) if trace is not None else 0,
         "plugins": trace.plugins if trace is not None else [],
         "failed": sum(1 for c in result.checks if c.status is Status.FAIL),
+        "errors": error_lines(result),
     }
 
 

@@ -35,6 +35,7 @@ def _result_dict(result: ScenarioResult) -> dict[str, Any]:
     return {
         "scenario": result.scenario, "description": result.description, "target": result.target,
         "llm_mode": result.llm_mode, "session_service": result.session_service, "ok": result.ok,
+        "status": result.status,
         "duration_s": result.duration_s, "error": result.error,
         "checks": [_check_dict(c) for c in result.checks],
         "trace": result.trace.model_dump(mode="json") if result.trace is not None else None,

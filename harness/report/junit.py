@@ -36,12 +36,13 @@ def _evidence_text(check: CheckResult) -> str:
 
 def render_junit(report: RunReport) -> str:
     c = counts(report)
-    tests = sum(len(r.checks) for r in report.results) + c.errors
+    errors = sum((r.error is not None) + len(r.crashed_turns) for r in report.results)
+    tests = sum(len(r.checks) for r in report.results) + errors
     root = ET.Element("testsuites", name=SUITE_NAME, tests=str(tests), failures=str(c.failed),
-                      errors=str(c.errors), skipped=str(c.not_applicable),
+                      errors=str(errors), skipped=str(c.not_applicable),
                       time=f"{sum(r.duration_s for r in report.results):.3f}")
     suite = ET.SubElement(root, "testsuite", name=SUITE_NAME, tests=str(tests), failures=str(c.failed),
-                          errors=str(c.errors), skipped=str(c.not_applicable),
+                          errors=str(errors), skipped=str(c.not_applicable),
                           time=f"{sum(r.duration_s for r in report.results):.3f}",
                           timestamp=xml_safe(report.started_at), hostname=xml_safe(report.machine))
     properties = ET.SubElement(suite, "properties")
@@ -66,5 +67,16 @@ def render_junit(report: RunReport) -> str:
             error = ET.SubElement(case, "error", message=xml_safe(first_line), type="HarnessError")
             error.text = xml_safe(f"{result.error}\n(target {result.target}, LLM mode {result.llm_mode}, "
                                   f"session service {result.session_service})")
+        for turn in result.crashed_turns:
+            crash = turn.outcome.crash
+            case = ET.SubElement(suite, "testcase", classname=xml_safe(result.scenario),
+                                 name=xml_safe(f"{result.scenario}::turn {turn.turn}"), time="0.000")
+            error = ET.SubElement(case, "error", message=xml_safe(crash.describe().splitlines()[0]),
+                                  type=xml_safe(crash.type))
+            error.text = xml_safe("\n".join([
+                f"turn {turn.turn} (session {turn.session_id}) raised {crash.describe()}",
+                *([f"caused by {crash.cause}"] if crash.cause else []),
+                f"termination {turn.outcome.termination}; target {result.target}, LLM mode {result.llm_mode}",
+                *crash.traceback]))
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from ..checks.base import Status
 from ..result import RunReport
-from .summary import abbreviations, check_columns, failing_checks, scenario_status, summary_line
+from .summary import abbreviations, check_columns, error_lines, failing_checks, scenario_status, summary_line
 
 SYMBOLS = {Status.PASS: "✅", Status.FAIL: "❌", Status.NOT_APPLICABLE: "–"}
 SCENARIO_SYMBOLS = {"pass": "✅ pass", "fail": "❌ fail", "error": "⚠️ error"}
@@ -57,13 +57,14 @@ def render_markdown(report: RunReport, *, titles: Mapping[str, str] | None = Non
             f"**{short[n]}** {_text(n)}" + (f" ({_text(titles[n])})" if titles and n in titles else "")
             for n in columns) + ".", ""]
 
-    errors = [r for r in report.results if r.error is not None]
+    errors = [r for r in report.results if scenario_status(r) == "error"]
     if errors:
-        out += ["## Scenarios that could not run", ""]
+        out += ["## Scenarios in error", ""]
         for result in errors:
+            lines = [part for line in error_lines(result) for part in line.splitlines()]
             out += [f"### {_text(result.scenario)}", "",
                     f"target {_text(result.target)}, LLM mode {_text(result.llm_mode)}", "",
-                    *_fenced(result.error.splitlines() or [""]), ""]
+                    *_fenced(lines or [""]), ""]
 
     failures = [(r, c) for r in report.results for c in failing_checks(r)]
     if failures:

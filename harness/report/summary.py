@@ -57,7 +57,7 @@ def counts(report: RunReport) -> Counts:
     return Counts(scenarios=len(report.results), checks=len(check_columns(report)),
                   passed=statuses.count(Status.PASS), failed=statuses.count(Status.FAIL),
                   not_applicable=statuses.count(Status.NOT_APPLICABLE),
-                  errors=sum(1 for r in report.results if r.error is not None))
+                  errors=sum(1 for r in report.results if r.status == "error"))
 
 
 def _plural(n: int, word: str) -> str:
@@ -70,15 +70,24 @@ def summary_line(report: RunReport) -> str:
     line = (f"{_plural(c.scenarios, 'scenario')}, {_plural(c.checks, 'check')}: "
             f"{c.passed} passed, {c.failed} failed, {c.not_applicable} n/a")
     if c.errors:
-        line += f", {c.errors} could not run"
+        line += f", {c.errors} errored"
     return line
 
 
 def scenario_status(result: ScenarioResult) -> str:
-    """``pass``, ``fail`` or ``error`` (the scenario could not be judged)."""
-    if result.error is not None:
-        return "error"
-    return "pass" if result.ok else "fail"
+    """``pass``, ``fail`` or ``error`` (the scenario could not be judged, or a turn raised undeclared)."""
+    return result.status
+
+
+def error_lines(result: ScenarioResult) -> list[str]:
+    """Why a scenario's verdict is ``error``: the harness's reason, and each undeclared crash of a turn."""
+    lines = [f"could not run: {result.error}"] if result.error is not None else []
+    for turn in result.crashed_turns:
+        crash = turn.outcome.crash
+        lines.append(f"turn {turn.turn} (session {turn.session_id}) raised {crash.describe()}"
+                     + (f" (caused by {crash.cause})" if crash.cause else "")
+                     + (f"; termination {turn.outcome.termination}" if turn.outcome.termination else ""))
+    return lines
 
 
 def failing_checks(result: ScenarioResult) -> list[CheckResult]:

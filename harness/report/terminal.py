@@ -10,7 +10,7 @@ from rich.text import Text
 
 from ..checks.base import Status
 from ..result import RunReport
-from .summary import abbreviations, check_columns, failing_checks, scenario_status, summary_line
+from .summary import abbreviations, check_columns, error_lines, failing_checks, scenario_status, summary_line
 
 CELLS = {Status.PASS: Text("✓", style="green"), Status.FAIL: Text("✗", style="bold red"),
          Status.NOT_APPLICABLE: Text("–", style="dim")}
@@ -41,10 +41,9 @@ def render_terminal(report: RunReport, console: Console) -> None:
                               column_first=True, padding=(0, 3), title=Text("checks", style="dim")))
 
     for result in report.results:
-        if result.error is not None:
+        for line in error_lines(result):
             console.print()
-            console.print(Text.assemble((f"{result.scenario}", "bold"), (" could not run: ", "yellow"),
-                                        result.error))
+            console.print(Text.assemble((f"{result.scenario}", "bold"), (" ERROR ", "bold yellow"), line))
     failures = [(r, c) for r in report.results for c in failing_checks(r)]
     for result, check in failures[:MAX_FAILURES]:
         console.print()

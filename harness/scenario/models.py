@@ -51,7 +51,7 @@ Step = Annotated[
 
 Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]+$")]
 ScriptKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
-Termination = Literal["final_answer", "exit_loop", "max_iterations", "fatal_error", "model_error"]
+Termination = Literal["final_answer", "exit_loop", "max_iterations", "fatal_error", "model_error", "agent_error"]
 
 
 class _Model(BaseModel):
@@ -62,6 +62,10 @@ class Turn(_Model):
     """One user turn of a session."""
 
     user: str = Field(description="The user message text sent for this turn.")
+    expect_error: str | None = Field(
+        default=None, min_length=1,
+        description="This turn is expected to end in an error whose text contains this substring (a fault the "
+                    "scenario injects on purpose). Any other turn that raises makes the scenario's verdict 'error'.")
 
 
 class SessionSpec(_Model):
@@ -102,8 +106,9 @@ class Expectations(_Model):
         default_factory=dict, description="Persisted session-state fragments expected at the end of the last "
                                           "session; a value of null means the key must be absent.")
     outcome_error: str | None = Field(
-        default=None, description="A substring the run's error must contain, for scenarios expected to end in "
-                                  "a clean failure (e.g. retries exhausted).")
+        default=None, description="A substring the last turn's error must contain, for scenarios expected to end "
+                                  "in a clean failure (e.g. retries exhausted); the last turn's expect_error, "
+                                  "said once for the scenario.")
     state_budget_bytes: int = Field(default=16384, ge=1,
                                     description="Upper bound on the size of persisted state, in bytes of JSON.")
 

@@ -15,6 +15,7 @@ from reference_agent.services import build_local_services
 from reference_agent.sessions.delta_session_service import DeltaSessionService
 from reference_agent.storage.duckdb_engine import DuckDBEngine
 
+from ..trace.crash import describe_error
 from ..trace.model import ExecutionRecord, TurnOutcome
 from .base import BuiltTarget, TargetEnvironment
 
@@ -22,7 +23,8 @@ from .base import BuiltTarget, TargetEnvironment
 async def _run_turn(runner: Runner, user_id: str, session_id: str, message: str) -> TurnOutcome:
     outcome = await run_conversation(runner, user_id=user_id, session_id=session_id, message=message)
     return TurnOutcome(termination=outcome.termination, final_answer=outcome.final_answer,
-                       delegations=outcome.delegations, error=outcome.error, forced_answer=outcome.forced_answer)
+                       delegations=outcome.delegations, error=outcome.error, forced_answer=outcome.forced_answer,
+                       crash=describe_error(outcome.exception) if outcome.exception is not None else None)
 
 
 def executions_from_registry(registry: ArtifactRegistry, read_text) -> callable:

@@ -118,12 +118,30 @@ class LiveStateRecord(_Record):
     )
 
 
+class TurnError(_Record):
+    """An exception that ended a turn: a verdict of its own (``error``) unless the scenario declares it."""
+
+    type: str = Field(description="Class name of the exception the target's turn raised.")
+    message: str
+    origin: str = Field(description="The ADK building block that raised it, innermost first: 'model ...', "
+                                    "'plugin NAME', 'tool NAME', 'session service CLASS', 'agent NAME' or 'unknown'.")
+    cause: str | None = Field(default=None, description="The innermost chained exception, when it is another one.")
+    traceback: list[str] = Field(default_factory=list, description="The last lines of the innermost traceback.")
+    expected: bool = Field(default=False, description="The scenario declares this error (turn expect_error or "
+                                                      "expect.outcome_error): the turn is judged, not an error.")
+
+    def describe(self) -> str:
+        return f"{self.type} from {self.origin}: {self.message}"
+
+
 class TurnOutcome(_Record):
     termination: str | None = None
     final_answer: str | None = None
     delegations: int | None = None
     error: str | None = None
     forced_answer: str | None = Field(default=None, description="Best-effort answer after max_iterations.")
+    crash: TurnError | None = Field(default=None, description="The exception that ended the turn, if one did "
+                                                              "(caught by the target's own runner or the harness).")
 
 
 class TurnRecord(_Record):

@@ -40,11 +40,15 @@ def test_a_changed_prompt_makes_the_cassette_stale(stale_cassettes: Path) -> Non
     scenario = load_scenario(ROOT / "scenarios" / f"{SCENARIO}.yaml")
     result = run_scenario(scenario, RunOptions(llm_mode=LlmMode.REPLAY, cassette_dir=stale_cassettes))
 
-    assert result.error is not None and not result.ok
-    assert f"the cassette {stale_cassettes / (SCENARIO + '.yaml')} is stale" in result.error
-    assert "databricks_analyst" in result.error
-    assert EDITED[:12] in result.error and RECORDED[:12] in result.error  # both sides of the difference
-    assert f"rlm-conformance record --scenario {SCENARIO}" in result.error
+    cassette = result.check("cassette")
+    assert result.error is None and not result.ok and cassette.failed
+    problem = cassette.explanation
+    assert f"the cassette {stale_cassettes / (SCENARIO + '.yaml')} is stale" in problem
+    assert "databricks_analyst" in problem
+    assert EDITED[:12] in problem and RECORDED[:12] in problem  # both sides of the difference
+    assert f"rlm-conformance record --scenario {SCENARIO}" in problem
+    # The checks still judged the scenario (on its scripted model): the report names an invariant, or none.
+    assert result.check("stage_gating") is not None and result.trace is not None
 
 
 def test_allow_drift_replays_a_stale_cassette(stale_cassettes: Path) -> None:
@@ -60,7 +64,8 @@ def test_the_cli_fails_on_drift_and_allow_drift_lets_it_pass(stale_cassettes: Pa
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(tmp_path)
     shutil.copytree(ROOT / "scenarios", tmp_path / "scenarios")
-    argv = ["run", "--scenario", SCENARIO, "--cassette-dir", str(stale_cassettes), "--no-progress"]
+    argv = ["run", "--scenario", SCENARIO, "--cassette-dir", str(stale_cassettes), "--no-progress",
+            "--snapshot-dir", str(ROOT / "snapshots")]
     assert main(argv) != EXIT_OK
     assert "is stale" in " ".join(capsys.readouterr().out.split())  # rich wraps long lines
     assert main([*argv, "--allow-drift"]) == EXIT_OK

@@ -28,7 +28,7 @@ def test_blocks_connect_to_a_public_address() -> None:
         with pytest.raises(NetworkBlockedError):
             socket.getaddrinfo("generativelanguage.googleapis.com", 443)
     message = str(caught.value)
-    assert "tried to reach 203.0.113.1:443 during replay; CI is replay-only" in message
+    assert "tried to reach 203.0.113.1:443 during an offline run" in message
     assert "Record with `pytest --record-mode=once`" in message
     assert guard.blocked[0] == TEST_NET
 

@@ -118,8 +118,9 @@ def test_a_missing_cassette_in_replay_fails_with_the_record_command(project: pyt
     result = run(project, "test_conformance.py")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
-        ("single_delegation could not be run (target reference, llm-mode replay*): *cassette*does not exist*"
-         "Or, from pytest: pytest 'test_conformance.py::test_scenario[[]single_delegation[]]' "
+        "  FAIL cassette: *cassette*does not exist*rlm-conformance record --scenario single_delegation",
+        "*judged a re-run against the scenario's scripted model*",
+        ("  Re-record from pytest: pytest 'test_conformance.py::test_scenario[[]single_delegation[]]' "
          "--llm-mode scripted --record-mode rewrite"),
     ])
     assert "Traceback" not in result.stdout.str()

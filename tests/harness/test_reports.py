@@ -57,7 +57,7 @@ def test_summary_line_counts_everything(report: RunReport) -> None:
     statuses = [c.status for r in report.results for c in r.checks]
     line = summary_line(report)
     assert line == (f"3 scenarios, {len(ALL_CHECK_NAMES)} checks: {statuses.count(Status.PASS)} passed, 1 failed, "
-                    f"{statuses.count(Status.NOT_APPLICABLE)} n/a, 1 could not run")
+                    f"{statuses.count(Status.NOT_APPLICABLE)} n/a, 1 errored")
 
 
 def test_abbreviations_go_past_z() -> None:
@@ -192,7 +192,7 @@ def test_terminal_table_legend_and_summary_line(report: RunReport) -> None:
     text = console.export_text()
     last = abbreviations(list(ALL_CHECK_NAMES))["scenario_expectations"]
     assert "a no_pruning_plugin" in text and f"{last} scenario_expectations" in text
-    assert "bad::no_pruning_plugin" in text and "broken could not run" in text
+    assert "bad::no_pruning_plugin" in text and "broken ERROR could not run" in text
     assert text.rstrip().splitlines()[-1] == summary_line(report)
 
 

@@ -1,0 +1,87 @@
+"""A turn that raises is the verdict ``error``, naming the exception and the part that raised it, in every
+report and in the exit status — unless the scenario declares that error (``expect_error``)."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.llm.modes import LlmMode
+from harness.report import render_junit, render_markdown
+from harness.result import RunReport
+from harness.runner import RunOptions, run_scenario
+from harness.scenario.loader import load_scenario
+from harness.trace.crash import describe_error
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _report(*results) -> RunReport:
+    return RunReport(results=tuple(results), started_at="2026-11-25T00:00:00+00:00", machine="test",
+                     tool_version="0")
+
+
+@pytest.fixture(scope="module")
+def plugin_crash():
+    scenario = load_scenario(ROOT / "scenarios" / "single_delegation.yaml")
+    return run_scenario(scenario, RunOptions(target="tests.crashing_targets:plugin_raises_after_run",
+                                             llm_mode=LlmMode.SCRIPTED))
+
+
+def test_a_plugin_crash_after_the_run_is_an_error_not_a_model_error(plugin_crash) -> None:
+    assert plugin_crash.status == "error" and not plugin_crash.ok
+    [turn] = plugin_crash.crashed_turns
+    crash = turn.outcome.crash
+    assert crash.origin == "plugin exploding_after_run"
+    assert "the audit sink is unreachable" in crash.message and crash.cause.startswith("ValueError")
+    assert turn.outcome.termination == "agent_error"
+
+
+def test_the_crash_is_in_junit_and_markdown(plugin_crash) -> None:
+    report = _report(plugin_crash)
+    cases = ET.fromstring(render_junit(report)).findall(".//testcase")
+    errors = [c.find("error") for c in cases if c.find("error") is not None]
+    assert len(errors) == 1 and errors[0].get("type") == "RuntimeError"
+    assert "plugin exploding_after_run" in errors[0].text
+    markdown = render_markdown(report)
+    assert "⚠️ error" in markdown
+    assert "raised RuntimeError from plugin exploding_after_run" in markdown
+
+
+def test_a_user_app_whose_agent_raises_fails_the_run_in_every_format(tmp_path: Path, capsys) -> None:
+    code = main(["run", "--target", "tests.crashing_targets:crashing_app", "--scenario", "single_delegation",
+                 "--llm-mode", "scripted", "--reports-dir", str(tmp_path), "--no-progress"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "ERROR" in out and "KeyError from agent crashing_root" in out
+    assert "KeyError from agent crashing_root" in (tmp_path / "conformance.md").read_text()
+    assert "KeyError from agent crashing_root" in (tmp_path / "conformance.html").read_text()
+    junit = ET.fromstring((tmp_path / "conformance.xml").read_text())
+    assert junit.get("errors") == "1"
+    assert '"status": "error"' in (tmp_path / "conformance.json").read_text()
+
+
+def test_a_declared_error_is_judged_not_an_error() -> None:
+    scenario = load_scenario(ROOT / "scenarios" / "model_error_then_next_turn.yaml")
+    result = run_scenario(scenario, RunOptions(llm_mode=LlmMode.SCRIPTED))
+    assert result.ok, result
+    assert result.trace.turns[0].outcome.crash.expected
+
+
+def test_an_undeclared_model_error_is_an_error() -> None:
+    scenario = load_scenario(ROOT / "scenarios" / "model_error_then_next_turn.yaml")
+    first = scenario.sessions[0].turns[0].model_copy(update={"expect_error": None})
+    session = scenario.sessions[0].model_copy(update={"turns": [first, *scenario.sessions[0].turns[1:]]})
+    result = run_scenario(scenario.model_copy(update={"sessions": [session]}), RunOptions(llm_mode=LlmMode.SCRIPTED))
+    assert result.status == "error"
+    assert result.crashed_turns[0].outcome.crash.origin == "model"
+
+
+def test_describe_error_reads_the_innermost_building_block() -> None:
+    try:
+        raise KeyError("x")
+    except KeyError as exc:
+        assert describe_error(exc).origin == "unknown"
