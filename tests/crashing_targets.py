@@ -4,6 +4,7 @@
   the loop finished normally: the turn must not pass, nor be labelled ``model_error``.
 * ``crashing_app``: a user's App of another layout (no loop, no analyst) whose one agent raises: the
   generic ``module:attr`` path must report the crash too.
+* ``store_down_at_summary`` (a ``--session-service``): the session service raises mid-turn.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from google.adk.agents.invocation_context import InvocationContext
 from google.adk.apps import App
 from google.adk.events import Event
 from google.adk.plugins.base_plugin import BasePlugin
+from google.adk.sessions.session import Session
 
 from harness.targets.base import BuiltTarget, TargetEnvironment
 from harness.targets.reference import build_reference
+from reference_agent.sessions.delta_session_service import DeltaSessionService
 
 
 class ExplodingAfterRunPlugin(BasePlugin):
@@ -42,3 +45,16 @@ class CrashingAgent(BaseAgent):
 
 
 crashing_app = App(name="crashing_app", root_agent=CrashingAgent(name="crashing_root"))
+
+
+class StoreDownAtSummary(DeltaSessionService):
+    """A store that fails when the processor's summary event is appended (a lost connection, say)."""
+
+    async def append_event(self, session: Session, event: Event) -> Event:
+        if event.author == "results_processor" and not event.partial:
+            raise ConnectionError("the session store went away")
+        return await super().append_event(session, event)
+
+
+def store_down_at_summary() -> StoreDownAtSummary:
+    return StoreDownAtSummary.duckdb(None)

@@ -51,10 +51,11 @@ def test_the_crash_is_in_junit_and_markdown(plugin_crash) -> None:
     assert "raised RuntimeError from plugin exploding_after_run" in markdown
 
 
-def test_a_user_app_whose_agent_raises_fails_the_run_in_every_format(tmp_path: Path, capsys) -> None:
+def test_a_user_app_whose_agent_raises_fails_the_run_in_every_format(tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "250")  # one console line per message, whatever the terminal
     code = main(["run", "--target", "tests.crashing_targets:crashing_app", "--scenario", "single_delegation",
                  "--llm-mode", "scripted", "--reports-dir", str(tmp_path), "--no-progress"])
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())
     assert code == 1
     assert "ERROR" in out and "KeyError from agent crashing_root" in out
     assert "KeyError from agent crashing_root" in (tmp_path / "conformance.md").read_text()
@@ -85,3 +86,13 @@ def test_describe_error_reads_the_innermost_building_block() -> None:
         raise KeyError("x")
     except KeyError as exc:
         assert describe_error(exc).origin == "unknown"
+
+
+def test_a_session_service_that_raises_mid_turn_is_named() -> None:
+    scenario = load_scenario(ROOT / "scenarios" / "single_delegation.yaml")
+    result = run_scenario(scenario, RunOptions(llm_mode=LlmMode.SCRIPTED,
+                                               session_service="tests.crashing_targets:store_down_at_summary"))
+    assert result.status == "error"
+    crash = result.crashed_turns[0].outcome.crash
+    assert crash.type == "ConnectionError" and crash.origin == "session service StoreDownAtSummary"
+    assert result.crashed_turns[0].outcome.termination == "agent_error"
