@@ -181,7 +181,9 @@ def _stdout_console() -> Console:
 def _titles() -> dict[str, str]:
     from .checks import registered_checks
 
-    return {name: spec.title for name, spec in registered_checks().items()}
+    return {**{name: spec.title for name, spec in registered_checks().items()},
+            "cassette": "The cassette is this scenario's and replays exactly",
+            "snapshot": "The normalized trace equals its snapshot"}
 
 
 def _select(scenarios: list[Scenario], names: Sequence[str], substring: str | None, where: str) -> list[Scenario]:
