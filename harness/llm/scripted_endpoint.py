@@ -143,7 +143,8 @@ class ScriptedEndpoint:
                  agent_resolver: AgentResolver = agent_from_request) -> None:
         self._script = {agent: tuple(steps) for agent, steps in script.items()}
         self._resolve_agent = agent_resolver
-        self._next_index: dict[str, int] = {}
+        self._served: dict[str, set[int]] = {}  # per agent, the indices of the steps already served
+        self._extra: dict[str, int] = {}  # per agent, calls that found no step left
         self._calls: list[ServedCall] = []
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -226,16 +227,27 @@ class ScriptedEndpoint:
     def unserved(self) -> dict[str, int]:
         """Per agent, how many scripted steps were never asked for."""
         with self._lock:
-            return {agent: len(steps) - self._next_index.get(agent, 0)
-                    for agent, steps in self._script.items() if len(steps) > self._next_index.get(agent, 0)}
+            return {agent: len(steps) - len(self._served.get(agent, ()))
+                    for agent, steps in self._script.items() if len(steps) > len(self._served.get(agent, ()))}
 
     def _take_step(self, agent: str, request_json: Mapping[str, Any], model: str, action: str
                    ) -> tuple[int, ModelStep | None]:
+        """The step for this call: the first unserved one whose ``when`` the prompt contains, else the first
+        unserved one without ``when``; None (and an index past the script) when none is left."""
+        prompt = " ".join(_texts(request_json.get("contents")))
         with self._lock:
-            index = self._next_index.get(agent, 0)
-            self._next_index[agent] = index + 1
             steps = self._script.get(agent, ())
-            step = steps[index] if index < len(steps) else None
+            served = self._served.setdefault(agent, set())
+            free = [i for i in range(len(steps)) if i not in served]
+            index = next((i for i in free if getattr(steps[i], "when", None) and steps[i].when in prompt),
+                         next((i for i in free if not getattr(steps[i], "when", None)), None))
+            if index is None:
+                index = len(steps) + self._extra.get(agent, 0)
+                self._extra[agent] = self._extra.get(agent, 0) + 1
+                step = None
+            else:
+                served.add(index)
+                step = steps[index]
             self._calls.append(ServedCall(agent, index, step, request_json, model, action))
             return index, step
 

@@ -25,6 +25,11 @@ class TextStep(_Step):
     """The model answers with text (and finishes with STOP)."""
 
     text: str = Field(description="The text the model answers with.")
+    when: str | None = Field(
+        default=None, min_length=1,
+        description="Serve this step to the request whose prompt contains this text, whatever its position: for "
+                    "concurrent calls (llm_query_batched), whose arrival order is not fixed. Steps without 'when' "
+                    "are served in order to the other requests.")
 
 
 class CallStep(_Step):
