@@ -119,11 +119,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     record = commands.add_parser("record", help="run scenarios in record mode and write their cassettes",
                                  description="Run scenarios with recording on (scripted endpoint by default) and "
-                                             "write their cassettes. Checks are shown but do not decide the exit "
-                                             "code: 0 when every cassette was written, 1 otherwise. Gate on "
+                                             "write their cassettes and reports. Checks are shown but do not "
+                                             "decide the exit code: 0 when every cassette was written, 1 otherwise. "
+                                             "Nothing is saved for a scenario whose script does not fit the target "
+                                             "(a script key that names no agent, an HTTP error the script does not "
+                                             "declare, a scripted answer never asked for). Gate on "
                                              f"`{PROG} run` (replay) afterwards.")
     _add_selection(record)
     _add_target(record, modes=("scripted", "live"), default_mode="scripted")
+    record.add_argument("--reports-dir", default="reports", metavar="DIR",
+                        help="where reports go (default: %(default)s)")
+    _add_formats(record, "all four")
 
     listing = commands.add_parser("list", help="list scenarios: names, descriptions, tags")
     listing.add_argument("--scenarios-dir", default="scenarios", metavar="DIR",
@@ -329,9 +335,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from .report import render_terminal
+    from .report import DEFAULT_FORMATS, render_terminal, write_reports
     from .runner import cassette_dir_for
 
+    formats = _report_formats(args.formats, DEFAULT_FORMATS)
     _configure_logging(args.log_level)
     scenarios = _load(args.scenarios_dir, args.scenario, args.substring)
     options = _options(args, record=True)
@@ -345,6 +352,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         "scenarios_dir": args.scenarios_dir})
     console = _stdout_console()
     render_terminal(report, console)
+    _print_written(console, write_reports(report, args.reports_dir, formats, titles=_titles()))
     console.print()
     missing = 0
     for result in report.results:
@@ -442,6 +450,12 @@ VERDICT_ROWS = {
                 "played, none missing, each with the request it was recorded for. When it does not, the row fails "
                 "with what changed and the re-record command, and the scenario's other checks judge a re-run "
                 "against its scripted model, so the report still names the invariant a change broke.",
+    "script": "Scripted mode only. The model traffic must follow the scenario's script: every script key names an "
+              "agent of the target (or sub_lm), no model call gets an HTTP error the script does not declare as a "
+              "fault (the scripted endpoint answers 400 past the end of an agent's steps), and every scripted step "
+              "is asked for. A failing row names the scenario file:line of each misfit; the other checks still judge "
+              "the run, since an agent calling its model more or less often than scripted is often the bug they "
+              "name. `record` saves nothing for such a run (harness/llm/script_fit.py).",
     "snapshot": "`run` compares each scenario's normalized trace with snapshots/<scenario>.json exactly as the "
                 "pytest plugin does through syrupy (same serialisation), so `run` and `pytest` give one verdict. "
                 "Accept an intended change with --snapshot-update, after reviewing the diff.",

@@ -25,6 +25,7 @@ from .checks.base import CheckContext, CheckResult, failed, passed
 from .errors import CassetteError, HarnessError
 from .llm.identity import CassetteIdentity
 from .llm.modes import LlmMode
+from .llm.script_fit import judge_script, script_verdict
 from .result import ScenarioResult
 from .scenario.models import Scenario
 from .targets.base import BuiltTarget, SessionServiceFactory, TargetEnvironment
@@ -143,7 +144,7 @@ async def _run_scenario(scenario: Scenario, options: RunOptions) -> ScenarioResu
     except ValueError as exc:  # an unknown check name in the scenario's expect.checks
         return ScenarioResult(**base, checks=(), trace=trace, duration_s=time.perf_counter() - started,
                               error=f"scenario {scenario.name!r}, field 'expect.checks': {exc}")
-    verdicts = (cassette,) if cassette is not None else ()
+    verdicts = ((cassette,) if cassette is not None else ()) + script_verdict(trace)
     return ScenarioResult(**base, checks=(*checks, *verdicts), trace=trace, duration_s=time.perf_counter() - started)
 
 
@@ -213,6 +214,9 @@ async def _drive_on(scenario: Scenario, options: RunOptions, target_name: str, h
 
                 await aclose_service(built.session_service)
         llm.raise_if_cassette_missed()
+        # Inside the session: when recording, a script that does not fit raises here and nothing is saved.
+        trace.script_problems = judge_script(scenario, llm, built.app.root_agent, target=target_name,
+                                             record=options.record)
     return trace, built.profile
 
 

@@ -27,6 +27,7 @@ from google.genai import types
 from . import history
 from . import state_contract as keys
 from .config import AgentSettings
+from .plugins.model_guard import ModelAnswerBlocked, blocked_answer
 from .plugins.turn_log import turn_log_plugin
 
 logger = logging.getLogger(__name__)
@@ -87,6 +88,7 @@ async def run_conversation(runner: Runner, *, user_id: str, session_id: str, mes
 
     error: str | None = None
     failure: BaseException | None = None
+    blocked: ModelAnswerBlocked | None = None  # a blocked model answer, on which the guard ended the loop
     analyst_text: str | None = None
     try:
         async for event in runner.run_async(
@@ -97,6 +99,8 @@ async def run_conversation(runner: Runner, *, user_id: str, session_id: str, mes
             if event.author == keys.ANALYST and event.content and event.content.parts and not event.partial:
                 text = "".join(p.text for p in event.content.parts if p.text and not p.thought).strip()
                 analyst_text = text or analyst_text
+            if not event.partial and (answer := blocked_answer(event)) is not None:
+                blocked = answer
     except Exception as exc:  # a model or infrastructure failure ends the turn cleanly; the session stays
         logger.warning("turn failed: %s: %s", type(exc).__name__, exc, exc_info=True)
         # Some errors (a client timeout) carry no message: name what happened rather than print "TimeoutError: ".
@@ -106,8 +110,10 @@ async def run_conversation(runner: Runner, *, user_id: str, session_id: str, mes
     stored = await service.get_session(app_name=runner.app_name, user_id=user_id, session_id=session_id)
     assert stored is not None, "the session vanished during the turn"
     reason = stored.state.get(keys.TERMINATION_REASON)
-    if failure is not None:
-        reason = termination_for(failure)
+    if failure is None and blocked is not None:
+        error = f"{type(blocked).__name__}: {blocked}"
+    if (ended_by := failure or blocked) is not None:
+        reason = termination_for(ended_by)
         await _append(runner, stored, {keys.TERMINATION_REASON: reason, keys.FATAL_ERROR: True,
                                        keys.FATAL_ERROR_MSG: error[:2000]}, "outcome")
     elif reason is None:

@@ -35,6 +35,9 @@ Faults (``FaultStep``) consume their step, so the client's retry gets the next:
 A call past the end of an agent's script gets HTTP 400 (``FAILED_PRECONDITION``)
 naming the agent and the call index. Every generate call, answered or not, is
 logged in ``calls``; ``countTokens`` calls consume no step and are not logged.
+A request the endpoint cannot serve at all (an unknown route, a body that is not
+JSON) is logged in ``refused``. ``harness/llm/script_fit.py`` reads both, and
+``unserved()``, to tell whether a run followed its script.
 """
 
 from __future__ import annotations
@@ -146,6 +149,7 @@ class ScriptedEndpoint:
         self._served: dict[str, set[int]] = {}  # per agent, the indices of the steps already served
         self._extra: dict[str, int] = {}  # per agent, calls that found no step left
         self._calls: list[ServedCall] = []
+        self._refused: list[str] = []
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -224,6 +228,16 @@ class ScriptedEndpoint:
         with self._lock:
             return list(self._calls)
 
+    @property
+    def refused(self) -> list[str]:
+        """Requests answered with an HTTP error before any step was taken: status and reason, in order."""
+        with self._lock:
+            return list(self._refused)
+
+    def _refuse(self, status: int, reason: str) -> None:
+        with self._lock:
+            self._refused.append(f"HTTP {status}: {reason}")
+
     def unserved(self) -> dict[str, int]:
         """Per agent, how many scripted steps were never asked for."""
         with self._lock:
@@ -258,14 +272,15 @@ class ScriptedEndpoint:
 
         model, _, action = request.match_info["model_action"].partition(":")
         if action not in _ACTIONS:
-            return web.json_response(google_error(404, "NOT_FOUND", (
-                f"The scripted endpoint serves models/MODEL:{{{','.join(_ACTIONS)}}}, not {request.path}.")),
-                status=404)
+            message = f"The scripted endpoint serves models/MODEL:{{{','.join(_ACTIONS)}}}, not {request.path}."
+            self._refuse(404, message)
+            return web.json_response(google_error(404, "NOT_FOUND", message), status=404)
         try:
             request_json = json.loads(await request.read() or b"{}")
         except ValueError:
             request_json = None
         if not isinstance(request_json, dict):
+            self._refuse(400, f"the body of POST {request.path} is not a JSON object")
             return web.json_response(google_error(400, "INVALID_ARGUMENT", "Request body is not a JSON object."),
                                      status=400)
         if action == "countTokens":

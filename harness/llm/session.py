@@ -45,6 +45,10 @@ class LlmSession:
     # Replayed model calls whose request is not the one recorded (harness/llm/drift.py).
     drift: list[Drift] = field(default_factory=list)
     cassette_path: Any = None
+    # What harness/llm/script_fit.py judges after the run: the scripted endpoint (scripted mode) and the
+    # vcrpy cassette (replay, or recording); None otherwise.
+    scripted: Any = None
+    cassette: Any = None
     # Every countTokens call the target made through ``count_tokens``, in order (the trace keeps them).
     token_counts: list[TokenCountRecord] = field(default_factory=list)
     _sub_lm: Any = None
@@ -93,19 +97,21 @@ async def llm_session(scenario: "Scenario", options: "RunOptions", *, rerecord: 
 
     mode = options.llm_mode
     with contextlib.ExitStack() as stack:
-        base_url = None
+        scripted = None
         if mode is LlmMode.SCRIPTED:
             from .scripted_endpoint import ScriptedEndpoint
 
-            base_url = stack.enter_context(ScriptedEndpoint(scenario.script)).base_url
-        endpoint = endpoint_for(mode, model=options.model, scripted_base_url=base_url)
-        session = LlmSession(endpoint=endpoint, mode_label=mode.value, scenario=scenario.name, rerecord=rerecord)
+            scripted = stack.enter_context(ScriptedEndpoint(scenario.script))
+        endpoint = endpoint_for(mode, model=options.model, scripted_base_url=scripted.base_url if scripted else None)
+        session = LlmSession(endpoint=endpoint, mode_label=mode.value, scenario=scenario.name, rerecord=rerecord,
+                             scripted=scripted)
         if workspace is not None and mode is not LlmMode.REPLAY:  # the fake's Job_B calls the model itself
             workspace.give_job_b_the_model(endpoint.base_url, endpoint.api_key)
         stack.enter_context(scrubbing_log_records(run_secrets(options, endpoint)))
         cassette = None
         if mode is LlmMode.REPLAY or options.record:
-            cassette = stack.enter_context(_cassette(scenario.name, options, endpoint, session, workspace, identity))
+            cassette = session.cassette = stack.enter_context(_cassette(scenario.name, options, endpoint, session,
+                                                                        workspace, identity))
         live_workspace = workspace is not None and workspace.recorded_against == "databricks-live"
         if mode is LlmMode.REPLAY or (mode is LlmMode.SCRIPTED and not live_workspace):
             # Offline modes stay offline: the scripted endpoint and a local workspace fake are on loopback.

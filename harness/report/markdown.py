@@ -16,6 +16,12 @@ from .summary import abbreviations, check_columns, error_lines, failing_checks, 
 
 SYMBOLS = {Status.PASS: "✅", Status.FAIL: "❌", Status.NOT_APPLICABLE: "–"}
 SCENARIO_SYMBOLS = {"pass": "✅ pass", "fail": "❌ fail", "error": "⚠️ error"}
+NOT_RUN = "·"
+
+
+def _row(cells: list[str]) -> str:
+    """One table row: exactly one cell per item, so every row has the header's number of cells."""
+    return "| " + " | ".join(cells) + " |"
 
 
 def _text(value: str) -> str:
@@ -42,18 +48,16 @@ def render_markdown(report: RunReport, *, titles: Mapping[str, str] | None = Non
     if report.extra:
         out += [", ".join(f"{_text(k)}: {_text(v)}" for k, v in report.extra.items()), ""]
 
-    out.append("| scenario | result | " + " | ".join(short[name] for name in columns) + " |")
-    out.append("|---|---|" + "".join(":-:|" for _ in columns))
+    out.append(_row(["scenario", "result", *(short[name] for name in columns)]))
+    out.append(_row(["---", "---", *(":-:" for _ in columns)]))
     for result in report.results:
-        cells = []
-        for name in columns:
-            check = result.check(name)
-            cells.append(SYMBOLS[check.status] if check is not None else " ")
-        out.append(f"| {_text(result.scenario)} | {SCENARIO_SYMBOLS[scenario_status(result)]} | "
-                   + " | ".join(cells) + " |")
+        # A check that did not run (a scenario in error has none) still gets its cell: a row with fewer
+        # cells than the header, or a header with more than the delimiter row, is not a table.
+        cells = [SYMBOLS[check.status] if (check := result.check(name)) is not None else NOT_RUN for name in columns]
+        out.append(_row([_text(result.scenario), SCENARIO_SYMBOLS[scenario_status(result)], *cells]))
     out.append("")
     if columns:
-        out += ["Checks: " + "; ".join(
+        out += [f"Checks ({NOT_RUN} not run): " + "; ".join(
             f"**{short[n]}** {_text(n)}" + (f" ({_text(titles[n])})" if titles and n in titles else "")
             for n in columns) + ".", ""]
 

@@ -9,6 +9,7 @@ error message has one line per problem::
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Sequence
@@ -195,7 +196,32 @@ def _parse(text: str, path: str, stem: str | None) -> tuple[Scenario, int]:
         problems.append(Problem(path, None, None, "the document is nested too deeply. Fix: nest less"))
     if problems:
         raise ScenarioError(sorted(problems, key=lambda p: p.line or 0))
+    scenario._source = ScenarioSource(path, text)
     return scenario, _line_of(root, ["name"])
+
+
+@dataclass(frozen=True, eq=False)
+class ScenarioSource:
+    """The file a scenario was loaded from, for messages about a field found later (e.g. after a run)."""
+
+    path: str
+    text: str
+
+    @functools.cached_property
+    def _root(self) -> yaml.Node | None:
+        return _parse_yaml(self.text, self.path)[1]
+
+    def line_of(self, loc: Sequence[int | str]) -> int | None:
+        """Line of the field at ``loc`` (e.g. ``("script", "planer")``), or of its nearest parent present."""
+        return _line_of(self._root, loc) if self._root is not None else None
+
+
+def problem_at(scenario: Scenario, loc: Sequence[int | str], text: str) -> Problem:
+    """A ``Problem`` at the file:line of ``scenario``'s field ``loc``; a scenario built in code names itself."""
+    source = scenario._source
+    if not isinstance(source, ScenarioSource):
+        return Problem(f"scenario {scenario.name!r}", None, field_path(tuple(loc)) or None, text)
+    return Problem(source.path, source.line_of(loc), field_path(tuple(loc)) or None, text)
 
 
 def parse_scenario(text: str, *, path: str = "<scenario>", stem: str | None = None) -> Scenario:

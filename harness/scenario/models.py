@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, JsonValue, StringConstraints,
-                      Tag, model_validator)
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, JsonValue, PrivateAttr,
+                      StringConstraints, Tag, model_validator)
 from pydantic_core import PydanticCustomError
 
 from harness.scenario.script import CallStep, FaultStep, TextStep
@@ -143,3 +143,6 @@ class Scenario(_Model):
         json_schema_extra={"additionalProperties": False})
     expect: Expectations = Field(default_factory=Expectations, description="Expectations on the run.")
     tags: list[str] = Field(default_factory=list, description="Free labels to select scenarios by.")
+    # Set by the loader (a ScenarioSource): the file and text it came from, so a message found after the
+    # run (a script that does not fit the target) can still name file:line. Not a field: not in the schema.
+    _source: Any = PrivateAttr(default=None)

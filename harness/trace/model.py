@@ -179,6 +179,9 @@ class Trace(_Record):
     persisted: list[PersistedSnapshot] = Field(default_factory=list)
     live_states: list[LiveStateRecord] = Field(default_factory=list)
     token_counts: list[TokenCountRecord] = Field(default_factory=list)
+    script_problems: list[str] = Field(default_factory=list, description=(
+        "Scripted mode: where the model traffic did not follow the scenario's script, one 'file:line: ...' each "
+        "(harness/llm/script_fit.py); the 'script' row of the result."))
 
     def events_of(self, author: str) -> list[EventRecord]:
         return [e for e in self.events if e.author == author]
