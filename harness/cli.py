@@ -127,6 +127,10 @@ def build_parser() -> argparse.ArgumentParser:
                                              f"`{PROG} run` (replay) afterwards.")
     _add_selection(record)
     _add_target(record, modes=("scripted", "live"), default_mode="scripted")
+    record.add_argument("--allow-script-misfit", action="store_true",
+                        help="save the cassette even when the target's model calls do not follow the scenario's "
+                             "script (for a deliberately broken target such as legacy, whose misfit is the point); "
+                             "by default such a recording is refused and nothing is saved")
     record.add_argument("--reports-dir", default="reports", metavar="DIR",
                         help="where reports go (default: %(default)s)")
     _add_formats(record, "all four")
@@ -223,7 +227,8 @@ def _options(args: argparse.Namespace, *, record: bool) -> RunOptions:
     return RunOptions(target=args.target, llm_mode=LlmMode(args.llm_mode), record=record,
                       cassette_dir=Path(args.cassette_dir), session_service=args.session_service, profile=profile,
                       backend=args.backend, databricks_live=args.databricks_live, executor=args.executor,
-                      allow_drift=args.allow_drift)
+                      allow_drift=args.allow_drift,
+                      allow_script_misfit=getattr(args, "allow_script_misfit", False))
 
 
 def _preflight(scenarios: list[Scenario], options: RunOptions) -> None:

@@ -74,6 +74,9 @@ class RunOptions:
     # Replay even when a model call's request differs from its recording (harness/llm/drift.py); by default
     # that is a stale cassette and the scenario is not judged.
     allow_drift: bool = False
+    # record: save a run whose model traffic does not follow the script (a deliberately broken target such as
+    # legacy, whose misfit is the point); by default such a recording is refused (harness/llm/script_fit.py).
+    allow_script_misfit: bool = False
 
 
 def rerecord_command(scenario: str, target: str = "reference", backend: str = "local") -> str:
@@ -216,7 +219,7 @@ async def _drive_on(scenario: Scenario, options: RunOptions, target_name: str, h
         llm.raise_if_cassette_missed()
         # Inside the session: when recording, a script that does not fit raises here and nothing is saved.
         trace.script_problems = judge_script(scenario, llm, built.app.root_agent, target=target_name,
-                                             record=options.record)
+                                             record=options.record, refuse=not options.allow_script_misfit)
     return trace, built.profile
 
 

@@ -47,11 +47,13 @@ class CassetteIdentity:
 
     @classmethod
     def of(cls, scenario: Scenario, *, target: str, profile: TargetProfile | None) -> CassetteIdentity:
-        dumped = scenario.model_dump(mode="json")
-        inputs = {key: dumped[key] for key in ("sessions", "context", "limits", "max_iterations")}
+        # Defaults left out: a field a newer scenario schema adds (with its default) does not stale every cassette.
+        dumped = scenario.model_dump(mode="json", exclude_defaults=True)
+        inputs = {key: dumped.get(key) for key in ("sessions", "context", "limits", "max_iterations")}
         return cls(name=scenario.name, target=target, parts={
-            "script": _digest(dumped["script"]), "inputs": _digest(inputs),
-            "profile": _digest(profile.model_dump(mode="json")) if profile is not None else "default"})
+            "script": _digest(dumped.get("script")), "inputs": _digest(inputs),
+            "profile": _digest(profile.model_dump(mode="json", exclude_defaults=True)) if profile is not None
+            else "default"})
 
     def as_metadata(self) -> dict[str, Any]:
         return {"name": self.name, "target": self.target, "parts": dict(sorted(self.parts.items()))}

@@ -135,8 +135,10 @@ def live_error_problems(scenario: Scenario, llm: LlmSession) -> list[Problem]:
     return problems
 
 
-def judge_script(scenario: Scenario, llm: LlmSession, root_agent: Any, *, target: str, record: bool) -> list[str]:
-    """The run's script problems, one line each (the ``script`` row); when recording, raises ``ScenarioError``.
+def judge_script(scenario: Scenario, llm: LlmSession, root_agent: Any, *, target: str, record: bool,
+                 refuse: bool = True) -> list[str]:
+    """The run's script problems, one line each (the ``script`` row); when recording, raises ``ScenarioError``
+    (unless ``refuse`` is off: ``record --allow-script-misfit``, for a deliberately broken target).
 
     The raise happens inside the cassette's context, so vcrpy saves nothing.
     """
@@ -147,7 +149,7 @@ def judge_script(scenario: Scenario, llm: LlmSession, root_agent: Any, *, target
         problems += traffic_problems(scenario, llm, skip=unknown_keys(scenario, agents))
     if record:
         problems += live_error_problems(scenario, llm)
-        if problems:
+        if problems and refuse:
             raise ScenarioError(problems)
     return [str(problem) for problem in problems]
 
