@@ -32,6 +32,7 @@ from .targets.base import BuiltTarget, SessionServiceFactory, TargetEnvironment
 from .targets.profile import TargetProfile
 from .targets.registry import resolve_target
 from .capture import persisted_snapshot
+from .service_probe import probe_service
 from .trace.crash import describe_error
 from .trace.model import AgentInfo, Trace, TurnOutcome, TurnRecord
 from .trace.recorder_plugin import TraceRecorderPlugin
@@ -273,6 +274,8 @@ async def _run_sessions(scenario: Scenario, built: BuiltTarget, options: RunOpti
         if built.list_executions is not None:
             trace.executions.extend(built.list_executions(app.name, spec.user, session_id))
 
+    trace.service_probe = await probe_service(built.session_service, spec=options.session_service,
+                                              backend=options.backend, target=built.profile)
     trace.events = service.records
     trace.llm_requests = recorder.requests
     trace.llm_responses = recorder.responses

@@ -22,5 +22,6 @@ from . import (  # noqa: F401
     history_folded_by_event,
     app_data_shared,
     context_budget,
+    service_contract,
     scenario_expectations,
 )

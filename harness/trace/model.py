@@ -164,6 +164,25 @@ class AgentInfo(_Record):
     has_before_agent_callback: bool = False
 
 
+class ContractCaseRecord(_Record):
+    """One session-service contract case run against the service the scenario used (harness/service_probe.py)."""
+
+    case: str = Field(description="The contract case (harness/contract/), e.g. stale_writer_rejected.")
+    description: str = ""
+    status: Literal["pass", "fail", "declared"] = Field(
+        description="'declared': it failed as the service's declared divergence says it does.")
+    message: str = Field(default="", description="What broke (fail), or the declaration (declared).")
+
+
+class ServiceProbeRecord(_Record):
+    """The contract suite run against the run's own session service, once per service kind and process."""
+
+    service: str = Field(description="Class of the service probed.")
+    profile: str = Field(description="The service profile whose declarations applied (harness/contract/profiles.py).")
+    cases: list[ContractCaseRecord] = Field(default_factory=list)
+    skipped: str | None = Field(default=None, description="Why the service was not probed, when it was not.")
+
+
 class Trace(_Record):
     scenario: str
     target: str
@@ -179,6 +198,8 @@ class Trace(_Record):
     persisted: list[PersistedSnapshot] = Field(default_factory=list)
     live_states: list[LiveStateRecord] = Field(default_factory=list)
     token_counts: list[TokenCountRecord] = Field(default_factory=list)
+    service_probe: ServiceProbeRecord | None = Field(
+        default=None, description="The session-service contract run against the service this scenario used.")
     script_problems: list[str] = Field(default_factory=list, description=(
         "Scripted mode: where the model traffic did not follow the scenario's script, one 'file:line: ...' each "
         "(harness/llm/script_fit.py); the 'script' row of the result."))

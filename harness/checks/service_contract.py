@@ -1,0 +1,88 @@
+"""The session service under test keeps its contract: two writers, ``GetSessionConfig``, event order, the rest.
+
+These read ``trace.service_probe``: the contract cases of ``harness/contract/`` run against the very service
+the scenario ran on (``harness/service_probe.py``). One topic, four checks, so the report names the invariant
+that broke rather than "the contract".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from .base import CheckContext, CheckResult, Status, check, failed, not_applicable, passed
+
+CONCURRENCY_CASES = ("stale_writer_rejected", "concurrent_sessions", "concurrent_scoped_writes")
+CONFIG_CASES = ("get_session_config",)
+ORDER_CASES = ("event_order",)
+OWN_CASES = frozenset((*CONCURRENCY_CASES, *CONFIG_CASES, *ORDER_CASES))
+
+
+def _judge(name: str, ctx: CheckContext, cases: Collection[str] | None, what: str) -> CheckResult:
+    """``cases``: the contract cases this check owns (None: every case no other check owns)."""
+    probe = ctx.trace.service_probe
+    if probe is None:
+        return not_applicable(name, "The session service was not probed (the trace has no service probe).")
+    if probe.skipped:
+        return not_applicable(name, f"The session service was not probed: {probe.skipped}.")
+    mine = [c for c in probe.cases if (c.case in cases if cases is not None else c.case not in OWN_CASES)]
+    if not mine:
+        return not_applicable(name, f"No contract case of {what} ran on {probe.service}.")
+    where = f"{probe.service} (contract profile {probe.profile!r})"
+    failures = [f"contract case {c.case} ({c.description}): {c.message}" for c in mine if c.status == "fail"]
+    declared = [f"contract case {c.case}: declared divergence — {c.message}" for c in mine if c.status == "declared"]
+    if failures:
+        return failed(name, f"The session service under test, {where}, breaks {what}.", failures + declared)
+    if declared and len(declared) == len(mine):
+        return CheckResult(name, Status.NOT_APPLICABLE, f"{where} declares that it does not keep {what}.",
+                           tuple(declared))
+    return passed(name, f"{where} keeps {what}: " + ", ".join(c.case for c in mine if c.status == "pass") + ".",
+                  declared)
+
+
+@check(
+    "stale_writer_rejected",
+    title="Two writers on one session: exactly one wins, nothing is lost",
+    why="Optimistic concurrency: of two writers holding the same fetched session, the second to append must get "
+        "StaleSessionError, and after a reload every write — session, user: and app: keys — is there. A service "
+        "without a version check lets a stale writer overwrite or drop the other's update, silently. Run as "
+        "contract cases against the service the scenario used.",
+    dod_item="design: DeltaSessionService with optimistic concurrency (a stale writer gets StaleSessionError)",
+)
+def stale_writer_rejected(ctx: CheckContext) -> CheckResult:
+    return _judge("stale_writer_rejected", ctx, CONCURRENCY_CASES, "optimistic concurrency (no lost update)")
+
+
+@check(
+    "get_session_config_honoured",
+    title="get_session honours GetSessionConfig",
+    why="num_recent_events keeps the newest N events (0: none) and after_timestamp the events at or after it; "
+        "state is not filtered. Agents and ADK's own flows read sessions with these filters; a service that ignores "
+        "them hands an agent the wrong history.",
+    dod_item="design: the session service keeps ADK's BaseSessionService contract",
+)
+def get_session_config_honoured(ctx: CheckContext) -> CheckResult:
+    return _judge("get_session_config_honoured", ctx, CONFIG_CASES, "GetSessionConfig (num_recent_events, "
+                                                                    "after_timestamp)")
+
+
+@check(
+    "event_order_preserved",
+    title="Events come back in append order",
+    why="get_session returns a session's events oldest first, in the order they were appended, with their "
+        "authors and deltas: the conversation history ADK builds prompts from is that list.",
+    dod_item="design: the session service keeps ADK's BaseSessionService contract",
+)
+def event_order_preserved(ctx: CheckContext) -> CheckResult:
+    return _judge("event_order_preserved", ctx, ORDER_CASES, "the append order of events")
+
+
+@check(
+    "session_service_contract",
+    title="The session service keeps the rest of its contract",
+    why="Create, get, list and delete; AlreadyExists and NotFound; app:/user:/session scoping; temp: never "
+        "persisted; None per the service's declared semantics; partial events not stored; large and unicode "
+        "values round-trip. The contract suite's remaining cases, against the service the scenario used.",
+    dod_item="design: the session service keeps ADK's BaseSessionService contract",
+)
+def session_service_contract(ctx: CheckContext) -> CheckResult:
+    return _judge("session_service_contract", ctx, None, "the session-service contract")

@@ -1,0 +1,92 @@
+"""The session-service contract, run against the very service a conformance run used.
+
+The scenarios drive one writer at a time through ``get_session()`` without filters, so a service with no
+optimistic version check, one that ignores ``GetSessionConfig`` or returns events newest-first passes every
+scenario. The contract suite (``harness/contract/``) has a case for each of those; here its cases run on the
+run's own service instance — the target's, ``--session-service``'s or a user's factory's — after the
+scenario's sessions, each case in its own app name so nothing of the scenario changes.
+
+The defects are in the service's code, not in one scenario's data, and the suite takes about a second, so it
+runs once per kind of service per process and every scenario's trace carries that record.
+
+What a service declares about itself (None stored, stale writes accepted, ...) comes from its contract
+profile (``harness/contract/profiles.py``): a declared divergence that happens is ``declared``, not a failure.
+"""
+
+from __future__ import annotations
+
+import traceback
+from typing import TYPE_CHECKING
+
+from google.adk.sessions.base_session_service import BaseSessionService
+
+from .trace.model import ContractCaseRecord, ServiceProbeRecord
+
+if TYPE_CHECKING:
+    from .contract.profiles import ServiceProfile
+    from .targets.profile import TargetProfile
+
+_PROBED: dict[tuple[str, str, str], ServiceProbeRecord] = {}
+"""One probe per (service class, --session-service, backend) and process: see the module docstring."""
+
+_BY_CLASS = {"DeltaSessionService": "delta", "InMemorySessionService": "adk-memory",
+             "DatabaseSessionService": "adk-sqlite"}
+
+
+def service_profile(spec: str, service: BaseSessionService, target: TargetProfile) -> ServiceProfile:
+    """The contract profile whose declarations apply: ``--session-service``'s, else the service class's own."""
+    from .contract.profiles import BUILTIN_PROFILES, ServiceProfile, profile_from_spec
+
+    if spec != "delta" and spec in BUILTIN_PROFILES:
+        return BUILTIN_PROFILES[spec]
+    if ":" in spec:
+        return profile_from_spec(spec)
+    known = _BY_CLASS.get(type(service).__name__)
+    if known is not None and type(service).__module__.startswith(("google.adk.", "reference_agent.")):
+        return BUILTIN_PROFILES[known]
+    return ServiceProfile(name=type(service).__name__, factory=lambda folder: service,
+                          none_semantics=target.none_semantics,
+                          description=f"the target's own {type(service).__name__}")
+
+
+async def probe_service(service: BaseSessionService, *, spec: str, backend: str,
+                        target: TargetProfile) -> ServiceProbeRecord:
+    """Every contract case on ``service`` (cached per kind of service), or why it was not probed."""
+    name = f"{type(service).__module__}.{type(service).__qualname__}"
+    key = (name, spec, backend)
+    if key in _PROBED:
+        return _PROBED[key]
+    if backend != "local":
+        return ServiceProbeRecord(service=type(service).__name__, profile="-", skipped=(
+            f"on the {backend} backend the service's SQL replays from the scenario's cassette, which holds only "
+            f"the scenario's own statements; its contract is tested against the workspace fake in tests/databricks"))
+    from .contract.suite import contract_cases
+
+    profile = service_profile(spec, service, target)
+    cases = []
+    for case in contract_cases():
+        cases.append(await _run_case(case, service, profile))
+    record = ServiceProbeRecord(service=type(service).__name__, profile=profile.name, cases=cases)
+    _PROBED[key] = record
+    return record
+
+
+async def _run_case(case, service: BaseSessionService, profile: ServiceProfile) -> ContractCaseRecord:
+    declared = profile.declared(case.name)
+    try:
+        await case(service, profile)
+    except AssertionError as exc:
+        message = str(exc) or "assertion failed"
+        if declared is not None:
+            return ContractCaseRecord(case=case.name, description=case.description, status="declared",
+                                      message=f"{declared} (observed: {message})")
+        return ContractCaseRecord(case=case.name, description=case.description, status="fail", message=message)
+    except Exception as exc:  # a service that raises is as broken as one that answers wrongly; keep where
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        return ContractCaseRecord(case=case.name, description=case.description, status="fail",
+                                  message=f"raised {type(exc).__name__}: {exc} (at {where.filename}:{where.lineno})")
+    if declared is not None:
+        return ContractCaseRecord(case=case.name, description=case.description, status="fail", message=(
+            f"the service's profile {profile.name!r} declares this case as a divergence ({declared}), but it "
+            f"passes: delete the declaration"))
+    return ContractCaseRecord(case=case.name, description=case.description, status="pass")
