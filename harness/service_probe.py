@@ -76,7 +76,8 @@ async def _run_case(case, service: BaseSessionService, profile: ServiceProfile) 
     try:
         await case(service, profile)
     except AssertionError as exc:
-        message = str(exc) or "assertion failed"
+        # The case's own message; under pytest, assertion rewriting appends an "assert ..." explanation.
+        message = str(exc).split("\nassert ")[0].strip() or "assertion failed"
         if declared is not None:
             return ContractCaseRecord(case=case.name, description=case.description, status="declared",
                                       message=f"{declared} (observed: {message})")

@@ -1,7 +1,8 @@
-"""Three deliberately broken session services (each one bug), for proving the gate catches them.
+"""Deliberately broken session services (each one bug), for proving the gate catches them.
 
 Use them as ``--session-service tests.broken_services:temp_leak`` (and ``lost_update``,
-``null_storing``): every factory takes no argument and builds on in-memory DuckDB.
+``null_storing``, ``config_ignoring``, ``newest_first``, ``delete_keeps_events``): every factory takes no
+argument and builds on in-memory DuckDB.
 None declares a divergence, so everything they do differently must be reported.
 """
 
@@ -73,6 +74,41 @@ class NullStoringService(DeltaSessionService):
         state[name] = None
         self.engine.execute(f"UPDATE {table} SET state_json = :state WHERE {where}",
                             {**_keys(session), "state": json.dumps(state)})
+
+
+class ConfigIgnoringService(DeltaSessionService):
+    """Bug: get_session ignores GetSessionConfig (every event, whatever num_recent_events or after_timestamp)."""
+
+    def _read_events(self, keys: Any, config: Any) -> list[Event]:
+        return super()._read_events(keys, None)
+
+
+class NewestFirstService(DeltaSessionService):
+    """Bug: get_session returns a session's events newest first."""
+
+    def _read_events(self, keys: Any, config: Any) -> list[Event]:
+        return list(reversed(super()._read_events(keys, config)))
+
+
+class DeleteKeepsEventsService(DeltaSessionService):
+    """Bug: delete_session removes the session row but leaves its events behind (a re-created id inherits them)."""
+
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        keys = {"app_name": app_name, "user_id": user_id, "session_id": session_id}
+        self.engine.execute(f"DELETE FROM sessions WHERE {_SESSION}", keys)
+        self._forget_row(keys)
+
+
+def config_ignoring() -> ConfigIgnoringService:
+    return ConfigIgnoringService.duckdb(None)
+
+
+def newest_first() -> NewestFirstService:
+    return NewestFirstService.duckdb(None)
+
+
+def delete_keeps_events() -> DeleteKeepsEventsService:
+    return DeleteKeepsEventsService.duckdb(None)
 
 
 def temp_leak() -> TempLeakService:

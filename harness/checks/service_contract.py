@@ -35,8 +35,13 @@ def _judge(name: str, ctx: CheckContext, cases: Collection[str] | None, what: st
     if declared and len(declared) == len(mine):
         return CheckResult(name, Status.NOT_APPLICABLE, f"{where} declares that it does not keep {what}.",
                            tuple(declared))
-    return passed(name, f"{where} keeps {what}: " + ", ".join(c.case for c in mine if c.status == "pass") + ".",
-                  declared)
+    passing = ", ".join(c.case for c in mine if c.status == "pass")
+    if declared:
+        return passed(name, f"{where} passes {passing}; it declares a divergence from the rest of {what} "
+                            f"(its contract profile says so): " + ", ".join(c.case for c in mine
+                                                                           if c.status == "declared") + ".",
+                      declared)
+    return passed(name, f"{where} keeps {what}: {passing}.")
 
 
 @check(

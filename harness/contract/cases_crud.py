@@ -42,6 +42,12 @@ async def create_get_list_delete(service: BaseSessionService, profile: ServicePr
     assert await service.get_session(app_name=APP, user_id="u2", session_id="s1") is not None, \
         "delete_session('u1', 's1') deleted user u2's session 's1'"
     await service.delete_session(app_name=APP, user_id="u1", session_id="never-created")  # a no-op, not an error
+    # Deleted means gone: a new session under the deleted id starts empty, with none of the old events or state.
+    again = await service.create_session(app_name=APP, user_id="u1", session_id="s1")
+    reborn = await reload(service, again)
+    assert not reborn.events and "k" not in reborn.state, (
+        f"a session re-created under a deleted id holds the deleted one's data: {len(reborn.events)} event(s), "
+        f"state keys {sorted(reborn.state)}; delete_session must delete the session's events and state")
 
 
 @contract_case

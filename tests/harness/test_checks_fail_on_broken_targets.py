@@ -33,7 +33,7 @@ BROKEN_MODULE = "tests.broken_targets"
 # a plugin slot, an artifact or a turn — the way harness/checks/evidence.py spells them.
 NAMES_SOMETHING = re.compile(
     r"event #\d+|request #\d+|persisted row seq \d+|persisted snapshot of session \S+|live state of session \S+"
-    r"|plugin #\d+|artifact \w+ \(session|turn \d+ \(session|session \S+ turn \d+"
+    r"|plugin #\d+|artifact \w+ \(session|turn \d+ \(session|session \S+ turn \d+|contract case \w+"
 )
 
 
@@ -47,6 +47,12 @@ class Proof:
     @property
     def target_spec(self) -> str:
         return self.target if self.target == "legacy" else f"{BROKEN_MODULE}:{self.target}"
+
+    @property
+    def session_service(self) -> str | None:
+        """``service:NAME``: the reference agent on the broken session service tests.broken_services:NAME."""
+        return f"tests.broken_services:{self.target.removeprefix('service:')}" if self.target.startswith(
+            "service:") else None
 
     @property
     def id(self) -> str:
@@ -103,6 +109,13 @@ PROOFS: tuple[Proof, ...] = (
     Proof("app_data_shared", "snippets_in_user_scope", "app_snippets_shared",
           "save_snippet saved 'user:rlm:snippets', none of them app: scope"),
     Proof("context_budget", "budget_ignored", "history_long_budget", "context counted 323 tokens > budget 300"),
+    Proof("stale_writer_rejected", "service:lost_update", "single_delegation",
+          "expected exactly one StaleSessionError for the stale writer, got 0"),
+    Proof("get_session_config_honoured", "service:config_ignoring", "single_delegation",
+          "get_session(num_recent_events=3) returned events"),
+    Proof("event_order_preserved", "service:newest_first", "single_delegation", "events out of append order"),
+    Proof("session_service_contract", "service:delete_keeps_events", "single_delegation",
+          "a session re-created under a deleted id holds the deleted one's data"),
     Proof("scenario_expectations", "legacy", "single_delegation",
           "termination: expected 'exit_loop', turn 0 (session single_delegation-0) ended with 'success'"),
 )
@@ -114,6 +127,9 @@ def run_pair(target: str, scenario: str) -> ScenarioResult:
     loaded = load_scenario(SCENARIOS / f"{scenario}.yaml")
     if target == "legacy":
         options = RunOptions(target="legacy", llm_mode=LlmMode.REPLAY, cassette_dir=CASSETTES)
+    elif target.startswith("service:"):  # the reference agent on a broken session service
+        options = RunOptions(llm_mode=LlmMode.SCRIPTED,
+                             session_service=f"tests.broken_services:{target.removeprefix('service:')}")
     else:
         options = RunOptions(target=f"{BROKEN_MODULE}:{target}", llm_mode=LlmMode.SCRIPTED)
     return run_scenario(loaded, options)

@@ -15,6 +15,7 @@ EXPECTED = {
     "stale_flags_cleared", "processor_model_runs", "instructions_render", "outcome_from_storage",
     "loop_without_transfers", "scenario_expectations",
     "user_history_scoped", "history_folded_by_event", "app_data_shared", "context_budget",
+    "stale_writer_rejected", "get_session_config_honoured", "event_order_preserved", "session_service_contract",
 }
 
 
