@@ -239,7 +239,8 @@ async def _run_sessions(scenario: Scenario, built: BuiltTarget, options: RunOpti
     current_turn = lambda: turn_counter["turn"]  # noqa: E731
     # One clock for events and model requests, so a check can tell which came first.
     clock = itertools.count().__next__
-    service = RecordingSessionService(built.session_service, current_turn=current_turn, clock=clock)
+    service = RecordingSessionService(built.session_service, current_turn=current_turn, clock=clock,
+                                      artifact_statuses=_status_reader(built, options))
     recorder = TraceRecorderPlugin(store=built.session_service, current_turn=current_turn, clock=clock)
     app = built.app.model_copy(update={"plugins": [*built.app.plugins, recorder]})
     runner = Runner(app=app, session_service=service)
@@ -281,6 +282,13 @@ async def _run_sessions(scenario: Scenario, built: BuiltTarget, options: RunOpti
     trace.llm_responses = recorder.responses
     trace.live_states = recorder.live_states
     return trace
+
+
+def _status_reader(built: BuiltTarget, options: RunOptions) -> Any:
+    """Artifact statuses after each event, where listing them is a local read (not replayed workspace calls)."""
+    if built.list_executions is None or options.backend != "local":
+        return None
+    return lambda app, user, session: {x.artifact_id: x.status for x in built.list_executions(app, user, session)}
 
 
 def expected_error(scenario: Scenario, spec: Any, position: int) -> str | None:

@@ -13,6 +13,7 @@ from . import (  # noqa: F401
     no_unpersisted_mutation,
     summary_reaches_prompt,
     state_budget,
+    previews_bounded,
     stale_flags_cleared,
     processor_model_runs,
     instructions_render,

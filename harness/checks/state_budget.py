@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
-from .evidence import capped, json_bytes, name_row, name_snapshot
+from .evidence import capped, json_bytes, name_event, name_row, name_snapshot
 from .timeline import unique_rows
 
 NAME = "state_budget"
@@ -13,7 +13,8 @@ NAME = "state_budget"
     NAME,
     title="State stays within its size budget",
     why="stdout/stderr belong in the volume (the result JSON); state holds pointers and bounded previews. "
-        "Persisted session state and each event's state_delta must stay under expect.state_budget_bytes.",
+        "Persisted session state, each persisted state_delta and each delta as its writer emitted it (temp: keys "
+        "included, which are never persisted) must stay under expect.state_budget_bytes.",
     dod_item="002: keep session.state small (artifact-first stdout/stderr)",
 )
 def state_budget(ctx: CheckContext) -> CheckResult:
@@ -34,7 +35,13 @@ def state_budget(ctx: CheckContext) -> CheckResult:
             biggest = max(row.state_delta, key=lambda k: json_bytes(row.state_delta[k]))
             evidence.append(f"{name_row(snapshot, row)}: state_delta is {size} bytes > budget {budget} "
                             f"(largest key {biggest!r})")
+    for event in trace.events:  # as emitted: temp: keys included, which the service trims before persisting
+        size = json_bytes(event.emitted_delta)
+        if size > budget:
+            biggest = max(event.emitted_delta, key=lambda k: json_bytes(event.emitted_delta[k]))
+            evidence.append(f"{name_event(event)}: emitted state_delta is {size} bytes > budget {budget} "
+                            f"(largest key {biggest!r})")
     if evidence:
-        return failed(NAME, f"Persisted state exceeds the {budget}-byte budget.", capped(evidence))
+        return failed(NAME, f"State exceeds the {budget}-byte budget.", capped(evidence))
     return passed(NAME, f"Largest persisted session state: {largest} bytes; budget {budget} bytes; every row's "
-                        f"state_delta within it too.")
+                        f"state_delta, and every delta as emitted (temp: keys included), within it too.")

@@ -125,6 +125,12 @@ class Limits(_Model):
     context_budget_tokens: int | None = Field(
         default=None, ge=1, description="Token budget of the analyst's assembled prompt (instruction, summary, "
                                         "history, snippets); the check context_budget applies when it is set.")
+    preview_chars: int | None = Field(
+        default=None, ge=1, description="Characters of Job_B's stdout/stderr a preview in state may hold (the "
+                                        "check previews_bounded judges previews against it).")
+    history_max_entries: int | None = Field(
+        default=None, ge=1, description="Entries the user's history keeps (the newest); a scenario with more "
+                                        "turns than this exercises the fold.")
 
 
 class Scenario(_Model):

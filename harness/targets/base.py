@@ -41,6 +41,8 @@ class TargetEnvironment:
     # The analyst's prompt budget in tokens (None: the target's default), and the model's token counter for this
     # LLM mode (the countTokens endpoint through the mode's client: recorded and replayed like other calls).
     context_budget_tokens: int | None = None
+    preview_chars: int | None = None  # None: the target's default
+    history_max_entries: int | None = None
     count_tokens: TokenCounter | None = None
     # Where the agent's SQL, volume and Job_B live: "local", or "databricks" with ``databricks`` the
     # harness's DatabricksWorkspace (settings, hermetic or not, sleeps to inject; harness/targets/databricks.py).

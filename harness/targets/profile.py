@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from reference_agent import state_contract as sc
+from reference_agent.config import AgentSettings
 
 
 class KeyRule(BaseModel):
@@ -71,6 +72,20 @@ class TargetProfile(BaseModel):
             sc.RUN_CONVERSATION: (sc.RUN_CONVERSATION,),
         }
     )
+    preview_keys: dict[str, Literal["stdout", "stderr"]] = Field(
+        default_factory=lambda: {sc.EXECUTION_STDOUT: "stdout", sc.EXECUTION_STDERR: "stderr"},
+        description="State keys holding a preview of Job_B's output -> which stream they preview (stdout "
+                    "previews are also judged against the output itself: whole when it fits, cut when not).")
+    preview_chars: int = Field(default=AgentSettings.preview_chars, ge=1,
+                               description="Characters of output a preview may hold (a scenario's "
+                                           "limits.preview_chars overrides it).")
+    preview_marker_chars: int = Field(
+        default=80, ge=0, description="Room a cut preview may take beyond preview_chars for its 'cut here' marker.")
+    preview_cut_marker: str | None = Field(
+        default=r"\n\.\.\. \[\d+ characters omitted\] \.\.\.\n",
+        description="Regular expression of the marker a cut preview puts where output was left out; what surrounds "
+                    "it is output. With it, a cut preview is judged exactly (at most preview_chars characters of "
+                    "output); without it (null), only its length is.")
     none_semantics: Literal["delete", "store"] = Field(
         default="delete", description="What None in a delta means for the target's session service."
     )

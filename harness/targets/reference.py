@@ -16,7 +16,7 @@ from reference_agent.sessions.delta_session_service import DeltaSessionService
 from reference_agent.storage.duckdb_engine import DuckDBEngine
 
 from ..trace.crash import describe_error
-from ..trace.model import ExecutionRecord, TurnOutcome
+from ..trace.model import OUTPUT_SAMPLE_CHARS, ExecutionRecord, TurnOutcome
 from .base import BuiltTarget, TargetEnvironment
 
 
@@ -41,6 +41,7 @@ def executions_from_registry(registry: ArtifactRegistry, read_text) -> callable:
                 artifact_id=artifact.artifact_id, session_id=session_id, iteration=artifact.iteration,
                 status=artifact.status, result_status=result.get("status"),
                 result_json_path=artifact.result_json_path, stdout_bytes=result.get("stdout_bytes"),
+                **output_sample(result.get("stdout")),
                 final_answer=result.get("final_answer"), sublm_calls=len(result.get("sublm_calls") or []),
                 # With how Job_B ran it: {"mode": "warm" | "one-shot", "blocks": n} (the report's process column).
                 metrics={**iteration_metrics(result), "executor_process": result.get("executor_process")}
@@ -51,11 +52,21 @@ def executions_from_registry(registry: ArtifactRegistry, read_text) -> callable:
     return list_executions
 
 
+def output_sample(stdout: object) -> dict[str, object]:
+    """stdout's length, head and tail for the trace: enough to judge a preview, not 10 MB of it."""
+    if not isinstance(stdout, str):
+        return {}
+    return {"stdout_chars": len(stdout), "stdout_head": stdout[:OUTPUT_SAMPLE_CHARS],
+            "stdout_tail": stdout[-OUTPUT_SAMPLE_CHARS:]}
+
+
 def settings_for(env: TargetEnvironment) -> AgentSettings:
     """The agent's settings for one scenario run: its folder, model name and limits."""
     limits = {name: value for name, value in (("max_sublm_calls_per_run", env.max_sublm_calls_per_run),
                                               ("max_sublm_tokens_per_session", env.max_sublm_tokens_per_session),
-                                              ("context_budget_tokens", env.context_budget_tokens))
+                                              ("context_budget_tokens", env.context_budget_tokens),
+                                              ("preview_chars", env.preview_chars),
+                                              ("history_max_entries", env.history_max_entries))
               if value is not None}
     return AgentSettings(home=env.home, model=env.model_name, max_iterations=env.max_iterations,
                          executor_timeout_s=env.executor_timeout_s, warm_executor=env.warm_executor, **limits)

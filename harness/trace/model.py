@@ -34,6 +34,9 @@ class EventRecord(_Record):
     function_responses: list[str] = Field(default_factory=list)
     text: str = ""
     partial: bool = False
+    artifact_statuses: dict[str, str] = Field(
+        default_factory=dict, description="The target's artifact registry right after this event was appended "
+                                          "(artifact id -> status), where the target lists executions cheaply.")
 
 
 class LlmRequestRecord(_Record):
@@ -76,10 +79,18 @@ class ExecutionRecord(_Record):
     result_status: str | None = Field(default=None, description="Job_B's own status from the result JSON.")
     result_json_path: str | None = None
     stdout_bytes: int | None = None
+    stdout_chars: int | None = Field(default=None, description="Characters of stdout in the result JSON.")
+    stdout_head: str | None = Field(default=None, description="stdout's first characters (all of it when short), "
+                                                              "to judge previews against (not in snapshots).")
+    stdout_tail: str | None = Field(default=None, description="stdout's last characters.")
     final_answer: str | None = None
     sublm_calls: int = 0
     metrics: dict[str, Any] = Field(default_factory=dict, description="Per-iteration metrics (seed 004): status, "
                                     "code blocks, execution time, sub-LM calls, batched calls, tokens, latency.")
+
+
+OUTPUT_SAMPLE_CHARS = 65_536
+"""How much of an execution's stdout, from each end, the trace keeps to judge previews against."""
 
 
 class PersistedEventRow(_Record):

@@ -32,11 +32,15 @@ def _text(event: Event, limit: int = 2_000) -> str:
 
 class RecordingSessionService(BaseSessionService):
     def __init__(self, inner: BaseSessionService, *, current_turn: Callable[[], int],
-                 clock: Callable[[], int] = lambda: -1) -> None:
+                 clock: Callable[[], int] = lambda: -1,
+                 artifact_statuses: Callable[[str, str, str], dict[str, str]] | None = None) -> None:
         self.inner = inner
         self.records: list[EventRecord] = []
         self._current_turn = current_turn
         self._clock = clock
+        # (app, user, session) -> {artifact id: status}: read after each append, so a check can tell *when* an
+        # artifact changed status (consumed after its summary, not at execution).
+        self._artifact_statuses = artifact_statuses
 
     async def create_session(self, *, app_name: str, user_id: str, state: Optional[dict[str, Any]] = None,
                              session_id: Optional[str] = None) -> Session:
@@ -78,6 +82,8 @@ class RecordingSessionService(BaseSessionService):
                 function_responses=_names(appended, "get_function_responses"),
                 text=_text(appended),
                 partial=bool(appended.partial),
+                artifact_statuses=self._artifact_statuses(session.app_name, session.user_id, session.id)
+                if self._artifact_statuses is not None else {},
             )
         )
         return appended
