@@ -31,6 +31,10 @@ history_by_mutation                 history_folded_by_event
 history_in_app_scope                user_history_scoped
 snippets_in_user_scope              app_data_shared
 budget_ignored                      context_budget
+summary_only_in_history             summary_reaches_prompt
+preview_off_by_one                  previews_bounded
+consumed_at_execution               artifacts_consumed
+history_keeps_oldest                history_keeps_newest
 ==================================  ============================
 """
 
@@ -63,7 +67,8 @@ from harness.targets.reference import executions_from_registry, settings_for
 from harness.trace.model import TurnOutcome
 from reference_agent import history as turn_history
 from reference_agent import state_contract as keys
-from reference_agent.agents.job_builder import JobBuilderAgent
+from reference_agent.agents.job_builder import JobBuilderAgent, preview
+from reference_agent.plugins.turn_log import turn_log_plugin
 from reference_agent.agents.results_processor import StageGatedLlmAgent
 from reference_agent.app import ROOT_AGENT_NAME
 from reference_agent.context_assembly import assemble, snippets_from_state
@@ -410,6 +415,72 @@ def summary_not_in_prompt(env: TargetEnvironment) -> BuiltTarget:
                                                            include_contents="none"))
 
 
+def summary_only_in_history(env: TargetEnvironment) -> BuiltTarget:
+    """The analyst's instruction keeps ``{rlm:last_results_summary?}`` verbatim (a string prompt would), but the
+    conversation history still quotes the processor's answer: the summary is in the request, not handed over."""
+    return _build("summary_only_in_history", env, analyst=lambda services, model: _analyst(
+        services, model, instruction=lambda ctx: _ANALYST_BASE + "\nLatest results: {rlm:last_results_summary?}"))
+
+
+# --- previews_bounded: a stdout preview one character too long ----------------------------------
+
+
+class OffByOnePreviewJobBuilder(JobBuilderAgent):
+    """Cuts the stdout preview at preview_chars + 1 (a `<=` written where `<` was meant, or the like)."""
+
+    async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
+        async for event in super()._run_async_impl(ctx):
+            path = event.actions.state_delta.get(keys.RESULT_JSON_PATH)
+            if path:
+                stdout = json.loads(self.services.volume.read_text(path)).get("stdout") or ""
+                limit = self.services.settings.preview_chars + 1
+                event.actions.state_delta[keys.EXECUTION_STDOUT] = preview(stdout, limit)[0]
+            yield event
+
+
+def preview_off_by_one(env: TargetEnvironment) -> BuiltTarget:
+    return _build("preview_off_by_one", env, job_builder=OffByOnePreviewJobBuilder)
+
+
+# --- artifacts_consumed: consumed at execution, before any summary -------------------------------
+
+
+class ConsumedAtExecutionJobBuilder(JobBuilderAgent):
+    """Marks the artifact consumed as soon as Job_B ran it, before results_processor analysed it."""
+
+    async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
+        artifact_id = ctx.session.state.get(keys.ARTIFACT_ID)
+        async for event in super()._run_async_impl(ctx):
+            if event.actions.state_delta.get(keys.RESULT_JSON_PATH) and artifact_id:
+                self.services.registry.mark_consumed(artifact_id)
+            yield event
+
+
+def consumed_at_execution(env: TargetEnvironment) -> BuiltTarget:
+    return _build("consumed_at_execution", env, job_builder=ConsumedAtExecutionJobBuilder)
+
+
+# --- history_keeps_newest: the fold keeps the oldest entries ------------------------------------
+
+
+async def _fold_keeping_oldest(runner: Runner, user_id: str, session_id: str, message: str) -> TurnOutcome:
+    service = runner.session_service
+    before = await service.get_session(app_name=runner.app_name, user_id=user_id, session_id=session_id)
+    kept = list((before.state.get(keys.USER_HISTORY) or []) if before else [])
+    outcome = await reference_run_turn(runner, user_id, session_id, message)
+    stored = await service.get_session(app_name=runner.app_name, user_id=user_id, session_id=session_id)
+    newest = (stored.state.get(keys.USER_HISTORY) or [])[-1:]
+    limit = turn_log_plugin(runner).history_max_entries
+    oldest_first = [*kept, *newest][:limit]  # the bug: the first N entries kept, the new one dropped once full
+    await service.append_event(stored, Event(invocation_id="history-fix", author=keys.RUN_CONVERSATION,
+                                             actions=EventActions(state_delta={keys.USER_HISTORY: oldest_first})))
+    return outcome
+
+
+def history_keeps_oldest(env: TargetEnvironment) -> BuiltTarget:
+    return _build("history_keeps_oldest", env, run_turn=_fold_keeping_oldest)
+
+
 # --- summary_persisted: results_processor without output_key ------------------------------------
 
 
@@ -562,5 +633,9 @@ BROKEN_TARGETS: dict[str, str] = {
     "history_in_app_scope": "user_history_scoped",
     "snippets_in_user_scope": "app_data_shared",
     "budget_ignored": "context_budget",
+    "summary_only_in_history": "summary_reaches_prompt",
+    "preview_off_by_one": "previews_bounded",
+    "consumed_at_execution": "artifacts_consumed",
+    "history_keeps_oldest": "history_keeps_newest",
 }
 """Each broken target -> the check it is built to fail."""

@@ -21,6 +21,7 @@ from . import (  # noqa: F401
     loop_without_transfers,
     user_history_scoped,
     history_folded_by_event,
+    history_keeps_newest,
     app_data_shared,
     context_budget,
     service_contract,

@@ -24,12 +24,28 @@ def _window_for(record: ExecutionRecord, windows: list[ExecutionWindow],
     return mine[position] if position is not None and position < len(mine) else None
 
 
+def _consumed_before_summary(ctx: CheckContext, record: ExecutionRecord, window: ExecutionWindow) -> str | None:
+    """Why the artifact was marked consumed too early (before the summary event that analysed it), or None.
+
+    Needs the registry's status after each event (``EventRecord.artifact_statuses``); without it, None.
+    """
+    run = window.runs[0]
+    summary = next((e for e in run.events if ctx.profile.summary_key in e.emitted_delta), run.last)
+    first = next((e for e in ctx.trace.events if e.session_id == record.session_id
+                  and e.artifact_statuses.get(record.artifact_id) == CONSUMED), None)
+    if first is None or first.index >= summary.index:
+        return None
+    return (f"already 'consumed' right after {name_event(first)}, before {name_event(summary)} wrote the summary "
+            f"that analysed it: consumed means analysed, so it may only be marked after the summary")
+
+
 @check(
     NAME,
     title="Artifact lifecycle: analysed artifacts are consumed",
     why="With the pruning plugin gone, something else must mark artifacts consumed. The reference uses "
         "seed 000's Option 2 (analysis-consumed): an artifact is consumed once results_processor has analysed "
-        "its output — not before, and not never.",
+        "its output — not before (the registry's status is read after every event: consumed before the summary "
+        "event is too early), and not never.",
     dod_item="000: artifacts still transition to 'consumed' according to the chosen semantics",
 )
 def artifacts_consumed(ctx: CheckContext) -> CheckResult:
@@ -46,6 +62,8 @@ def artifacts_consumed(ctx: CheckContext) -> CheckResult:
         if window is not None and window.runs:
             if record.status == CONSUMED:
                 consumed += 1
+                if (early := _consumed_before_summary(ctx, record, window)) is not None:
+                    problems.append(f"{label}: {early}")
             else:
                 problems.append(f"{label}: status {record.status!r} although {name_event(window.runs[0].first)} "
                                 f"processed its execution {name_event(window.execution)}; expected 'consumed'")

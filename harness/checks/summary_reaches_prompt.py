@@ -16,7 +16,9 @@ PREFIX = 200
     title="The summary reaches the analyst's prompt",
     why="Persisting the summary is not enough: ADK's {key?} templating leaves {rlm:last_results_summary?} "
         "verbatim (only app:/user:/temp: prefixes are templated), so the analyst may never see it. Every analyst "
-        "request after a results_processor run must carry the latest persisted summary.",
+        "request after a results_processor run must carry the latest persisted summary in its system instruction: "
+        "the conversation history may quote the processor's answer, but that is not the agent handing it over "
+        "(history is cut, folded or absent in a new session).",
     dod_item="design: the handoff reaches the prompt (what seed 000 missed)",
 )
 def summary_reaches_prompt(ctx: CheckContext) -> CheckResult:
@@ -49,8 +51,12 @@ def summary_reaches_prompt(ctx: CheckContext) -> CheckResult:
         needle = str(summary if summary is not None else "").strip()
         if len(needle) > LONG_SUMMARY:
             needle = needle[:PREFIX]
-        if needle in request.system_instruction or needle in request.contents_text:
-            checked.append(f"{name_request(request)} carries the summary from {source}")
+        if needle in request.system_instruction:
+            checked.append(f"{name_request(request)} carries the summary from {source} in its instruction")
+        elif needle in request.contents_text:
+            problems.append(f"{name_request(request)}: its system_instruction does not hold the summary "
+                            f"{show(needle)} persisted by {source}; it is only in the contents (the conversation "
+                            f"history quoting the processor's answer), not given by the agent's instruction")
         else:
             problems.append(f"{name_request(request)}: neither its system_instruction nor its contents holds the "
                             f"summary {show(needle)} persisted by {source}")

@@ -1,0 +1,59 @@
+"""The user's history keeps the newest turns: after every turn its last entry is that turn's question."""
+
+from __future__ import annotations
+
+import json
+
+from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
+from .evidence import capped, name_snapshot, show
+
+NAME = "history_keeps_newest"
+
+
+def _history(snapshot, key: str):
+    """The persisted history list of ``key`` in a snapshot (user:/app: keys live in their own rows, unprefixed)."""
+    for prefix, state in (("user:", snapshot.user_state), ("app:", snapshot.app_state)):
+        if key.startswith(prefix):
+            return state.get(key.removeprefix(prefix))
+    return snapshot.session_state.get(key)
+
+
+@check(
+    NAME,
+    title="The history fold keeps the newest entries",
+    why="A bounded history must drop its oldest entries, never the newest: after every turn the persisted history "
+        "ends with that turn (its question), and holds no more than the limit. A fold that keeps the first N "
+        "entries silently stops remembering anything once the history is full.",
+    dod_item="003: user-scoped history across sessions (bounded, newest kept)",
+)
+def history_keeps_newest(ctx: CheckContext) -> CheckResult:
+    trace, key = ctx.trace, ctx.profile.history_key
+    limit = ctx.scenario.limits.history_max_entries
+    checked: list[str] = []
+    problems: list[str] = []
+    for turn in trace.turns:
+        snapshot = next((p for p in trace.persisted if p.session_id == turn.session_id and p.turn == turn.turn), None)
+        history = _history(snapshot, key) if snapshot is not None else None
+        if not isinstance(history, list) or not history:
+            continue
+        where = f"{name_snapshot(snapshot)}: {key!r} ({len(history)} entries)"
+        entries = [json.dumps(entry, ensure_ascii=False, default=str) for entry in history]
+        question = json.dumps(turn.message, ensure_ascii=False)[1:-1]  # as it appears inside an entry's JSON
+        holding = [i for i, text in enumerate(entries) if question in text]
+        if not holding:
+            problems.append(f"{where} has no entry for turn {turn.turn}'s question {show(turn.message)}: the newest "
+                            f"turn was dropped (oldest entries kept?)")
+        elif holding[-1] != len(entries) - 1:
+            problems.append(f"{where}: turn {turn.turn}'s question {show(turn.message)} is entry {holding[-1]}, "
+                            f"not the last one")
+        elif limit is not None and len(history) > limit:
+            problems.append(f"{where} holds more than the limit of {limit} entries")
+        else:
+            checked.append(where)
+    if not checked and not problems:
+        return not_applicable(NAME, f"No persisted {key!r} history list after any turn.")
+    if problems:
+        return failed(NAME, f"{len(problems)} turn(s) left a history that does not end with that turn.",
+                      capped(problems))
+    return passed(NAME, f"After each of {len(checked)} turn(s) the history ends with that turn's question"
+                        + (f" and holds at most {limit} entries." if limit else "."))
