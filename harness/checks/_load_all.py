@@ -24,6 +24,7 @@ from . import (  # noqa: F401
     history_keeps_newest,
     app_data_shared,
     context_budget,
+    sublm_batch_concurrent,
     service_contract,
     scenario_expectations,
 )

@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import ScriptedEndpointError
+from harness.llm.replay_delays import DELAY_HEADER
 from harness.scenario.script import SUB_LM, CallStep, FaultStep, ModelStep, TextStep
 
 AgentResolver = Callable[[Mapping[str, Any]], str]
@@ -311,7 +312,11 @@ class ScriptedEndpoint:
                       request_json: Mapping[str, Any]) -> tuple[int, dict[str, str], bytes]:
         where = dict(model=model, agent=agent, index=index, request_json=request_json)
         if isinstance(step, (TextStep, CallStep)):
-            return 200, {}, json.dumps(answer_json(step, **where)).encode()
+            headers = {}
+            if getattr(step, "delay", 0):  # recorded in the cassette, so replay waits as long (replay_delays.py)
+                await asyncio.sleep(step.delay)
+                headers[DELAY_HEADER] = f"{step.delay:g}"
+            return 200, headers, json.dumps(answer_json(step, **where)).encode()
         assert isinstance(step, FaultStep)
         fault = step.fault
         if fault in _HTTP_FAULTS:

@@ -23,6 +23,7 @@ from ..trace.model import TokenCountRecord
 from .cassettes import Provenance, assert_all_played, make_vcr, use_cassette
 from .drift import Drift, watch_drift
 from .identity import CassetteIdentity
+from .replay_delays import replay_recorded_delays, with_recorded_delay
 from .client_timeouts import record_client_timeouts, replay_client_timeouts
 from .scrub_outputs import scrubbing_log_records
 from .matchers import caller, caller_of
@@ -55,6 +56,8 @@ class LlmSession:
     _count_tokens: Any = None
 
     async def sub_lm(self, prompt: str) -> str:
+        if self.mode_label == LlmMode.REPLAY.value:  # as long as the recorded answer took (harness/llm/replay_delays.py)
+            return await with_recorded_delay(self._sub_lm(prompt))
         return await self._sub_lm(prompt)
 
     async def count_tokens(self, text: str) -> int:
@@ -173,6 +176,7 @@ def _cassette(name: str, options: "RunOptions", endpoint: ModelEndpoint, session
         _spy_on_misses(cassette, session)
         if cassette.write_protected:
             watch_drift(cassette, session.drift.append)
+            replay_recorded_delays(cassette)
         if workspace is not None:
             workspace.attach(cassette)  # recording: its metadata; replay: an index of its hundreds of REST calls
         replay_client_timeouts(cassette)

@@ -25,6 +25,9 @@ class TextStep(_Step):
     """The model answers with text (and finishes with STOP)."""
 
     text: str = Field(description="The text the model answers with.")
+    delay: float = Field(default=0.0, ge=0, le=30,
+                         description="Seconds the model takes to answer (scripted mode waits; replay waits the "
+                                     "recorded time), e.g. to show that llm_query_batched answers concurrently.")
     when: str | None = Field(
         default=None, min_length=1,
         description="Serve this step to the request whose prompt contains this text, whatever its position: for "

@@ -42,6 +42,7 @@ def executions_from_registry(registry: ArtifactRegistry, read_text) -> callable:
                 status=artifact.status, result_status=result.get("status"),
                 result_json_path=artifact.result_json_path, stdout_bytes=result.get("stdout_bytes"),
                 **output_sample(result.get("stdout")),
+                sublm_batches=[b for b in result.get("sublm_batches") or [] if isinstance(b, dict)],
                 final_answer=result.get("final_answer"), sublm_calls=len(result.get("sublm_calls") or []),
                 # With how Job_B ran it: {"mode": "warm" | "one-shot", "blocks": n} (the report's process column).
                 metrics={**iteration_metrics(result), "executor_process": result.get("executor_process")}

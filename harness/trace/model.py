@@ -85,6 +85,9 @@ class ExecutionRecord(_Record):
     stdout_tail: str | None = Field(default=None, description="stdout's last characters.")
     final_answer: str | None = None
     sublm_calls: int = 0
+    sublm_batches: list[dict[str, Any]] = Field(
+        default_factory=list, description="Each llm_query_batched call as the code saw it: prompts and wall_s "
+                                          "(the result JSON's sublm_batches; volatile, not in snapshots).")
     metrics: dict[str, Any] = Field(default_factory=dict, description="Per-iteration metrics (seed 004): status, "
                                     "code blocks, execution time, sub-LM calls, batched calls, tokens, latency.")
 

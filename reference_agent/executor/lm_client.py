@@ -45,6 +45,8 @@ class BudgetedLmClient:
         # User code may call llm_query from threads; one request (a prompt or a batch) at a time.
         self._lock = threading.Lock()
         self.calls: list[dict[str, Any]] = []
+        # One row per llm_query_batched call as the code saw it: prompts and wall time (the REPL times it).
+        self.batches: list[dict[str, Any]] = []
 
     @property
     def used(self) -> int:

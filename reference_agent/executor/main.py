@@ -213,6 +213,7 @@ def run(args: argparse.Namespace, live: LiveNamespace | None = None) -> int:
             result["final_var"] = repl.final_var
             result["final_error"] = repl.final_error
         result["sublm_calls"] = list(lm.calls)
+        result["sublm_batches"] = list(lm.batches)
         result["namespace"] = {"kept": snapshot.kept, "unpicklable": snapshot.unpicklable,
                                "restored": snapshot.restored, "restore_error": snapshot.restore_error,
                                "source": snapshot.source,

@@ -10,6 +10,7 @@ the reserved names are put back after the block runs, so ``context = "x"`` or
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from .lm_client import LmClient
@@ -27,7 +28,7 @@ class Repl:
         self._reserved: dict[str, Any] = {
             "context": context,
             "llm_query": self.llm_query,
-            "llm_query_batched": self.llm_query_batched,
+            "llm_query_batched": self._timed_batch,
             "FINAL": self.FINAL,
             "FINAL_VAR": self.FINAL_VAR,
         }
@@ -47,6 +48,16 @@ class Repl:
         if isinstance(prompts, str):
             raise TypeError("llm_query_batched takes a list of prompts; use llm_query for a single prompt")
         return self.lm.query(list(prompts), batched=True)
+
+    def _timed_batch(self, prompts: list[str]) -> list[str]:
+        """``llm_query_batched`` as the code calls it, timed from outside: the result JSON's ``sublm_batches``
+        then shows whether a batch took about its slowest answer (concurrent) or their sum."""
+        started = time.perf_counter()
+        try:
+            return self.llm_query_batched(prompts)
+        finally:
+            size = len(prompts) if isinstance(prompts, (list, tuple)) else None
+            self.lm.batches.append({"prompts": size, "wall_s": round(time.perf_counter() - started, 6)})
 
     def FINAL(self, answer: Any) -> str:  # noqa: N802 - the RLM name
         """Record ``str(answer)`` as the final answer (the last call wins)."""

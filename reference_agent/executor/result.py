@@ -54,6 +54,7 @@ def new_result(*, run_id: str, iteration: int, artifact_path: str) -> dict[str, 
         "final_var": None,
         "final_error": None,
         "sublm_calls": [],
+        "sublm_batches": [],
         "code_blocks": 1,
         "has_final_call": False,
         # Variables kept for the next run, and those that could not be (name -> why).

@@ -1,0 +1,54 @@
+"""``llm_query_batched`` answers its prompts concurrently: a batch takes about its slowest answer, not their sum."""
+
+from __future__ import annotations
+
+from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
+from .evidence import capped
+
+NAME = "sublm_batch_concurrent"
+
+
+def _scripted_delays(ctx: CheckContext) -> list[float]:
+    """How long each scripted sub-LM answer takes (``delay:`` of the scenario's ``sub_lm`` steps), positive only."""
+    return sorted(d for step in ctx.scenario.script.get("sub_lm", ()) if (d := getattr(step, "delay", 0) or 0) > 0)
+
+
+@check(
+    NAME,
+    title="llm_query_batched answers concurrently",
+    why="The RLM paper's llm_query_batched sends its prompts at once: a batch of N slow sub-LM calls takes about "
+        "the slowest call, not the sum. A bridge that answers them one after another still returns the right "
+        "answers, just N times slower — and an RLM over a long context makes thousands of them. Judged on the "
+        "wall time the executed code saw for each batch (the result JSON's sublm_batches) against the scenario's "
+        "scripted answer delays (replay waits the recorded delays too).",
+    dod_item="004: llm_query_batched (concurrent sub-LM calls)",
+)
+def sublm_batch_concurrent(ctx: CheckContext) -> CheckResult:
+    delays = _scripted_delays(ctx)
+    batches = [(x, b) for x in ctx.trace.executions for b in x.sublm_batches
+               if isinstance(b.get("prompts"), int) and b["prompts"] >= 2 and isinstance(b.get("wall_s"), (int, float))]
+    if not delays:
+        return not_applicable(NAME, "The scenario scripts no sub-LM answer with a delay: batch timing says nothing.")
+    if not batches:
+        return not_applicable(NAME, "No execution made an llm_query_batched call of two or more prompts "
+                                    "(or the target's result JSON has no sublm_batches).")
+    judged, problems = [], []
+    for execution, batch in batches:
+        n = batch["prompts"]
+        if len(delays) < n:
+            continue
+        slowest, queued = max(delays), sum(delays[:n])  # concurrent: about the slowest; one by one: at least this
+        if queued < 1.5 * slowest:
+            continue  # delays too uneven to tell the two apart
+        threshold = (slowest + queued) / 2
+        where = (f"artifact {execution.artifact_id} (session {execution.session_id}, iteration "
+                 f"{execution.iteration})")
+        line = (f"{where}: llm_query_batched of {n} prompts took {batch['wall_s']:.2f} s; concurrent is about the "
+                f"slowest answer ({slowest:.2f} s), one after another at least {queued:.2f} s")
+        (problems if batch["wall_s"] >= threshold else judged).append(line)
+    if problems:
+        return failed(NAME, f"{len(problems)} llm_query_batched call(s) took about the sum of their answers: the "
+                            f"prompts were answered one after another.", capped(problems))
+    if not judged:
+        return not_applicable(NAME, "No batch had enough scripted delay to tell concurrent from sequential.")
+    return passed(NAME, f"{len(judged)} llm_query_batched call(s) took about their slowest answer.", capped(judged))
