@@ -35,11 +35,13 @@ summary_only_in_history             summary_reaches_prompt
 preview_off_by_one                  previews_bounded
 consumed_at_execution               artifacts_consumed
 history_keeps_oldest                history_keeps_newest
+sublm_one_at_a_time                 sublm_batch_concurrent
 ==================================  ============================
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import warnings
 from collections.abc import AsyncGenerator, Callable
@@ -481,6 +483,23 @@ def history_keeps_oldest(env: TargetEnvironment) -> BuiltTarget:
     return _build("history_keeps_oldest", env, run_turn=_fold_keeping_oldest)
 
 
+# --- sublm_batch_concurrent: the host answers a batch one prompt at a time ------------------------
+
+
+def _one_sublm_call_at_a_time(services: RuntimeServices) -> None:
+    answer, lock = services.sub_lm, asyncio.Lock()
+
+    async def queued(prompt: str) -> str:
+        async with lock:  # the bug: llm_query_batched's prompts wait for each other
+            return await answer(prompt)
+
+    services.sub_lm = queued
+
+
+def sublm_one_at_a_time(env: TargetEnvironment) -> BuiltTarget:
+    return _build("sublm_one_at_a_time", env, adapt_services=_one_sublm_call_at_a_time)
+
+
 # --- summary_persisted: results_processor without output_key ------------------------------------
 
 
@@ -637,5 +656,6 @@ BROKEN_TARGETS: dict[str, str] = {
     "preview_off_by_one": "previews_bounded",
     "consumed_at_execution": "artifacts_consumed",
     "history_keeps_oldest": "history_keeps_newest",
+    "sublm_one_at_a_time": "sublm_batch_concurrent",
 }
 """Each broken target -> the check it is built to fail."""

@@ -118,6 +118,8 @@ PROOFS: tuple[Proof, ...] = (
           "already 'consumed' right after event #"),
     Proof("history_keeps_newest", "history_keeps_oldest", "history_over_limit",
           "has no entry for turn 2's question 'Third question, about the east region?'"),
+    Proof("sublm_batch_concurrent", "sublm_one_at_a_time", "llm_query_batched_slow",
+          "llm_query_batched of 8 prompts took 3."),
     Proof("stale_writer_rejected", "service:lost_update", "single_delegation",
           "expected exactly one StaleSessionError for the stale writer, got 0"),
     Proof("get_session_config_honoured", "service:config_ignoring", "single_delegation",
