@@ -209,7 +209,9 @@ async def _drive_on(scenario: Scenario, options: RunOptions, target_name: str, h
         if options.profile is not None:
             built.profile = options.profile
         try:
-            trace = await _run_sessions(scenario, built, options, llm.mode_label)
+            with _credential_canaries(options) as planted:
+                trace = await _run_sessions(scenario, built, options, llm.mode_label)
+            trace.planted_credentials = planted
             trace.token_counts = list(llm.token_counts)
         finally:
             built.close()
@@ -282,6 +284,15 @@ async def _run_sessions(scenario: Scenario, built: BuiltTarget, options: RunOpti
     trace.llm_responses = recorder.responses
     trace.live_states = recorder.live_states
     return trace
+
+
+def _credential_canaries(options: RunOptions) -> Any:
+    """Canary credentials in the environment while the target runs (harness/canaries.py), where it is safe."""
+    if options.backend == "local" and options.llm_mode in (LlmMode.REPLAY, LlmMode.SCRIPTED):
+        from .canaries import planted_credentials
+
+        return planted_credentials()
+    return contextlib.nullcontext([])
 
 
 def _status_reader(built: BuiltTarget, options: RunOptions) -> Any:

@@ -36,6 +36,7 @@ preview_off_by_one                  previews_bounded
 consumed_at_execution               artifacts_consumed
 history_keeps_oldest                history_keeps_newest
 sublm_one_at_a_time                 sublm_batch_concurrent
+executor_env_leak                   executor_env_clean
 ==================================  ============================
 """
 
@@ -43,6 +44,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import warnings
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
@@ -500,6 +502,25 @@ def sublm_one_at_a_time(env: TargetEnvironment) -> BuiltTarget:
     return _build("sublm_one_at_a_time", env, adapt_services=_one_sublm_call_at_a_time)
 
 
+# --- executor_env_clean: Job_B inherits the host's environment ----------------------------------
+
+
+async def _run_with_leaky_executor_env(runner: Runner, user_id: str, session_id: str, message: str) -> TurnOutcome:
+    from unittest import mock
+
+    from reference_agent.backends import jobs, process, warm
+
+    def leaky(workdir: str) -> dict[str, str]:  # the bug: the host's whole environment, keys and tokens included
+        return {**os.environ, **process.scrubbed_env(workdir)}
+
+    with mock.patch.object(jobs, "scrubbed_env", leaky), mock.patch.object(warm, "scrubbed_env", leaky):
+        return await reference_run_turn(runner, user_id, session_id, message)
+
+
+def executor_env_leak(env: TargetEnvironment) -> BuiltTarget:
+    return _build("executor_env_leak", env, run_turn=_run_with_leaky_executor_env)
+
+
 # --- summary_persisted: results_processor without output_key ------------------------------------
 
 
@@ -657,5 +678,6 @@ BROKEN_TARGETS: dict[str, str] = {
     "consumed_at_execution": "artifacts_consumed",
     "history_keeps_oldest": "history_keeps_newest",
     "sublm_one_at_a_time": "sublm_batch_concurrent",
+    "executor_env_leak": "executor_env_clean",
 }
 """Each broken target -> the check it is built to fail."""

@@ -25,6 +25,7 @@ from . import (  # noqa: F401
     app_data_shared,
     context_budget,
     sublm_batch_concurrent,
+    executor_env_clean,
     service_contract,
     scenario_expectations,
 )

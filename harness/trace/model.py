@@ -212,6 +212,9 @@ class Trace(_Record):
     persisted: list[PersistedSnapshot] = Field(default_factory=list)
     live_states: list[LiveStateRecord] = Field(default_factory=list)
     token_counts: list[TokenCountRecord] = Field(default_factory=list)
+    planted_credentials: list[str] = Field(
+        default_factory=list, description="Environment variables set to canary values while the scenario ran "
+                                          "(harness/canaries.py); empty when none were planted.")
     service_probe: ServiceProbeRecord | None = Field(
         default=None, description="The session-service contract run against the service this scenario used.")
     script_problems: list[str] = Field(default_factory=list, description=(

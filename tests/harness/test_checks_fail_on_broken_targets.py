@@ -120,6 +120,8 @@ PROOFS: tuple[Proof, ...] = (
           "has no entry for turn 2's question 'Third question, about the east region?'"),
     Proof("sublm_batch_concurrent", "sublm_one_at_a_time", "llm_query_batched_slow",
           "llm_query_batched of 8 prompts took 3."),
+    Proof("executor_env_clean", "executor_env_leak", "executor_environment",
+          "the executed code saw GOOGLE_API_KEY, GEMINI_API_KEY"),
     Proof("stale_writer_rejected", "service:lost_update", "single_delegation",
           "expected exactly one StaleSessionError for the stale writer, got 0"),
     Proof("get_session_config_honoured", "service:config_ignoring", "single_delegation",

@@ -1,0 +1,41 @@
+"""Canary credentials in the host's environment while a scenario runs: code Job_B runs must never see them.
+
+A deployment's host process holds the model key and the workspace token in its environment; the code the
+analyst writes runs in Job_B and must get none of it (an allow-listed environment). To make a leak visible in
+every run, the harness sets each variable below to a canary value for the run's duration (restored after), and
+``executor_env_clean`` looks for their names and values in everything the executed code printed.
+
+Only in replay and scripted mode on the local backend: the harness's own clients get their key explicitly,
+so a canary changes nothing they send; live mode and a workspace need the real variables.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+
+CANARY_PREFIX = "rlm-conformance-canary"
+CREDENTIAL_VARIABLES = ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_CLOUD_PROJECT", "DATABRICKS_TOKEN",
+                        "DATABRICKS_HOST", "DATABRICKS_CLIENT_SECRET", "AWS_SECRET_ACCESS_KEY")
+"""Variables a deployment's host environment holds that executed code must not see."""
+
+
+def canary_value(variable: str) -> str:
+    return f"{CANARY_PREFIX}-{variable.lower().replace('_', '-')}"
+
+
+@contextlib.contextmanager
+def planted_credentials(variables: tuple[str, ...] = CREDENTIAL_VARIABLES) -> Iterator[list[str]]:
+    """Set each variable to its canary value; restore the environment as it was afterwards."""
+    saved = {name: os.environ.get(name) for name in variables}
+    try:
+        for name in variables:
+            os.environ[name] = canary_value(name)
+        yield list(variables)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
