@@ -202,7 +202,7 @@ async def _drive_on(scenario: Scenario, options: RunOptions, target_name: str, h
             session_service_factory=_session_service_factory(options.session_service),
             backend=options.backend,
             databricks=workspace,
-            warm_executor=options.executor == "warm",
+            warm_executor=(scenario.executor or options.executor) == "warm",  # a scenario may pin one
             **_limits(scenario),
         )
         built = resolve_target(target_name)(env)

@@ -37,6 +37,8 @@ consumed_at_execution               artifacts_consumed
 history_keeps_oldest                history_keeps_newest
 sublm_one_at_a_time                 sublm_batch_concurrent
 executor_env_leak                   executor_env_clean
+executor_env_leak_one_shot          executor_env_clean
+executor_env_leak_warm              executor_env_clean
 ==================================  ============================
 """
 
@@ -505,20 +507,39 @@ def sublm_one_at_a_time(env: TargetEnvironment) -> BuiltTarget:
 # --- executor_env_clean: Job_B inherits the host's environment ----------------------------------
 
 
-async def _run_with_leaky_executor_env(runner: Runner, user_id: str, session_id: str, message: str) -> TurnOutcome:
-    from unittest import mock
+def _leaky_executor_env(*paths: str) -> Callable[..., Any]:
+    """A run_turn during which the named paths' ``scrubbed_env`` ("jobs": one-shot, "warm": the warm pool) also
+    passes the host's environment on, as ``subprocess`` does by default."""
 
-    from reference_agent.backends import jobs, process, warm
+    async def run_turn(runner: Runner, user_id: str, session_id: str, message: str) -> TurnOutcome:
+        from contextlib import ExitStack
+        from unittest import mock
 
-    def leaky(workdir: str) -> dict[str, str]:  # the bug: the host's whole environment, keys and tokens included
-        return {**os.environ, **process.scrubbed_env(workdir)}
+        from reference_agent.backends import jobs, process, warm
 
-    with mock.patch.object(jobs, "scrubbed_env", leaky), mock.patch.object(warm, "scrubbed_env", leaky):
-        return await reference_run_turn(runner, user_id, session_id, message)
+        def leaky(workdir: str) -> dict[str, str]:  # the bug: the host's whole environment, keys and tokens included
+            return {**os.environ, **process.scrubbed_env(workdir)}
+
+        with ExitStack() as stack:
+            for module in (m for m, name in ((jobs, "jobs"), (warm, "warm")) if name in paths):
+                stack.enter_context(mock.patch.object(module, "scrubbed_env", leaky))
+            return await reference_run_turn(runner, user_id, session_id, message)
+
+    return run_turn
 
 
 def executor_env_leak(env: TargetEnvironment) -> BuiltTarget:
-    return _build("executor_env_leak", env, run_turn=_run_with_leaky_executor_env)
+    return _build("executor_env_leak", env, run_turn=_leaky_executor_env("jobs", "warm"))
+
+
+def executor_env_leak_one_shot(env: TargetEnvironment) -> BuiltTarget:
+    """Only the one-shot path leaks: a warm run of executor_environment never sees it."""
+    return _build("executor_env_leak_one_shot", env, run_turn=_leaky_executor_env("jobs"))
+
+
+def executor_env_leak_warm(env: TargetEnvironment) -> BuiltTarget:
+    """Only the warm pool leaks: executor_environment_one_shot never sees it."""
+    return _build("executor_env_leak_warm", env, run_turn=_leaky_executor_env("warm"))
 
 
 # --- summary_persisted: results_processor without output_key ------------------------------------
@@ -679,5 +700,7 @@ BROKEN_TARGETS: dict[str, str] = {
     "history_keeps_oldest": "history_keeps_newest",
     "sublm_one_at_a_time": "sublm_batch_concurrent",
     "executor_env_leak": "executor_env_clean",
+    "executor_env_leak_one_shot": "executor_env_clean",
+    "executor_env_leak_warm": "executor_env_clean",
 }
 """Each broken target -> the check it is built to fail."""

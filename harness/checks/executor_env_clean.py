@@ -1,42 +1,89 @@
-"""The code Job_B runs sees no credentials: none of the host's planted canary keys or tokens reach its output."""
+"""The code Job_B runs sees no credential: only the profile's allowed environment variables, no planted canary.
+
+Evidence comes from the code itself: the ``executor_environment`` scenarios run a probe that prints, on stdout,
+the name of every variable in its environment (``os.environ`` and the environment the process was started
+with, ``/proc/self/environ``) and the names whose value holds a canary credential the harness planted in the
+host (``harness/canaries.py``). The check reads that output from each execution's result (the result JSON
+Job_B wrote), on whichever kind of process ran it: ``executor_environment`` on the run's (warm by default),
+``executor_environment_one_shot`` on a one-shot process, so a leak in either path fails every run.
+"""
 
 from __future__ import annotations
 
-from ..canaries import CANARY_PREFIX, CREDENTIAL_VARIABLES
+from ..canaries import CANARY_PREFIX
+from ..trace.model import ExecutionRecord
 from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
 from .evidence import capped
 
 NAME = "executor_env_clean"
+NAMES_LINE = "rlm-env names:"
+CANARIES_LINE = "rlm-env canaries:"
+"""What the probe prints (scenarios/executor_environment.yaml): variable names, then the names holding a canary."""
+LOCALE_PREFIX = "LC_"  # the probe leaves locale variables out: Python's C-locale coercion may add LC_CTYPE
+SHOWN_NAMES = 12
+
+
+def _probe(record: ExecutionRecord) -> tuple[list[str], list[str]] | None:
+    """(names, canary-holding names) the probe printed in this execution, or None if it printed none."""
+    lines = (record.stdout_head or "").splitlines()
+    names = next((line[len(NAMES_LINE):].split() for line in lines if line.startswith(NAMES_LINE)), None)
+    if names is None:
+        return None
+    canaries = next((line[len(CANARIES_LINE):].split() for line in lines if line.startswith(CANARIES_LINE)), [])
+    return names, [n for n in canaries if n != "-"]
+
+
+def _label(record: ExecutionRecord) -> str:
+    process = record.metrics.get("executor_process") if isinstance(record.metrics, dict) else None
+    mode = process.get("mode") if isinstance(process, dict) else None
+    how = f", {mode} Job_B" if mode else ""
+    return f"artifact {record.artifact_id} (session {record.session_id}, iteration {record.iteration}{how})"
+
+
+def _judge(record: ExecutionRecord, allowed: set[str]) -> tuple[str | None, str | None]:
+    """(problem, clean evidence) for one execution; both None when it neither probed nor showed a canary."""
+    printed = f"{record.stdout_head or ''}\n{record.stdout_tail or ''}"
+    probe = _probe(record)
+    if probe is None and CANARY_PREFIX not in printed:
+        return None, None
+    names, canaries = probe or ([], [])
+    extra = [n for n in names if n not in allowed and not n.startswith(LOCALE_PREFIX)]
+    parts = []
+    if canaries or CANARY_PREFIX in printed:
+        held = f" of {', '.join(sorted(canaries))}" if canaries else " (a value the code printed)"
+        parts.append(f"holds the canary credential(s) planted in the host{held}")
+    if extra:
+        more = f" … ({len(extra) - SHOWN_NAMES} more)" if len(extra) > SHOWN_NAMES else ""
+        parts.append(f"sees variable(s) outside the allow-list: {', '.join(extra[:SHOWN_NAMES])}{more}")
+    if parts:
+        return f"{_label(record)}: the code's environment " + "; ".join(parts), None
+    return None, f"{_label(record)}: sees only {', '.join(names) or 'no variable'}"
 
 
 @check(
     NAME,
-    title="Executed code sees no credentials",
-    why="The analyst's code runs in Job_B with an allow-listed environment: no model key, no workspace token. The "
-        "harness plants canary values in those variables in the host for the run (harness/canaries.py); a Job_B "
-        "that inherits the host's environment shows their names or values in what the code prints (scenario "
-        "executor_environment prints the credential-like names it can see).",
+    title="The code Job_B runs sees no credentials",
+    why="Analyst code is model-written and runs as your user: an executor that passes its host's environment on "
+        "hands it the Gemini key and the Databricks token. Job_B's environment must be an allow-list (profile "
+        "executor_env_allowed). Replay and scripted runs plant canary credentials in the host for the run "
+        "(harness/canaries.py), so a leak shows in every mode; the executor_environment scenarios print what the "
+        "code sees, one on the run's kind of Job_B process and one on a one-shot process.",
     dod_item="002: Job_B isolation (no secrets in the executor's environment)",
 )
 def executor_env_clean(ctx: CheckContext) -> CheckResult:
-    trace = ctx.trace
-    # Names are looked for always (a workspace's Job_B may be handed real ones); canary values where planted.
-    names = trace.planted_credentials or list(CREDENTIAL_VARIABLES)
-    outputs = [x for x in trace.executions if x.stdout_head is not None]
-    if not outputs:
-        return not_applicable(NAME, "No execution's output is in the trace.")
-    problems = []
-    for execution in outputs:
-        text = f"{execution.stdout_head}\n{execution.stdout_tail or ''}"
-        seen = [name for name in names if name in text]
-        if CANARY_PREFIX in text:
-            seen.append("a canary value")
-        if seen:
-            problems.append(f"artifact {execution.artifact_id} (session {execution.session_id}, iteration "
-                            f"{execution.iteration}): the executed code saw {', '.join(seen)} in its environment")
+    allowed = set(ctx.profile.executor_env_allowed)
+    problems, clean = [], []
+    for record in sorted(ctx.trace.executions, key=lambda r: (r.session_id, r.iteration)):
+        problem, fine = _judge(record, allowed)
+        problems += [problem] if problem else []
+        clean += [fine] if fine else []
+    planted = ", ".join(ctx.trace.planted_credentials) or "none (live mode or a workspace backend)"
     if problems:
-        return failed(NAME, f"Code run by Job_B saw the host's credentials ({len(problems)} execution(s)).",
+        return failed(NAME, f"{len(problems)} Job_B run(s) gave the code credentials or variables beyond the "
+                            f"allow-list {sorted(allowed)}; canaries planted in the host: {planted}.",
                       capped(problems))
-    planted = "planted in the host's environment" if trace.planted_credentials else "named (none planted)"
-    return passed(NAME, f"No credential {planted} ({', '.join(names)}) appears in the output of "
-                        f"{len(outputs)} execution(s).")
+    if not clean:
+        return not_applicable(NAME, f"No execution printed its environment ('{NAMES_LINE} ...'): the "
+                                    f"executor_environment scenarios do.")
+    return passed(NAME, f"{len(clean)} Job_B run(s) printed their environment: allowed names only, no canary "
+                        f"(planted in the host: {planted}).", capped(clean))

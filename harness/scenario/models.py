@@ -142,6 +142,11 @@ class Scenario(_Model):
                         description="Target to run: 'reference', 'legacy' or 'module:attr'.")
     max_iterations: int = Field(default=6, ge=1, description="max_iterations of the orchestrator loop.")
     limits: Limits = Field(default_factory=Limits, description="Limits: Job_B timeout, sub-LM budgets, the analyst's prompt budget.")
+    executor: Literal["warm", "one-shot"] | None = Field(
+        default=None, description="How a local Job_B runs this scenario's blocks whatever the run's --executor says: "
+                                  "'one-shot' (a process per block) or 'warm' (one process per session). Pin it "
+                                  "when the scenario checks one of the two, e.g. the environment each gives the "
+                                  "code; null (default): the run's choice.")
     context: JsonValue = Field(default=None, description="Data given to executed code as `context`.")
     sessions: list[SessionSpec] = Field(min_length=1, description="Sessions run one after another.")
     script: dict[ScriptKey, list[Step]] = Field(

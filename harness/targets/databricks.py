@@ -76,12 +76,11 @@ CLUSTER = "0101-000000-fakecluster"
 APP_NAME = "rlm_reference"  # AgentSettings().app_name: a live run's own app name is stored as this
 # Job_B on a workspace answers llm_query itself (direct mode: --lm-direct, google-genai in the executor), so the
 # sub-LM scenarios pass here too; their sub-LM calls are not in the cassette (the result JSON holds their answers).
-DIVERGENCES: dict[str, str] = {
-    "executor_environment": (
-        "Job_B in direct mode gets GOOGLE_API_KEY in its environment (on a workspace: spark_env_vars from a secret "
-        "scope) to call the model itself, so the code the analyst writes can read the model key "
-        "(executor_env_clean). Job_B needs a credential the executed code cannot read."),
-}
+_KEY_IN_JOB_B = (
+    "Job_B in direct mode gets GOOGLE_API_KEY in its environment (on a workspace: spark_env_vars from a secret "
+    "scope) to call the model itself, so the code the analyst writes can read the model key "
+    "(executor_env_clean). Job_B needs a credential the executed code cannot read.")
+DIVERGENCES: dict[str, str] = {"executor_environment": _KEY_IN_JOB_B, "executor_environment_one_shot": _KEY_IN_JOB_B}
 """Scenarios that cannot pass on the databricks backend yet: name -> why (xfail strict in its tests)."""
 
 

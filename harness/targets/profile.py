@@ -89,6 +89,11 @@ class TargetProfile(BaseModel):
     none_semantics: Literal["delete", "store"] = Field(
         default="delete", description="What None in a delta means for the target's session service."
     )
+    # Written out, not read from reference_agent/backends/process.py: a defect there must not widen the allow-list.
+    executor_env_allowed: tuple[str, ...] = Field(
+        default=("HOME", "LANG", "PATH", "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONPATH"),
+        description="The only environment variables the code Job_B runs may see (locale variables LC_* aside); "
+                    "any other name, and any value holding a planted canary credential, fails executor_env_clean.")
 
     def writers_for_author(self, author: str) -> tuple[str, ...]:
         return self.author_writers.get(author, (author,))

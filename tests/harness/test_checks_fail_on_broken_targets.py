@@ -121,7 +121,12 @@ PROOFS: tuple[Proof, ...] = (
     Proof("sublm_batch_concurrent", "sublm_one_at_a_time", "llm_query_batched_slow",
           "llm_query_batched of 8 prompts took 3."),
     Proof("executor_env_clean", "executor_env_leak", "executor_environment",
-          "the executed code saw GOOGLE_API_KEY, GEMINI_API_KEY"),
+          "the code's environment holds the canary credential(s) planted in the host of AWS_SECRET_ACCESS_KEY, "
+          "DATABRICKS_CLIENT_SECRET, DATABRICKS_HOST, DATABRICKS_TOKEN, GEMINI_API_KEY, GOOGLE_API_KEY"),
+    Proof("executor_env_clean", "executor_env_leak_one_shot", "executor_environment_one_shot",
+          "one-shot Job_B): the code's environment holds the canary credential(s) planted in the host of"),
+    Proof("executor_env_clean", "executor_env_leak_warm", "executor_environment",
+          "warm Job_B): the code's environment holds the canary credential(s) planted in the host of"),
     Proof("stale_writer_rejected", "service:lost_update", "single_delegation",
           "expected exactly one StaleSessionError for the stale writer, got 0"),
     Proof("get_session_config_honoured", "service:config_ignoring", "single_delegation",
