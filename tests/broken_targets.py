@@ -36,6 +36,8 @@ preview_off_by_one                  previews_bounded
 consumed_at_execution               artifacts_consumed
 history_keeps_oldest                history_keeps_newest
 sublm_one_at_a_time                 sublm_batch_concurrent
+batch_one_by_one_in_executor        sublm_batch_concurrent
+batch_split_untimed_in_executor     sublm_batch_concurrent
 executor_env_leak                   executor_env_clean
 executor_env_leak_one_shot          executor_env_clean
 executor_env_leak_warm              executor_env_clean
@@ -47,7 +49,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shlex
+import stat
+import sys
 import warnings
+from pathlib import Path
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
@@ -504,6 +510,34 @@ def sublm_one_at_a_time(env: TargetEnvironment) -> BuiltTarget:
     return _build("sublm_one_at_a_time", env, adapt_services=_one_sublm_call_at_a_time)
 
 
+# --- sublm_batch_concurrent: the executor splits a batch into single calls, one after another ------------
+
+BROKEN_EXECUTOR = Path(__file__).with_name("broken_executor.py")
+
+
+def _executor_with(defect: str, home: Path) -> Callable[[RuntimeServices], None]:
+    """Job_B started through ``broken_executor.py DEFECT`` (a shell script as the runner's Python), warm or one-shot."""
+    def adapt(services: RuntimeServices) -> None:
+        script = home / f"python-{defect}"
+        script.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} {shlex.quote(str(BROKEN_EXECUTOR))} "
+                          f"{defect} \"$@\"\n", encoding="utf-8")
+        script.chmod(script.stat().st_mode | stat.S_IXUSR)
+        services.runner.python = str(script)
+
+    return adapt
+
+
+def batch_one_by_one_in_executor(env: TargetEnvironment) -> BuiltTarget:
+    """The REPL's llm_query_batched calls llm_query once per prompt: the right answers, the sum of the latencies."""
+    return _build("batch_one_by_one_in_executor", env, adapt_services=_executor_with("batch_one_by_one", env.home))
+
+
+def batch_split_untimed_in_executor(env: TargetEnvironment) -> BuiltTarget:
+    """The same split where the code finds llm_query_batched, so the result JSON reports no batch at all."""
+    return _build("batch_split_untimed_in_executor", env,
+                  adapt_services=_executor_with("batch_one_by_one_untimed", env.home))
+
+
 # --- executor_env_clean: Job_B inherits the host's environment ----------------------------------
 
 
@@ -699,6 +733,8 @@ BROKEN_TARGETS: dict[str, str] = {
     "consumed_at_execution": "artifacts_consumed",
     "history_keeps_oldest": "history_keeps_newest",
     "sublm_one_at_a_time": "sublm_batch_concurrent",
+    "batch_one_by_one_in_executor": "sublm_batch_concurrent",
+    "batch_split_untimed_in_executor": "sublm_batch_concurrent",
     "executor_env_leak": "executor_env_clean",
     "executor_env_leak_one_shot": "executor_env_clean",
     "executor_env_leak_warm": "executor_env_clean",

@@ -2,10 +2,35 @@
 
 from __future__ import annotations
 
+import json
+
 from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
 from .evidence import capped
 
 NAME = "sublm_batch_concurrent"
+BATCHED_CALL = "llm_query_batched("
+
+
+def _code_calls_batched(ctx: CheckContext) -> bool:
+    """Whether code the scenario's script delegates calls ``llm_query_batched`` (the scenario knows what it runs)."""
+    return any(getattr(step, "call", None) == ctx.profile.delegate_tool and BATCHED_CALL in json.dumps(step.args)
+               for steps in ctx.scenario.script.values() for step in steps)
+
+
+def _split_batches(ctx: CheckContext) -> list[str]:
+    """Executions whose delegated code calls llm_query_batched but whose result reports no batch, only single calls."""
+    problems = []
+    for x in ctx.trace.executions:
+        metrics = x.metrics if isinstance(x.metrics, dict) else {}
+        # Judged only where the result counts batched calls (the reference's metrics): otherwise nothing to go on.
+        if x.sublm_batches or x.sublm_calls < 2 or metrics.get("sublm_batched_calls", 1) != 0:
+            continue
+        problems.append(f"artifact {x.artifact_id} (session {x.session_id}, iteration {x.iteration}): the delegated "
+                        f"code calls llm_query_batched, but Job_B's result reports no llm_query_batched call "
+                        f"(sublm_batches is empty) and {x.sublm_calls} single, unbatched sub-LM calls, "
+                        f"{float(metrics.get('sublm_latency_s') or 0):.2f} s together: the batch was split into "
+                        f"calls one after another")
+    return problems
 
 
 def _scripted_delays(ctx: CheckContext) -> list[float]:
@@ -20,7 +45,8 @@ def _scripted_delays(ctx: CheckContext) -> list[float]:
         "the slowest call, not the sum. A bridge that answers them one after another still returns the right "
         "answers, just N times slower — and an RLM over a long context makes thousands of them. Judged on the "
         "wall time the executed code saw for each batch (the result JSON's sublm_batches) against the scenario's "
-        "scripted answer delays (replay waits the recorded delays too).",
+        "scripted answer delays (replay waits the recorded delays too). Code that calls llm_query_batched whose "
+        "result reports no batch, only single sub-LM calls, had its batch split into calls one after another.",
     dod_item="004: llm_query_batched (concurrent sub-LM calls)",
 )
 def sublm_batch_concurrent(ctx: CheckContext) -> CheckResult:
@@ -29,6 +55,9 @@ def sublm_batch_concurrent(ctx: CheckContext) -> CheckResult:
                if isinstance(b.get("prompts"), int) and b["prompts"] >= 2 and isinstance(b.get("wall_s"), (int, float))]
     if not delays:
         return not_applicable(NAME, "The scenario scripts no sub-LM answer with a delay: batch timing says nothing.")
+    if not batches and _code_calls_batched(ctx) and (split := _split_batches(ctx)):
+        return failed(NAME, f"{len(split)} Job_B run(s) sent the code's llm_query_batched as single calls, one "
+                            f"after another.", capped(split))
     if not batches:
         return not_applicable(NAME, "No execution made an llm_query_batched call of two or more prompts "
                                     "(or the target's result JSON has no sublm_batches).")

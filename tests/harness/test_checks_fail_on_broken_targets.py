@@ -120,6 +120,10 @@ PROOFS: tuple[Proof, ...] = (
           "has no entry for turn 2's question 'Third question, about the east region?'"),
     Proof("sublm_batch_concurrent", "sublm_one_at_a_time", "llm_query_batched_slow",
           "llm_query_batched of 8 prompts took 3."),
+    Proof("sublm_batch_concurrent", "batch_one_by_one_in_executor", "llm_query_batched_slow",
+          "llm_query_batched of 8 prompts took 3."),
+    Proof("sublm_batch_concurrent", "batch_split_untimed_in_executor", "llm_query_batched_slow",
+          "reports no llm_query_batched call (sublm_batches is empty) and 8 single, unbatched sub-LM calls"),
     Proof("executor_env_clean", "executor_env_leak", "executor_environment",
           "the code's environment holds the canary credential(s) planted in the host of AWS_SECRET_ACCESS_KEY, "
           "DATABRICKS_CLIENT_SECRET, DATABRICKS_HOST, DATABRICKS_TOKEN, GEMINI_API_KEY, GOOGLE_API_KEY"),
