@@ -1,0 +1,34 @@
+"""No module of ours imports a private module of ADK (or google-genai): those move between versions."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = sorted(p for folder in ("reference_agent", "harness", "tests", "bench") for p in (ROOT / folder).rglob("*.py"))
+
+
+def _private_imports(path: Path, root: Path = ROOT) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = [node.module or ""] if isinstance(node, ast.ImportFrom) else (
+            [alias.name for alias in node.names] if isinstance(node, ast.Import) else [])
+        for name in names:
+            parts = name.split(".")
+            if parts[:1] == ["google"] and any(part.startswith("_") for part in parts[1:]):
+                found.append(f"{path.relative_to(root)}:{node.lineno}: {name}")
+    return found
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_private_google_module_is_imported(path: Path) -> None:
+    assert not _private_imports(path), "import the public name instead (e.g. google.adk.errors.StaleSessionError)"
+
+
+def test_the_scan_sees_a_private_import(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("from google.adk.errors._stale_session_error import StaleSessionError\n", encoding="utf-8")
+    assert _private_imports(bad, tmp_path) == ["bad.py:1: google.adk.errors._stale_session_error"]
