@@ -120,6 +120,10 @@ async def _run_scenario(scenario: Scenario, options: RunOptions) -> ScenarioResu
     base = dict(scenario=scenario.name, description=scenario.description, target=target_name,
                 llm_mode=options.llm_mode.value, session_service=options.session_service)
     cassette: CheckResult | None = None
+
+    def unjudged(error: str) -> ScenarioResult:
+        return ScenarioResult(**base, checks=(), trace=None, duration_s=time.perf_counter() - started, error=error)
+
     try:
         trace, profile = await _drive_in_work_dir(scenario, options, target_name)
         if options.llm_mode is LlmMode.REPLAY:
@@ -127,21 +131,19 @@ async def _run_scenario(scenario: Scenario, options: RunOptions) -> ScenarioResu
                                                 "every recorded call, each with the request it was recorded for.")
     except CassetteError as exc:
         if options.llm_mode is not LlmMode.REPLAY:
-            return ScenarioResult(**base, checks=(), trace=None, duration_s=time.perf_counter() - started,
-                                  error=str(exc))
+            return unjudged(str(exc))
         # A cassette problem says *that* something changed, not *what*: judge the same scenario against its
         # scripted model, so the report also names the invariant that broke (or shows that none did).
         try:
             trace, profile = await _drive_in_work_dir(scenario, replace(options, llm_mode=LlmMode.SCRIPTED,
                                                                          record=False), target_name)
         except HarnessError as rerun:
-            return ScenarioResult(**base, checks=(), trace=None, duration_s=time.perf_counter() - started,
-                                  error=f"{exc}\nThe scripted re-run that would judge the checks failed too: {rerun}")
+            return unjudged(f"{exc}\nThe scripted re-run that would judge the checks failed too: {rerun}")
         cassette = failed(CASSETTE_VERDICT, f"{exc}", (
             "The other checks of this scenario judged a re-run against the scenario's scripted model "
             "(--llm-mode scripted): they say whether the change broke an invariant.",))
     except HarnessError as exc:
-        return ScenarioResult(**base, checks=(), trace=None, duration_s=time.perf_counter() - started, error=str(exc))
+        return unjudged(str(exc))
     try:
         checks = run_checks(CheckContext(trace=trace, scenario=scenario, profile=profile),
                             only=scenario.expect.checks.only, skip=scenario.expect.checks.skip)
