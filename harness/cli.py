@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from .result import RunReport, ScenarioResult
     from .runner import RunOptions
     from .scenario.models import Scenario
+    from .targets.choice import TargetChoice
 
 PROG = "rlm-conformance"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -226,9 +227,17 @@ def _options(args: argparse.Namespace, *, record: bool) -> RunOptions:
     profile = load_profile(args.profile) if args.profile is not None else None
     return RunOptions(target=args.target, llm_mode=LlmMode(args.llm_mode), record=record,
                       cassette_dir=Path(args.cassette_dir), session_service=args.session_service, profile=profile,
+                      profile_path=args.profile,
                       backend=args.backend, databricks_live=args.databricks_live, executor=args.executor,
                       allow_drift=args.allow_drift,
                       allow_script_misfit=getattr(args, "allow_script_misfit", False))
+
+
+def _choice(scenario: Scenario, options: RunOptions) -> TargetChoice:
+    """The target the scenario runs against (harness/targets/choice.py): the same decision the runner makes."""
+    from .targets.choice import choose_target
+
+    return choose_target(scenario, target=options.target, profile=options.profile, profile_path=options.profile_path)
 
 
 def _preflight(scenarios: list[Scenario], options: RunOptions) -> None:
@@ -238,14 +247,15 @@ def _preflight(scenarios: list[Scenario], options: RunOptions) -> None:
     from .targets.registry import resolve_target
     from .targets.session_services import resolve_session_service
 
-    for target in dict.fromkeys(options.target or s.target for s in scenarios):
+    choices = [_choice(s, options) for s in scenarios]  # a scenario's profile file is read here: exit 2 if bad
+    for target in dict.fromkeys(c.spec for c in choices):
         resolve_target(target)  # imports a module:attr target; raises TargetError naming it
     if options.session_service != "delta-databricks":  # the runner maps that one to --backend databricks
         resolve_session_service(options.session_service)
     if options.backend == "databricks" or options.session_service == "delta-databricks":  # the legacy target, or a real workspace without its settings: exit 2
         from .targets.databricks import preflight as databricks_preflight
 
-        databricks_preflight([options.target or s.target for s in scenarios], options)
+        databricks_preflight([c.spec for c in choices], options)
     known = registered_checks()
     for scenario in scenarios:
         selection = scenario.expect.checks
@@ -274,7 +284,7 @@ def _run_all(scenarios: list[Scenario], options: RunOptions, *, progress: bool,
         for scenario in scenarios:
             bar.update(task, description=scenario.name)
             result = run_scenario(scenario, options)
-            results.append(_with_snapshot(result, options, *snapshots) if snapshots else result)
+            results.append(_with_snapshot(result, scenario, options, *snapshots) if snapshots else result)
             bar.advance(task)
     machine = (f"{platform.node() or 'unknown'} ({platform.system()} {platform.machine()}, "
                f"Python {platform.python_version()})")
@@ -282,7 +292,8 @@ def _run_all(scenarios: list[Scenario], options: RunOptions, *, progress: bool,
                      extra=extra)
 
 
-def _with_snapshot(result: ScenarioResult, options: RunOptions, folder: Path, update: bool) -> ScenarioResult:
+def _with_snapshot(result: ScenarioResult, scenario: Scenario, options: RunOptions, folder: Path,
+                   update: bool) -> ScenarioResult:
     """The scenario's ``snapshot`` row: the verdict pytest's syrupy comparison gives, so both agree."""
     import dataclasses
 
@@ -290,8 +301,11 @@ def _with_snapshot(result: ScenarioResult, options: RunOptions, folder: Path, up
 
     if result.trace is None:
         return result
-    target = options.target if options.target not in (None, "reference") else None
-    command = f"{PROG} run --scenario {result.scenario} --snapshot-update" + (f" --target {target}" if target else "")
+    choice = _choice(scenario, options)
+    target = None if choice.is_reference else choice.name
+    command = f"{PROG} run --scenario {result.scenario} --snapshot-update" + (
+        "" if choice.spec == "reference" else f" --target {choice.spec}") + (
+        f" --profile {choice.profile_path}" if choice.profile_path else "")
     verdict = compare_snapshot(result.trace, snapshot_path(folder, target, result.scenario), update=update,
                                update_command=command)
     return dataclasses.replace(result, checks=(*result.checks, verdict))
@@ -348,7 +362,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     scenarios = _load(args.scenarios_dir, args.scenario, args.substring)
     options = _options(args, record=True)
     _preflight(scenarios, options)
-    paths = {s.name: cassette_dir_for(options.cassette_dir, options.target or s.target, options.backend)
+    paths = {s.name: cassette_dir_for(options.cassette_dir, _choice(s, options).name, options.backend)
              / f"{s.name}.yaml" for s in scenarios}
     before = {name: _stamp(path) for name, path in paths.items()}
     report = _run_all(scenarios, options, progress=not args.no_progress, extra={
@@ -400,7 +414,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     table.add_column("tags")
     table.add_column("target", no_wrap=True)
     for scenario in scenarios:
-        table.add_row(scenario.name, scenario.description, ", ".join(scenario.tags), scenario.target)
+        table.add_row(scenario.name, scenario.description, ", ".join(scenario.tags),
+                      scenario.target or (f"(profile {scenario.profile})" if scenario.profile else "reference"))
     _stdout_console().print(table)
     return EXIT_OK
 

@@ -29,6 +29,8 @@ from .llm.script_fit import judge_script, script_verdict
 from .result import ScenarioResult
 from .scenario.models import Scenario
 from .targets.base import BuiltTarget, SessionServiceFactory, TargetEnvironment
+from .targets.choice import TargetChoice, choose_target
+from .targets.none_semantics import with_none_semantics
 from .targets.profile import TargetProfile
 from .targets.registry import resolve_target
 from .capture import persisted_snapshot
@@ -60,6 +62,7 @@ class RunOptions:
     model: str = DEFAULT_MODEL
     session_service: str = "delta"
     profile: TargetProfile | None = None
+    profile_path: Path | None = None  # where ``profile`` came from: the commands the harness prints name it
     work_dir: Path | None = None  # None: a fresh temporary folder per scenario
     secrets: tuple[str, ...] = field(default=(), repr=False)
     # Where the reference agent's SQL, volume and Job_B live: "local" (DuckDB, a folder, a subprocess) or
@@ -80,14 +83,24 @@ class RunOptions:
     allow_script_misfit: bool = False
 
 
-def rerecord_command(scenario: str, target: str = "reference", backend: str = "local") -> str:
+def rerecord_command(scenario: str, target: str = "reference", backend: str = "local",
+                     profile_path: Path | None = None) -> str:
     flag = "" if target == "reference" else f" --target {target}"
+    flag += "" if profile_path is None else f" --profile {_shown_path(profile_path)}"
     flag += "" if backend == "local" else f" --backend {backend}"
     return f"rlm-conformance record --scenario {scenario}{flag}"
 
 
+def _shown_path(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
 def cassette_dir_for(base: Path, target: str, backend: str = "local") -> Path:
-    """The reference agent's cassettes sit in ``base``; every other target's in a folder of its own.
+    """The reference agent's cassettes sit in ``base``; every other target's in a folder of its own, named by
+    the target's stable name (``TargetChoice.name``: the profile's ``name``, else the spec made folder-safe).
 
     A backend other than local has its own folder first: ``cassettes/databricks/`` (reference),
     ``cassettes/databricks/<target>/`` (others).
@@ -116,8 +129,15 @@ async def run_scenario_async(scenario: Scenario, options: RunOptions = RunOption
 
 async def _run_scenario(scenario: Scenario, options: RunOptions) -> ScenarioResult:
     started = time.perf_counter()
-    target_name = options.target or scenario.target
-    base = dict(scenario=scenario.name, description=scenario.description, target=target_name,
+    try:
+        choice = choose_target(scenario, target=options.target, profile=options.profile,
+                               profile_path=options.profile_path)
+    except HarnessError as exc:  # the scenario's profile file cannot be used
+        return ScenarioResult(scenario=scenario.name, description=scenario.description,
+                              target=options.target or scenario.target or "?", llm_mode=options.llm_mode.value,
+                              session_service=options.session_service, checks=(), trace=None,
+                              duration_s=time.perf_counter() - started, error=str(exc))
+    base = dict(scenario=scenario.name, description=scenario.description, target=choice.spec,
                 llm_mode=options.llm_mode.value, session_service=options.session_service)
     cassette: CheckResult | None = None
 
@@ -125,7 +145,7 @@ async def _run_scenario(scenario: Scenario, options: RunOptions) -> ScenarioResu
         return ScenarioResult(**base, checks=(), trace=None, duration_s=time.perf_counter() - started, error=error)
 
     try:
-        trace, profile = await _drive_in_work_dir(scenario, options, target_name)
+        trace, profile = await _drive_in_work_dir(scenario, options, choice)
         if options.llm_mode is LlmMode.REPLAY:
             cassette = passed(CASSETTE_VERDICT, "The cassette belongs to this scenario and target, and replayed "
                                                 "every recorded call, each with the request it was recorded for.")
@@ -136,7 +156,7 @@ async def _run_scenario(scenario: Scenario, options: RunOptions) -> ScenarioResu
         # scripted model, so the report also names the invariant that broke (or shows that none did).
         try:
             trace, profile = await _drive_in_work_dir(scenario, replace(options, llm_mode=LlmMode.SCRIPTED,
-                                                                         record=False), target_name)
+                                                                         record=False), choice)
         except HarnessError as rerun:
             return unjudged(f"{exc}\nThe scripted re-run that would judge the checks failed too: {rerun}")
         cassette = failed(CASSETTE_VERDICT, f"{exc}", (
@@ -151,12 +171,14 @@ async def _run_scenario(scenario: Scenario, options: RunOptions) -> ScenarioResu
         return ScenarioResult(**base, checks=(), trace=trace, duration_s=time.perf_counter() - started,
                               error=f"scenario {scenario.name!r}, field 'expect.checks': {exc}")
     verdicts = ((cassette,) if cassette is not None else ()) + script_verdict(trace)
+    base["session_service"] = trace.session_service or options.session_service  # what the target really used
     return ScenarioResult(**base, checks=(*checks, *verdicts), trace=trace, duration_s=time.perf_counter() - started)
 
 
-async def _drive_in_work_dir(scenario: Scenario, options: RunOptions, target_name: str) -> tuple[Trace, TargetProfile]:
+async def _drive_in_work_dir(scenario: Scenario, options: RunOptions, choice: TargetChoice
+                             ) -> tuple[Trace, TargetProfile]:
     with _work_dir(options) as home:
-        return await _drive(scenario, options, target_name, home)
+        return await _drive(scenario, options, choice, home)
 
 
 @contextlib.contextmanager
@@ -180,19 +202,20 @@ def _workspace(scenario: Scenario, options: RunOptions, target_name: str, home: 
     raise HarnessError(f"--backend {options.backend!r} is unknown: use local or databricks.")
 
 
-async def _drive(scenario: Scenario, options: RunOptions, target_name: str, home: Path) -> tuple[Trace, TargetProfile]:
-    with _workspace(scenario, options, target_name, home) as workspace:
-        return await _drive_on(scenario, options, target_name, home, workspace)
+async def _drive(scenario: Scenario, options: RunOptions, choice: TargetChoice, home: Path
+                 ) -> tuple[Trace, TargetProfile]:
+    with _workspace(scenario, options, choice.spec, home) as workspace:
+        return await _drive_on(scenario, options, choice, home, workspace)
 
 
-async def _drive_on(scenario: Scenario, options: RunOptions, target_name: str, home: Path,
+async def _drive_on(scenario: Scenario, options: RunOptions, choice: TargetChoice, home: Path,
                     workspace: Any) -> tuple[Trace, TargetProfile]:
     from .llm.session import llm_session
 
-    options = replace(options, cassette_dir=cassette_dir_for(options.cassette_dir, target_name, options.backend))
-    identity = CassetteIdentity.of(scenario, target=target_name, profile=options.profile)
-    async with llm_session(scenario, options, rerecord=rerecord_command(scenario.name, target_name, options.backend),
-                           workspace=workspace, identity=identity) as llm:
+    options = replace(options, cassette_dir=cassette_dir_for(options.cassette_dir, choice.name, options.backend))
+    identity = CassetteIdentity.of(scenario, target=choice.name, profile=choice.profile)
+    rerecord = rerecord_command(scenario.name, choice.spec, options.backend, choice.profile_path)
+    async with llm_session(scenario, options, rerecord=rerecord, workspace=workspace, identity=identity) as llm:
         env = TargetEnvironment(
             model=llm.endpoint.gemini(retry_options=RETRY_OPTIONS, timeout_s=MODEL_TIMEOUT_S[options.llm_mode]),
             model_name=options.model,
@@ -205,14 +228,15 @@ async def _drive_on(scenario: Scenario, options: RunOptions, target_name: str, h
             backend=options.backend,
             databricks=workspace,
             warm_executor=(scenario.executor or options.executor) == "warm",  # a scenario may pin one
+            profile=choice.profile,
             **_limits(scenario),
         )
-        built = resolve_target(target_name)(env)
-        if options.profile is not None:
-            built.profile = options.profile
+        built = resolve_target(choice.spec)(env)
+        built.profile = with_none_semantics(choice.profile or built.profile, built.session_service)
         try:
-            with _credential_canaries(options) as planted:
+            with _credential_canaries(options) as planted, _model_routes(built, llm, scenario, options) as route:
                 trace = await _run_sessions(scenario, built, options, llm.mode_label)
+            trace.model_route = route
             trace.planted_credentials = planted
             trace.token_counts = list(llm.token_counts)
         finally:
@@ -223,7 +247,7 @@ async def _drive_on(scenario: Scenario, options: RunOptions, target_name: str, h
                 await aclose_service(built.session_service)
         llm.raise_if_cassette_missed()
         # Inside the session: when recording, a script that does not fit raises here and nothing is saved.
-        trace.script_problems = judge_script(scenario, llm, built.app.root_agent, target=target_name,
+        trace.script_problems = judge_script(scenario, llm, built.app.root_agent, target=choice.spec,
                                              record=options.record, refuse=not options.allow_script_misfit)
     return trace, built.profile
 
@@ -247,7 +271,8 @@ async def _run_sessions(scenario: Scenario, built: BuiltTarget, options: RunOpti
                                       artifact_statuses=_status_reader(built, options))
     recorder = TraceRecorderPlugin(store=built.session_service, current_turn=current_turn, clock=clock)
     app = built.app.model_copy(update={"plugins": [*built.app.plugins, recorder]})
-    runner = Runner(app=app, session_service=service)
+    runner = Runner(app=app, session_service=service, artifact_service=built.artifact_service,
+                    memory_service=built.memory_service)
     trace = Trace(scenario=scenario.name, target=built.name, llm_mode=mode_label,
                   session_service=type(built.session_service).__name__,
                   plugins=[type(p).__name__ for p in built.app.plugins], agents=describe_agents(built.app.root_agent))
@@ -256,7 +281,7 @@ async def _run_sessions(scenario: Scenario, built: BuiltTarget, options: RunOpti
         session_id = spec.id or f"{scenario.name}-{index}"
         if await service.get_session(app_name=app.name, user_id=spec.user, session_id=session_id) is None:
             await service.create_session(app_name=app.name, user_id=spec.user, session_id=session_id,
-                                         state=dict(spec.initial_state) or None)
+                                         state={**built.initial_state, **spec.initial_state} or None)
         for position, turn in enumerate(spec.turns):
             run_error = None
             try:
@@ -286,6 +311,28 @@ async def _run_sessions(scenario: Scenario, built: BuiltTarget, options: RunOpti
     trace.llm_responses = recorder.responses
     trace.live_states = recorder.live_states
     return trace
+
+
+@contextlib.contextmanager
+def _model_routes(built: BuiltTarget, llm: Any, scenario: Scenario, options: RunOptions) -> Iterator[str]:
+    """Where the target's model calls go, said in words for the report; for targets built from an App or agent,
+    the model gateway for the agent's own clients and, offline, deterministic ids (harness/determinism.py)."""
+    route = {LlmMode.REPLAY: f"replay from {options.cassette_dir / (scenario.name + '.yaml')}",
+             LlmMode.SCRIPTED: "the scenario's script on a local Gemini-compatible endpoint",
+             LlmMode.LIVE: f"Gemini API ({options.model})"}[options.llm_mode]
+    if not built.routes_model_environment:
+        yield f"{route}, for every LlmAgent and the executor's sub-LM bridge"
+        return
+    from .determinism import deterministic_ids
+    from .llm.gateway import ModelGateway, routed_model_environment
+
+    endpoint = llm.endpoint
+    offline = options.llm_mode is not LlmMode.LIVE
+    with ModelGateway(upstream=endpoint.base_url, api_key=endpoint.api_key,
+                      replay=options.llm_mode is LlmMode.REPLAY) as gateway, routed_model_environment(gateway), (
+            deterministic_ids(scenario.name) if offline else contextlib.nullcontext()):
+        yield (f"{route}, for every LlmAgent (the harness's model set on each) and the agent's own google-genai "
+               f"clients (GOOGLE_GEMINI_BASE_URL -> the harness's model gateway)")
 
 
 def _credential_canaries(options: RunOptions) -> Any:

@@ -74,6 +74,7 @@ from google.genai import types
 
 from harness.targets.base import BuiltTarget, TargetEnvironment
 from harness.targets.profile import TargetProfile
+from harness.targets.reference_profile import reference_profile
 from harness.targets.reference import _run_turn as reference_run_turn
 from harness.targets.reference import executions_from_registry, settings_for
 from harness.trace.model import TurnOutcome
@@ -177,7 +178,7 @@ def _build(
     else:
         service = DeltaSessionService(engine)
     return BuiltTarget(
-        name=name, app=app, session_service=service, run_turn=run_turn, profile=profile or TargetProfile(),
+        name=name, app=app, session_service=service, run_turn=run_turn, profile=profile or reference_profile(),
         list_executions=executions_from_registry(services.registry, services.volume.read_text), close=engine.close,
     )
 
@@ -243,7 +244,7 @@ def null_storing_service(env: TargetEnvironment) -> BuiltTarget:
     return _build("null_storing_service", env,
                   session_service=lambda env, engine: DatabaseSessionService(
                       db_url=f"sqlite+aiosqlite:///{env.home / 'null_storing.db'}"),
-                  profile=TargetProfile(none_semantics="delete"))
+                  profile=reference_profile().model_copy(update={"none_semantics": "delete"}))
 
 
 # --- no_unpersisted_mutation: job_builder writes ctx.session.state directly ------------------

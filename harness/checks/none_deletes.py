@@ -19,8 +19,11 @@ NAME = "none_deletes"
 )
 def none_deletes(ctx: CheckContext) -> CheckResult:
     trace = ctx.trace
-    if ctx.profile.none_semantics == "store":
-        return not_applicable(NAME, "declared divergence: this target's session service stores None")
+    service = trace.session_service or "the target's own"
+    if ctx.profile.none_semantics != "delete":
+        return not_applicable(NAME, f"The session service this run used ({service}) "
+                                    f"stores None as a value (ADK's contract; profile none_semantics: "
+                                    f"{ctx.profile.none_semantics}), so a null in storage is not a lost delete.")
     if not trace.persisted:
         return not_applicable(NAME, "The trace holds no persisted snapshot.")
     evidence: list[str] = []
@@ -38,5 +41,7 @@ def none_deletes(ctx: CheckContext) -> CheckResult:
             evidence.append(f"{name_row(snapshot, row)}: state_delta stores null for {keys_list(nulls)} "
                             f"(a delete belongs in deleted_keys)")
     if evidence:
-        return failed(NAME, "Storage holds null values where None should have deleted the key.", capped(evidence))
+        return failed(NAME, f"Storage holds null values where None should have deleted the key (the profile says "
+                            f"none_semantics: delete). If {trace.session_service or 'the service'} stores None by "
+                            f"design, say none_semantics: store (or auto) in the target profile.", capped(evidence))
     return passed(NAME, f"No null value in {len(trace.persisted)} persisted snapshot(s) or their event rows.")

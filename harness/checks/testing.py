@@ -26,6 +26,7 @@ from reference_agent import state_contract as keys
 
 from ..scenario.models import Scenario
 from ..targets.profile import TargetProfile
+from ..targets.reference_profile import reference_profile
 from ..trace.model import (AgentInfo, EventRecord, ExecutionRecord, LiveStateRecord, LlmRequestRecord,
                            LlmResponseRecord, PersistedEventRow, PersistedSnapshot, Trace, TurnOutcome, TurnRecord)
 from .base import CheckContext
@@ -59,7 +60,7 @@ class TraceBuilder:
 
     def __init__(self, *, scenario: str = "unit", profile: TargetProfile | None = None,
                  plugins: Iterable[str] = REFERENCE_PLUGINS) -> None:
-        self.profile = profile or TargetProfile()
+        self.profile = profile or reference_profile().model_copy(update={"none_semantics": "delete"})
         self.trace = Trace(scenario=scenario, target="reference", llm_mode="scripted",
                            session_service="DeltaSessionService", plugins=list(plugins),
                            agents=reference_agents(self.profile))
@@ -322,4 +323,4 @@ def make_scenario(**expect: Any) -> Scenario:
 
 def make_context(trace: Trace, *, scenario: Scenario | None = None,
                  profile: TargetProfile | None = None) -> CheckContext:
-    return CheckContext(trace=trace, scenario=scenario or make_scenario(), profile=profile or TargetProfile())
+    return CheckContext(trace=trace, scenario=scenario or make_scenario(), profile=profile or reference_profile().model_copy(update={"none_semantics": "delete"}))

@@ -51,7 +51,10 @@ Step = Annotated[
 
 Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]+$")]
 ScriptKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
-Termination = Literal["final_answer", "exit_loop", "max_iterations", "fatal_error", "model_error", "agent_error"]
+Termination = Annotated[str, Field(min_length=1, examples=["final_answer", "exit_loop", "max_iterations", "fatal_error",
+                                                          "model_error", "agent_error"])]
+"""How a loop ended, in the scenario's words: the target's value mapped through its profile's ``termination_map``
+(the reference agent: final_answer, exit_loop, max_iterations, fatal_error, model_error, agent_error)."""
 
 
 class _Model(BaseModel):
@@ -101,7 +104,9 @@ class Expectations(_Model):
     executions: int | None = Field(default=None, ge=0,
                                    description="Number of Job_B runs expected in the whole scenario.")
     final_answer: str | None = Field(default=None, description="The final answer the run must end with.")
-    termination: Termination | None = Field(default=None, description="How the last session's loop must end.")
+    termination: Termination | None = Field(default=None, description="How the last session's loop must end, in the names of the target profile's "
+                                                                     "termination_map (the reference agent's: final_answer, exit_loop, "
+                                                                     "max_iterations, fatal_error, model_error, agent_error).")
     state: dict[str, JsonValue] = Field(
         default_factory=dict, description="Persisted session-state fragments expected at the end of the last "
                                           "session; a value of null means the key must be absent.")
@@ -138,8 +143,12 @@ class Scenario(_Model):
 
     name: Slug = Field(description="Scenario name: lowercase letters, digits, underscores; equals the file stem.")
     description: str = Field(description="What the scenario exercises, in one sentence.")
-    target: str = Field(default="reference", pattern=r"^(reference|legacy|[A-Za-z_][\w.]*:[A-Za-z_][\w.]*)$",
-                        description="Target to run: 'reference', 'legacy' or 'module:attr'.")
+    target: str | None = Field(default=None, pattern=r"^(reference|legacy|[A-Za-z_][\w.]*:[A-Za-z_][\w.]*)$",
+                               description="Target to run: 'reference', 'legacy' or 'module:attr' (default: the "
+                                           "profile's target, else reference).")
+    profile: str | None = Field(default=None, min_length=1,
+                                description="The target profile YAML this scenario is written for, relative to the "
+                                            "scenario file (--profile overrides it).")
     max_iterations: int = Field(default=6, ge=1, description="max_iterations of the orchestrator loop.")
     limits: Limits = Field(default_factory=Limits, description="Limits: Job_B timeout, sub-LM budgets, the analyst's prompt budget.")
     executor: Literal["warm", "one-shot"] | None = Field(

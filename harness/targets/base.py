@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable, Protocol
 
 from google.adk.apps import App
+from google.adk.artifacts import BaseArtifactService
+from google.adk.memory import BaseMemoryService
 from google.adk.models.base_llm import BaseLlm
 from google.adk.runners import Runner
 from google.adk.sessions.base_session_service import BaseSessionService
@@ -50,6 +52,8 @@ class TargetEnvironment:
     databricks: Any = None
     # Local backend: a session's Job_B blocks share one warm process (True) or each is a one-shot process.
     warm_executor: bool = True
+    # The profile the run judges the target by (None: the target's own), for targets that read it when built.
+    profile: TargetProfile | None = None
 
 
 RunTurn = Callable[[Runner, str, str, str], Awaitable[TurnOutcome]]
@@ -68,6 +72,13 @@ class BuiltTarget:
     profile: TargetProfile = field(default_factory=TargetProfile)
     list_executions: ListExecutions | None = None
     close: Callable[[], None] = lambda: None
+    # What else the Runner gets (None: none; ADK agents that save artifacts need the artifact service).
+    artifact_service: BaseArtifactService | None = None
+    memory_service: BaseMemoryService | None = None
+    # State every new session starts with, before the scenario's own initial_state (e.g. the context).
+    initial_state: dict[str, Any] = field(default_factory=dict)
+    # The agent's own google-genai clients find the run's model through the environment (harness/llm/gateway.py).
+    routes_model_environment: bool = False
 
 
 class TargetFactory(Protocol):

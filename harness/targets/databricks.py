@@ -393,6 +393,7 @@ def build_reference_on_databricks(env: TargetEnvironment) -> BuiltTarget:
                        else DeltaSessionService(services.engine))
     return BuiltTarget(
         name="reference",
+        profile=reference_profile(),
         app=build_app(services, model=env.model),
         session_service=session_service,
         run_turn=_run_turn,

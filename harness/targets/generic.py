@@ -1,8 +1,26 @@
-"""A user's own App as a target: driven turn by turn, the outcome read from the persisted session."""
+"""Any ADK App or root agent as a target, with no glue: the harness supplies what the agent expects.
+
+* the run's model under every ``LlmAgent`` of the tree (replay, scripted or live), put back afterwards;
+  the agent's own google-genai clients reach the same model through the model gateway (harness/llm/gateway.py);
+* the scenario's ``max_iterations`` on the profile's loop agent (every ``LoopAgent`` when it names none),
+  and its ``context`` in each new session's state under the profile's ``context_key``;
+* a Runner with an artifact and a memory service (in memory) besides the chosen session service
+  (ADK's ``InMemorySessionService`` unless ``--session-service`` says otherwise);
+* turns driven as ``adk run`` drives them; the outcome read from the persisted session through the profile
+  (its termination and final-answer keys, the termination mapped through ``termination_map``); a turn that
+  raised keeps its error, and with no stored termination ends as ``model_error`` or ``agent_error``.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.adk.agents import LlmAgent, LoopAgent
+from google.adk.agents.base_agent import BaseAgent
 from google.adk.apps import App
+from google.adk.artifacts import InMemoryArtifactService
+from google.adk.memory import InMemoryMemoryService
 from google.adk.runners import Runner
 from google.adk.sessions import InMemorySessionService
 from google.genai import types
@@ -13,13 +31,55 @@ from .base import BuiltTarget, TargetEnvironment
 from .profile import TargetProfile
 
 
+def walk_agents(root: BaseAgent) -> list[BaseAgent]:
+    agents = [root]
+    for child in getattr(root, "sub_agents", None) or []:
+        agents.extend(walk_agents(child))
+    return agents
+
+
+@dataclass
+class _Overrides:
+    """Attributes the harness set on the user's agents, to put back when the target closes."""
+
+    saved: list[tuple[Any, str, Any]] = field(default_factory=list)
+
+    def set(self, obj: Any, name: str, value: Any) -> None:
+        self.saved.append((obj, name, getattr(obj, name)))
+        object.__setattr__(obj, name, value)  # pydantic models: no re-validation of the user's tree
+
+    def restore(self) -> None:
+        for obj, name, value in reversed(self.saved):
+            object.__setattr__(obj, name, value)
+        self.saved.clear()
+
+
+def _apply_environment(app: App, env: TargetEnvironment, profile: TargetProfile) -> _Overrides:
+    overrides = _Overrides()
+    for agent in walk_agents(app.root_agent):
+        if isinstance(agent, LlmAgent):
+            overrides.set(agent, "model", env.model)
+        if isinstance(agent, LoopAgent) and (profile.loop_agent in (None, agent.name)):
+            overrides.set(agent, "max_iterations", env.max_iterations)
+    return overrides
+
+
+def _termination(state: dict[str, Any], profile: TargetProfile, crash: Any) -> Any:
+    stored = state.get(profile.termination_key) if profile.termination_key else None
+    if stored is not None:
+        return profile.termination_name(stored)
+    if crash is not None:
+        return "model_error" if crash.origin.startswith("model") else "agent_error"
+    return None
+
+
 def generic_target(name: str, app: App, env: TargetEnvironment, *, profile: TargetProfile | None = None) -> BuiltTarget:
-    profile = profile or TargetProfile()
+    profile = profile or env.profile or TargetProfile(name=name)
+    name = profile.name or name
+    overrides = _apply_environment(app, env, profile)
 
     async def run_turn(runner: Runner, user_id: str, session_id: str, message: str) -> TurnOutcome:
         service = runner.session_service
-        if await service.get_session(app_name=runner.app_name, user_id=user_id, session_id=session_id) is None:
-            await service.create_session(app_name=runner.app_name, user_id=user_id, session_id=session_id)
         error = crash = None
         try:
             async for _ in runner.run_async(user_id=user_id, session_id=session_id,
@@ -29,8 +89,12 @@ def generic_target(name: str, app: App, env: TargetEnvironment, *, profile: Targ
             error, crash = f"{type(exc).__name__}: {exc}", describe_error(exc)
         stored = await service.get_session(app_name=runner.app_name, user_id=user_id, session_id=session_id)
         state = stored.state if stored else {}
-        return TurnOutcome(termination=state.get(profile.termination_key), final_answer=state.get(profile.final_answer_key),
-                           error=error, crash=crash)
+        final = state.get(profile.final_answer_key) if profile.final_answer_key else None
+        return TurnOutcome(termination=_termination(state, profile, crash), final_answer=final, error=error,
+                           crash=crash)
 
     service = env.session_service_factory(env) if env.session_service_factory else InMemorySessionService()
-    return BuiltTarget(name=name, app=app, session_service=service, run_turn=run_turn, profile=profile)
+    initial = {profile.context_key: env.context} if profile.context_key and env.context is not None else {}
+    return BuiltTarget(name=name, app=app, session_service=service, run_turn=run_turn, profile=profile,
+                       artifact_service=InMemoryArtifactService(), memory_service=InMemoryMemoryService(),
+                       initial_state=initial, close=overrides.restore, routes_model_environment=True)

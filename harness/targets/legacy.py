@@ -13,7 +13,7 @@ from reference_agent.storage.duckdb_engine import DuckDBEngine
 
 from ..trace.model import TurnOutcome
 from .base import BuiltTarget, TargetEnvironment
-from .profile import TargetProfile
+from .reference_profile import reference_profile
 from .reference import executions_from_registry, settings_for
 
 
@@ -35,7 +35,7 @@ def build_legacy(env: TargetEnvironment) -> BuiltTarget:
         app=build_legacy_app(services, model=env.model),
         session_service=service,
         run_turn=_run_turn,
-        profile=TargetProfile(none_semantics="delete"),
+        profile=reference_profile().model_copy(update={"name": "legacy", "target": "legacy", "none_semantics": "delete"}),
         list_executions=executions_from_registry(services.registry, services.volume.read_text),
         close=services.close,
     )

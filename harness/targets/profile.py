@@ -1,22 +1,25 @@
-"""A target profile: the names a target uses for the roles the checks talk about.
+"""A target profile: how a target's layout maps onto what the checks reason about.
 
-The checks speak of roles (the analyst, the job builder, the summary key ...).
-The reference agent's names are the defaults, read from its state contract; a
-user whose agent uses other names passes a profile YAML (``--profile``) so the
-same checks apply to their agent.
+The checks speak of roles (the analyst that writes code, who executes it, who
+summarises), of state keys (the summary, the final answer, per-turn flags) and of
+the agent's state contract. A profile names them for one agent. Every field has a
+neutral default — "this agent has no such thing" — and a check whose concept the
+profile does not map is ``n/a`` with the reason, never a false failure. The
+reference agent ships its own profile (``reference_agent/conformance_profile.yaml``);
+a user writes one YAML file for theirs (``rlm-conformance init`` drafts it).
 """
 
 from __future__ import annotations
 
+import difflib
+import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
-from reference_agent import state_contract as sc
-from reference_agent.config import AgentSettings
-
+from ..errors import HarnessError
 
 class KeyRule(BaseModel):
     """One contract row: which writers may put ``key`` (or keys starting with it) in a delta."""
@@ -30,86 +33,170 @@ class KeyRule(BaseModel):
         return key.startswith(self.key) if self.family else key == self.key
 
 
-def _reference_contract() -> tuple[KeyRule, ...]:
-    return tuple(KeyRule(key=s.key, writers=s.writers, family=s.family) for s in sc.CONTRACT)
-
-
 class TargetProfile(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    loop_agent: str = Field(default="orchestrator_loop", description="The LoopAgent.")
-    analyst: str = Field(default=sc.ANALYST, description="The LlmAgent that writes code and delegates.")
-    job_builder: str = Field(default=sc.JOB_BUILDER, description="The agent that runs Job_B.")
-    results_processor: str = Field(default=sc.RESULTS_PROCESSOR, description="The LlmAgent that summarises results.")
-    delegate_tool: str = Field(default=sc.DELEGATE_TOOL)
-    exit_tool: str = Field(default=sc.EXIT_TOOL)
-    run_conversation_author: str = Field(default=sc.RUN_CONVERSATION, description="Author of cleanup/outcome events.")
-    summary_key: str = Field(default=sc.LAST_RESULTS_SUMMARY)
-    iteration_key: str = Field(default=sc.ITERATION)
-    final_answer_key: str = Field(default=sc.FINAL_ANSWER)
-    termination_key: str = Field(default=sc.TERMINATION_REASON)
-    history_key: str = Field(default=sc.USER_HISTORY, description="user: key holding the user's history across "
-                                                                  "sessions; written only by run_conversation.")
-    app_tools: tuple[str, ...] = Field(
-        default=(sc.SNIPPET_TOOL,), description="Tools whose calls save app-wide data (app: keys) for every user.")
-    prompt_app_keys: tuple[str, ...] = Field(
-        default=(sc.SNIPPETS,), description="app: keys the analyst's prompt must show (for a dict, its item names).")
-    stale_flag_keys: tuple[str, ...] = Field(
-        default=(sc.EXIT_REQUESTED, sc.FATAL_ERROR, sc.FATAL_ERROR_MSG, sc.FINAL_ANSWER, sc.TERMINATION_REASON),
-        description="Per-turn flags that must be cleared by an appended event before the next turn.",
-    )
+    # --- who the target is ---------------------------------------------------------------------------------------
+    name: str | None = Field(default=None, description="Stable target name: cassettes/<name>/ and snapshots/<name>/ "
+                                                        "(default: derived from --target).")
+    target: str | None = Field(default=None, description="The agent: 'package.module:attr' naming an ADK App, a root "
+                                                          "agent or a zero-argument factory of either.")
+    # --- roles: agent, tool and key names of the target (null: the agent has no such role) ----------------------
+    loop_agent: str | None = Field(default=None, description="The LoopAgent that repeats analyst -> executor -> ... "
+                                                             "(null: every LoopAgent of the tree).")
+    analyst: str | None = Field(default=None, description="The LlmAgent that writes code.")
+    delegate_tool: str | None = Field(default=None, description="The tool the analyst calls to hand code over "
+                                                                "(one delegation per call whose event writes state).")
+    delegation_key: str | None = Field(default=None, description="Or: the state key whose write hands code over (e.g. "
+                                                                 "the analyst's output_key holding the code).")
+    job_builder: str | None = Field(default=None, validation_alias=AliasChoices("executor", "job_builder"),
+                                    description="The agent that executes the code (alias: executor); an event of it "
+                                                "with a state delta is one execution.")
+    execution_key: str | None = Field(default=None, description="Or: a state key written once per execution (by any "
+                                                                "author); takes precedence over the executor's events.")
+    results_processor: str | None = Field(default=None, description="The LlmAgent that summarises an execution's "
+                                                                    "results (null: none).")
+    summary_author: str | None = Field(default=None, description="Who writes the summary key (default: the "
+                                                                 "results_processor).")
+    exit_tool: str | None = Field(default=None, description="The tool that ends the loop.")
+    run_conversation_author: str | None = Field(default=None, description="Author of the events the target's own "
+                                                                          "driver appends outside the agents "
+                                                                          "(cleanup, outcome, history).")
+    app_tools: tuple[str, ...] = Field(default=(), description="Tools whose calls save app-wide data (app: keys).")
+    # --- state keys ------------------------------------------------------------------------------------------------
+    context_key: str | None = Field(default=None, description="Session state key the scenario's context is put under "
+                                                              "before the first turn (targets the harness builds).")
+    summary_key: str | None = Field(default=None, description="The durable summary of the latest execution, which "
+                                                              "must reach the analyst's next prompt.")
+    iteration_key: str | None = Field(default=None, description="The iteration counter.")
+    final_answer_key: str | None = Field(default=None, description="Where the final answer is stored.")
+    termination_key: str | None = Field(default=None, description="Where the reason the loop ended is stored.")
+    termination_map: dict[str, str] = Field(
+        default_factory=dict, description="The target's termination values -> the names scenarios use (final_answer, "
+                                          "exit_loop, max_iterations, fatal_error, ...); unmapped values pass through.")
+    history_key: str | None = Field(default=None, description="user: key holding the user's history across "
+                                                              "sessions; written only by appended events.")
+    prompt_app_keys: tuple[str, ...] = Field(default=(), description="app: keys the analyst's prompt must show "
+                                                                     "(for a dict, its item names).")
+    stale_flag_keys: tuple[str, ...] = Field(default=(), description="Per-turn flags that must be cleared by an "
+                                                                     "appended event before the next turn's work.")
+    artifact_status_prefix: str | None = Field(
+        default=None, description="Consumed marks as state keys: '<prefix><artifact id>' holds the artifact's status "
+                                  "(or a dict with 'status'); used when the target exposes no artifact registry.")
+    consumed_value: str = Field(default="consumed", description="The status meaning 'analysed'.")
     pruning_plugins: tuple[str, ...] = Field(
         default=("RlmContextPruningPlugin",), description="Plugin class names that count as a pruning plugin."
     )
-    contract: tuple[KeyRule, ...] = Field(default_factory=_reference_contract)
+    contract: tuple[KeyRule, ...] | None = Field(default=None, description="Which author may write which key (null: "
+                                                                            "minimal_deltas is n/a).")
     # Which contract writers each event author may act for: a tool's writes land in its
     # agent's events, a plugin's after_agent writes in the agent it ran after.
-    author_writers: dict[str, tuple[str, ...]] = Field(
-        default_factory=lambda: {
-            sc.ANALYST: (sc.ANALYST, sc.DELEGATE_TOOL, sc.EXIT_TOOL, sc.SNIPPET_TOOL),
-            sc.JOB_BUILDER: (sc.JOB_BUILDER,),
-            sc.RESULTS_PROCESSOR: (sc.RESULTS_PROCESSOR, sc.STAGE_PLUGIN, sc.INJECTION_PLUGIN),
-            sc.RUN_CONVERSATION: (sc.RUN_CONVERSATION,),
-        }
-    )
+    author_writers: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     preview_keys: dict[str, Literal["stdout", "stderr"]] = Field(
-        default_factory=lambda: {sc.EXECUTION_STDOUT: "stdout", sc.EXECUTION_STDERR: "stderr"},
-        description="State keys holding a preview of Job_B's output -> which stream they preview (stdout "
+        default_factory=dict,
+        description="State keys holding a preview of the executor's output -> which stream they preview (stdout "
                     "previews are also judged against the output itself: whole when it fits, cut when not).")
-    preview_chars: int = Field(default=AgentSettings.preview_chars, ge=1,
-                               description="Characters of output a preview may hold (a scenario's "
-                                           "limits.preview_chars overrides it).")
+    preview_chars: int | None = Field(default=None, ge=1,
+                                      description="Characters of output a preview may hold (a scenario's "
+                                                  "limits.preview_chars overrides it).")
     preview_marker_chars: int = Field(
         default=80, ge=0, description="Room a cut preview may take beyond preview_chars for its 'cut here' marker.")
     preview_cut_marker: str | None = Field(
-        default=r"\n\.\.\. \[\d+ characters omitted\] \.\.\.\n",
+        default=None,
         description="Regular expression of the marker a cut preview puts where output was left out; what surrounds "
                     "it is output. With it, a cut preview is judged exactly (at most preview_chars characters of "
                     "output); without it (null), only its length is.")
-    none_semantics: Literal["delete", "store"] = Field(
-        default="delete", description="What None in a delta means for the target's session service."
+    none_semantics: Literal["auto", "delete", "store"] = Field(
+        default="auto", description="What None in a delta means: delete the key, or store null. auto: what the "
+                                    "session service the run used does (ADK's services store None)."
     )
-    # Written out, not read from reference_agent/backends/process.py: a defect there must not widen the allow-list.
+    # Written out, not read from an agent's executor: a defect there must not widen the allow-list.
     executor_env_allowed: tuple[str, ...] = Field(
         default=("HOME", "LANG", "PATH", "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONPATH"),
-        description="The only environment variables the code Job_B runs may see (locale variables LC_* aside); "
-                    "any other name, and any value holding a planted canary credential, fails executor_env_clean.")
+        description="The only environment variables the code the executor runs may see (locale variables LC_* "
+                    "aside); any other name, and any value holding a planted canary credential, fails "
+                    "executor_env_clean.")
+
+    @property
+    def summary_writer(self) -> str | None:
+        return self.summary_author or self.results_processor
+
+    def termination_name(self, value: Any) -> Any:
+        """The scenario's name for a termination value the target stored."""
+        return self.termination_map.get(value, value) if isinstance(value, str) else value
+
+    def unmapped(self, *fields: str) -> str | None:
+        """Why a check cannot apply: the first of ``fields`` the profile leaves unset, or None."""
+        for name in fields:
+            value = getattr(self, name)
+            if value is None or value == () or value == {}:
+                return (f"the target profile maps no {name} ({TargetProfile.model_fields[name].description}); "
+                        f"set it in the profile to check this")
+        return None
 
     def writers_for_author(self, author: str) -> tuple[str, ...]:
         return self.author_writers.get(author, (author,))
 
     def rule_for(self, key: str) -> KeyRule | None:
-        return next((rule for rule in self.contract if rule.matches(key)), None)
+        return next((rule for rule in self.contract or () if rule.matches(key)), None)
+
+
+class ProfileError(HarnessError):
+    """A target profile file that cannot be used; the message names the file, the line, the field and the fix."""
 
 
 def load_profile(path: Path) -> TargetProfile:
-    from ..errors import HarnessError
-
+    """The profile in ``path``; every problem one line: ``file:line: field 'x': what is wrong. Fix: ...``."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        text = path.read_text(encoding="utf-8")
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ProfileError(f"{path}: cannot read the target profile ({exc}). Fix the file, or drop the profile "
+                           f"(--profile, the scenario's 'profile:', [tool.rlm-conformance] profile).") from None
+    if not isinstance(data, dict):
+        raise ProfileError(f"{path}:1: a target profile is a mapping of fields (name: ..., analyst: ...), got "
+                           f"{type(data).__name__}. Fields: {', '.join(PROFILE_FIELDS)}.")
+    try:
         return TargetProfile.model_validate(data)
-    except (OSError, yaml.YAMLError) as exc:
-        raise HarnessError(f"{path}: cannot read the target profile ({exc}). Fix the file or drop --profile.") from None
     except ValidationError as exc:
-        problems = "; ".join(f"field '{'.'.join(map(str, e['loc']))}': {e['msg']}" for e in exc.errors())
-        raise HarnessError(f"{path}: invalid target profile: {problems}. Fields: {', '.join(TargetProfile.model_fields)}.") from None
+        lines = _key_lines(node)
+        problems = [_describe(error, lines, path) for error in exc.errors()]
+        raise ProfileError("\n".join(problems)) from None
+
+
+PROFILE_FIELDS = tuple(name for name, f in TargetProfile.model_fields.items())
+
+
+def _key_lines(node: Any) -> dict[str, int]:
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    return {k.value: k.start_mark.line + 1 for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
+
+
+def _describe(error: Any, lines: dict[str, int], path: Path) -> str:
+    loc = [str(part) for part in error["loc"]]
+    top = loc[0] if loc else ""
+    where = f"{path}:{lines[top]}" if top in lines else str(path)
+    field = ".".join(loc)
+    if error["type"] == "extra_forbidden":
+        yaml_names = [*PROFILE_FIELDS, "executor"]
+        guess = difflib.get_close_matches(top, yaml_names, n=1, cutoff=0.6)
+        fix = f"did you mean '{guess[0]}'?" if guess else f"use one of: {', '.join(yaml_names)}"
+        return f"{where}: field '{field}': unknown field. Fix: {fix}"
+    described = TargetProfile.model_fields.get(top)
+    hint = f" ('{top}': {described.description})" if described and described.description else ""
+    return f"{where}: field '{field}': {error['msg']}, got {error.get('input')!r}.{hint}"
+
+
+def profile_json_schema() -> dict[str, Any]:
+    """The JSON Schema of a profile file (editors: ``# yaml-language-server: $schema=...``)."""
+    schema = TargetProfile.model_json_schema(mode="validation", by_alias=False)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "profile.schema.json", **schema}
+
+
+def target_name(spec: str, profile: TargetProfile | None) -> str:
+    """The stable name of a target: the profile's ``name``, else the spec made folder-safe."""
+    if profile is not None and profile.name:
+        return profile.name
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", spec)

@@ -18,6 +18,7 @@ from reference_agent.storage.duckdb_engine import DuckDBEngine
 from ..trace.crash import describe_error
 from ..trace.model import OUTPUT_SAMPLE_CHARS, ExecutionRecord, TurnOutcome
 from .base import BuiltTarget, TargetEnvironment
+from .reference_profile import reference_profile
 
 
 async def _run_turn(runner: Runner, user_id: str, session_id: str, message: str) -> TurnOutcome:
@@ -86,6 +87,7 @@ def build_reference(env: TargetEnvironment) -> BuiltTarget:
     session_service = env.session_service_factory(env) if env.session_service_factory else DeltaSessionService(engine)
     return BuiltTarget(
         name="reference",
+        profile=reference_profile(),
         app=build_app(services, model=env.model),
         session_service=session_service,
         run_turn=_run_turn,

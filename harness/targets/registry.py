@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
+import inspect
+import os
+import sys
 from typing import Any, Callable
 
 from ..errors import HarnessError
@@ -34,26 +38,42 @@ def resolve_target(spec: str) -> TargetFactory:
     if ":" not in spec:
         raise TargetError(
             f"--target {spec!r} is not a known target. Use one of {', '.join(BUILTIN_TARGETS)} or "
-            f"'package.module:attr' naming an ADK App, a root agent, or a factory(env) -> BuiltTarget."
+            f"'package.module:attr' naming an ADK App, a root agent, or a zero-argument factory of either."
         )
     module_name, _, attr = spec.partition(":")
+    # Like `adk run` and uvicorn: the user's package is importable from the folder they run in.
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # any import-time failure is the user's to fix; say which module
         raise TargetError(
             f"--target {spec!r}: importing module {module_name!r} failed with {type(exc).__name__}: {exc}. "
-            f"Check the module path and that it imports on its own (python -c 'import {module_name}')."
+            f"Check the module path (relative to {os.getcwd()}) and that it imports on its own "
+            f"(python -c 'import {module_name}')."
         ) from exc
     obj: Any = module
     for part in attr.split("."):
         if not hasattr(obj, part):
-            raise TargetError(f"--target {spec!r}: module {module_name!r} has no attribute {attr!r}. "
+            public = sorted(n for n in dir(obj) if not n.startswith("_"))
+            guess = difflib.get_close_matches(part, public, n=1)
+            hint = f" Did you mean {module_name}:{guess[0]}?" if guess else ""
+            raise TargetError(f"--target {spec!r}: module {module_name!r} has no attribute {attr!r}.{hint} "
                               f"Name the App, root agent or factory defined in it.")
         obj = getattr(obj, part)
     return _as_factory(spec, obj)
 
 
+def _zero_argument(fn: Callable[..., Any]) -> bool:
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return all(p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters)
+
+
 def _as_factory(spec: str, obj: Any) -> TargetFactory:
+    """An App or a root agent is driven as is; a factory is called for each run (zero arguments, or the env)."""
     from google.adk.agents.base_agent import BaseAgent
     from google.adk.apps import App
 
@@ -62,16 +82,24 @@ def _as_factory(spec: str, obj: Any) -> TargetFactory:
     if isinstance(obj, App):
         return lambda env: generic_target(spec, obj, env)
     if isinstance(obj, BaseAgent):
-        return lambda env: generic_target(spec, App(name=obj.name, root_agent=obj), env)
-    if callable(obj):
-        factory: Callable[[TargetEnvironment], Any] = obj
+        return lambda env: generic_target(spec, App(name=_app_name(obj.name), root_agent=obj), env)
+    if callable(obj) and not isinstance(obj, type):
+        factory: Callable[..., Any] = obj
 
         def build(env: TargetEnvironment) -> BuiltTarget:
-            built = factory(env)
+            built = factory() if _zero_argument(factory) else factory(env)
             if isinstance(built, BuiltTarget):
                 return built
-            return _as_factory(spec, built)(env)
+            if isinstance(built, (App, BaseAgent)):
+                return _as_factory(spec, built)(env)
+            raise TargetError(f"--target {spec!r}: the factory returned a {type(built).__name__}; expected an ADK "
+                              f"App or a root agent (BaseAgent).")
 
         return build
     raise TargetError(f"--target {spec!r} is a {type(obj).__name__}; expected an ADK App, a root agent "
-                      f"(BaseAgent) or a factory(env) returning a BuiltTarget.")
+                      f"(BaseAgent) or a zero-argument factory returning one.")
+
+
+def _app_name(agent_name: str) -> str:
+    """An App name for a bare agent (App names must be identifiers)."""
+    return agent_name if agent_name.isidentifier() else "agent"

@@ -202,6 +202,8 @@ class Trace(_Record):
     target: str
     llm_mode: str
     session_service: str
+    model_route: str = Field(default="", description="Where the target's model calls went: the LLM mode's "
+                                                       "model, and the gateway for the agent's own clients.")
     plugins: list[str] = Field(default_factory=list, description="Class names of the App's plugins (the recorder excluded).")
     agents: list[AgentInfo] = Field(default_factory=list)
     turns: list[TurnRecord] = Field(default_factory=list)

@@ -186,6 +186,9 @@ _SESSION_WITH_SCOPES = (
 class DeltaSessionService(BaseSessionService):
     """ADK ``BaseSessionService`` on a ``SqlEngine`` (see the module docstring)."""
 
+    # None in a delta deletes the key (ADK's own services store None); conformance harnesses read this.
+    none_semantics = "delete"
+
     def __init__(self, engine: SqlEngine) -> None:
         self.engine = engine
         self._owns_engine = False

@@ -21,7 +21,7 @@ from harness.llm.modes import LlmMode
 from harness.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenario
 from harness.targets.base import BuiltTarget, TargetEnvironment
-from harness.targets.profile import TargetProfile
+from harness.targets.reference_profile import reference_profile
 from harness.targets.reference import build_reference
 from reference_agent.backends.process import scrubbed_env
 
@@ -41,7 +41,7 @@ def test_canaries_are_planted_and_the_environment_restored(monkeypatch: pytest.M
 
 
 def test_the_default_allow_list_is_what_the_reference_executor_gets(tmp_path: Path) -> None:
-    assert set(scrubbed_env(str(tmp_path))) == set(TargetProfile().executor_env_allowed)
+    assert set(scrubbed_env(str(tmp_path))) == set(reference_profile().executor_env_allowed)
 
 
 def spy_on_environment(env: TargetEnvironment) -> BuiltTarget:

@@ -7,7 +7,7 @@ import pytest
 from harness.checks import run_checks
 from harness.checks.base import CheckResult, Status
 from harness.checks.testing import TraceBuilder, happy_trace, make_context, make_scenario, two_turn_trace
-from harness.targets.profile import TargetProfile
+from harness.targets.reference_profile import reference_profile
 from harness.trace.model import Trace, TurnOutcome
 from reference_agent import state_contract as keys
 
@@ -234,7 +234,7 @@ def test_minimal_deltas_single_foreign_and_unknown_keys() -> None:
 
 def storing_trace() -> Trace:
     """Two turns on a service that stores None (ADK's own semantics)."""
-    b = TraceBuilder(profile=TargetProfile(none_semantics="store"))
+    b = TraceBuilder(profile=reference_profile().model_copy(update={"none_semantics": "store"}))
     b.start_turn()
     b.exit_loop()
     b.end_turn()
@@ -251,8 +251,8 @@ def test_none_deletes() -> None:
 
 
 def test_none_deletes_declared_divergence() -> None:
-    result = run("none_deletes", storing_trace(), profile=TargetProfile(none_semantics="store"))
-    assert_na(result, "declared divergence: this target's session service stores None")
+    result = run("none_deletes", storing_trace(), profile=reference_profile().model_copy(update={"none_semantics": "store"}))
+    assert_na(result, "stores None as a value")
 
 
 def test_none_deletes_flags_null_in_stored_state() -> None:

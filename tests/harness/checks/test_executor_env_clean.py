@@ -9,6 +9,7 @@ from harness.checks import run_checks
 from harness.checks.base import CheckResult, Status
 from harness.checks.testing import happy_trace, make_context
 from harness.targets.profile import TargetProfile
+from harness.targets.reference_profile import reference_profile
 from harness.trace.model import Trace
 
 CLEAN = "rlm-env names: HOME LANG PATH PYTHONHASHSEED PYTHONIOENCODING PYTHONPATH\nrlm-env canaries: -\n"
@@ -38,7 +39,7 @@ def test_a_name_outside_the_allow_list_fails_naming_it() -> None:
     assert "one-shot Job_B): the code's environment sees variable(s) outside the allow-list: SPARK_HOME" in \
         result.evidence[0]
     assert _run(_trace(CLEAN.replace("PATH ", "PATH SPARK_HOME ", 1)),
-                TargetProfile(executor_env_allowed=(*TargetProfile().executor_env_allowed, "SPARK_HOME"))
+                reference_profile().model_copy(update={"executor_env_allowed": (*reference_profile().executor_env_allowed, "SPARK_HOME")})
                 ).status is Status.PASS
 
 
