@@ -11,18 +11,12 @@ timestamps and row ids by nature, and its recorded answers are matched by their 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from .fresh_values import mask_fresh_values
 from .matchers import caller_of
 
-_FRESH_VALUES = (
-    (re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"), "<uuid>"),
-    (re.compile(r"\b[0-9a-f]{8,}\b"), "<hex>"),
-    # A run's private folder (pytest's tmp_path, tempfile.mkdtemp) up to the next quote, space or backslash.
-    (re.compile(r"(?:/tmp|/var/folders|/private/var)/[^\s\"'\\]*"), "<tmp>"),
-)
 _CONTEXT_CHARS = 70
 
 
@@ -35,9 +29,7 @@ def normalized_body(body: Any) -> str:
     if body is None:
         return ""
     text = body.decode("utf-8", errors="replace") if isinstance(body, (bytes, bytearray)) else str(body)
-    for pattern, mask in _FRESH_VALUES:
-        text = pattern.sub(mask, text)
-    return text
+    return mask_fresh_values(text)
 
 
 @dataclass(frozen=True)

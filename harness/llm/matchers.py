@@ -19,6 +19,7 @@ from typing import Any
 from vcr.request import Request
 
 from ..scenario.script import SUB_LM
+from .fresh_values import mask_fresh_values
 from .scripted_endpoint import agent_from_request
 
 
@@ -44,7 +45,7 @@ def caller_of(request: Request) -> str:
         return agent
     texts = [part.get("text", "") for content in data.get("contents") or [] if isinstance(content, dict)
              for part in content.get("parts") or [] if isinstance(part, dict)]
-    return f"{SUB_LM}:{' '.join(texts)}"
+    return f"{SUB_LM}:{mask_fresh_values(' '.join(texts))}"
 
 
 def caller(r1: Request, r2: Request) -> None:
