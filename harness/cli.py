@@ -355,6 +355,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_record(args: argparse.Namespace) -> int:
     from .report import DEFAULT_FORMATS, render_terminal, write_reports
+    from .report.summary import error_lines
     from .runner import cassette_dir_for
 
     formats = _report_formats(args.formats, DEFAULT_FORMATS)
@@ -378,15 +379,16 @@ def cmd_record(args: argparse.Namespace) -> int:
         path = paths[result.scenario]
         stamp = _stamp(path)
         written = stamp is not None and stamp != before[result.scenario]
-        if written and result.error is None:
+        crashed = "; ".join(error_lines(result))  # a turn that raised (no key, DNS ...) says why, here
+        if written and result.error is None and not crashed:
             console.print(f"cassette written: {path}", markup=False)
             continue
         missing += 1
         if written:  # something was saved, but from a run that did not finish: do not trust it
-            console.print(f"cassette written but the run failed, re-record it: {path} — {result.error}",
+            console.print(f"cassette written but the run failed, re-record it: {path} — {crashed}",
                           markup=False, style="bold red")
         else:
-            reason = result.error or "the run made no model call to record"
+            reason = crashed or "the run made no model call to record"
             console.print(f"cassette NOT written: {path} — {reason}", markup=False, style="bold red")
     if not missing:
         console.print(f"Replay them with: {PROG} run" + (f" --target {args.target}" if args.target else "")

@@ -317,7 +317,7 @@ async def _run_sessions(scenario: Scenario, built: BuiltTarget, options: RunOpti
 def _model_routes(built: BuiltTarget, llm: Any, scenario: Scenario, options: RunOptions) -> Iterator[str]:
     """Where the target's model calls go, said in words for the report; for targets built from an App or agent,
     the model gateway for the agent's own clients and, offline, deterministic ids (harness/determinism.py)."""
-    route = {LlmMode.REPLAY: f"replay from {options.cassette_dir / (scenario.name + '.yaml')}",
+    route = {LlmMode.REPLAY: f"replay of the cassettes in {options.cassette_dir}/",
              LlmMode.SCRIPTED: "the scenario's script on a local Gemini-compatible endpoint",
              LlmMode.LIVE: f"Gemini API ({options.model})"}[options.llm_mode]
     if not built.routes_model_environment:

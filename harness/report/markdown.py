@@ -12,7 +12,8 @@ from collections.abc import Mapping
 
 from ..checks.base import Status
 from ..result import RunReport
-from .summary import abbreviations, check_columns, error_lines, failing_checks, scenario_status, summary_line
+from .summary import (abbreviations, check_columns, error_lines, failing_checks, run_setups, scenario_status,
+                      summary_line)
 
 SYMBOLS = {Status.PASS: "✅", Status.FAIL: "❌", Status.NOT_APPLICABLE: "–"}
 SCENARIO_SYMBOLS = {"pass": "✅ pass", "fail": "❌ fail", "error": "⚠️ error"}
@@ -47,6 +48,7 @@ def render_markdown(report: RunReport, *, titles: Mapping[str, str] | None = Non
            ""]
     if report.extra:
         out += [", ".join(f"{_text(k)}: {_text(v)}" for k, v in report.extra.items()), ""]
+    out += [f"Ran against {_text(setup)}." for setup in run_setups(report)] + [""]
 
     out.append(_row(["scenario", "result", *(short[name] for name in columns)]))
     out.append(_row(["---", "---", *(":-:" for _ in columns)]))

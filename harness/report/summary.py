@@ -79,6 +79,16 @@ def scenario_status(result: ScenarioResult) -> str:
     return result.status
 
 
+def run_setups(report: RunReport) -> list[str]:
+    """What the scenarios actually ran against, once per distinct setup: target, session service, model route."""
+    seen: dict[str, None] = {}
+    for result in report.results:
+        route = result.trace.model_route if result.trace is not None else ""
+        seen.setdefault(f"target {result.target} on session service {result.session_service}"
+                        + (f"; model: {route}" if route else ""), None)
+    return list(seen)
+
+
 def error_lines(result: ScenarioResult) -> list[str]:
     """Why a scenario's verdict is ``error``: the harness's reason, and each undeclared crash of a turn."""
     lines = [f"could not run: {result.error}"] if result.error is not None else []

@@ -10,7 +10,8 @@ from rich.text import Text
 
 from ..checks.base import Status
 from ..result import RunReport
-from .summary import abbreviations, check_columns, error_lines, failing_checks, scenario_status, summary_line
+from .summary import (abbreviations, check_columns, error_lines, failing_checks, run_setups, scenario_status,
+                      summary_line)
 
 CELLS = {Status.PASS: Text("✓", style="green"), Status.FAIL: Text("✗", style="bold red"),
          Status.NOT_APPLICABLE: Text("–", style="dim")}
@@ -59,4 +60,6 @@ def render_terminal(report: RunReport, console: Console) -> None:
                            f"evidence, is in the reports.", style="bold red"))
 
     console.print()
+    for setup in run_setups(report):
+        console.print(Text(f"Ran against {setup}.", style="dim"))
     console.print(Text(summary_line(report), style="bold green" if report.ok else "bold red"))
