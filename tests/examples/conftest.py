@@ -72,7 +72,7 @@ async def run_agent(build: Callable[..., BaseAgent], *, app_name: str, script: d
             run.turns.append([e async for e in runner.run_async(user_id="u1", session_id=session.id,
                                                                  new_message=message)])
     finally:
-        for agent in _walk(app.root_agent):
+        for agent in walk_agents(app.root_agent):
             pool = getattr(agent, "_pool", None)
             if pool is not None:
                 pool.close()
@@ -80,10 +80,10 @@ async def run_agent(build: Callable[..., BaseAgent], *, app_name: str, script: d
     return run
 
 
-def _walk(agent: BaseAgent) -> Iterator[BaseAgent]:
+def walk_agents(agent: BaseAgent) -> Iterator[BaseAgent]:
     yield agent
     for sub in agent.sub_agents:
-        yield from _walk(sub)
+        yield from walk_agents(sub)
 
 
 @pytest.fixture(autouse=True)
