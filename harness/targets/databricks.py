@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import ConfigError, HarnessError
 from .base import BuiltTarget, TargetEnvironment
+from .reference_profile import reference_profile
 
 if TYPE_CHECKING:
     from vcr import VCR
