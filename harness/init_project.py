@@ -312,16 +312,40 @@ def infer_profile(spec: str, app: Any) -> Draft:
         draft.add(name, None, todo=todo)
 
     for agent in scripted_agents(root):
-        if processor is not None and agent is processor:
-            draft.unscripted.append((agent.name, "the results processor: with no code delegated a stage-gated "
-                                                 "processor does not call its model (stage_gating)"))
+        gate = _gate(agent, app) if processor is not None and agent is processor else None
+        if gate:
+            draft.unscripted.append((agent.name, f"the results processor, gated by {gate}: with no code delegated "
+                                                 "a stage-gated processor does not call its model (stage_gating)"))
         else:
             draft.smoke_agents.append(agent.name)
+            if processor is not None and agent is processor:
+                draft.notes.append(f"nothing in the tree gates {agent.name} (no _run_async_impl of its own, no "
+                                   "agent/model callback, no plugin callback): it calls its model even when no code "
+                                   "ran, which stage_gating reports; the smoke scenario scripts it so the run is "
+                                   "judged rather than refused")
     nested = [a.name for a in loops if a is not loop and a not in _descendants(loop)]
     if nested:
         draft.notes.append(f"LoopAgents besides {loop.name}: {', '.join(nested)}; the smoke scenario's "
                            "max_iterations applies to the profile's loop_agent only")
     return draft
+
+
+def _gate(agent: Any, app: Any) -> str | None:
+    """What could keep ``agent``'s model from being called: its own ``_run_async_impl``, an agent or model
+    callback, or a plugin's; None for a plain LlmAgent, which calls its model whenever it runs."""
+    from google.adk.agents import LlmAgent
+    from google.adk.plugins.base_plugin import BasePlugin
+
+    if type(agent)._run_async_impl is not LlmAgent._run_async_impl:
+        return f"{type(agent).__name__}._run_async_impl"
+    for name in ("before_agent_callback", "before_model_callback"):
+        if getattr(agent, name, None):
+            return name
+    for plugin in getattr(app, "plugins", None) or ():
+        for name in ("before_agent_callback", "before_model_callback"):
+            if getattr(type(plugin), name, None) is not getattr(BasePlugin, name):
+                return f"plugin {type(plugin).__name__}.{name}"
+    return None
 
 
 def _is_bare_agent(spec: str, app: Any) -> bool:
@@ -416,6 +440,7 @@ def render_smoke(draft: Draft, directory: Path) -> str:
     for name in draft.smoke_agents:
         text = "Hello! No code is needed to answer this." if name == analyst else f"{name}: nothing to add."
         lines += [f"  {name}:", f"    - text: {json.dumps(text)}"]
+    lines += [f"  # note: {note}" for note in draft.notes if note.startswith("nothing in the tree gates")]
     for name, why in draft.unscripted:
         lines.append(f"  # {name}: not scripted — {why}; if your agent calls its model here, add a text step")
     if not draft.smoke_agents:
