@@ -154,6 +154,22 @@ def build_parser() -> argparse.ArgumentParser:
                                               "item it verifies; without CHECK, list every check.")
     explain.add_argument("check", nargs="?", metavar="CHECK", help="check name, e.g. summary_persisted")
 
+    init = commands.add_parser(
+        "init", help="draft a profile, a smoke scenario and [tool.rlm-conformance] for your agent",
+        description="Import --target, walk its agent tree and write rlm-profile.yaml (what could be inferred, "
+                    "each line saying why; TODO for the rest), scenarios/smoke.yaml (green in scripted mode on a "
+                    "correct agent) and a [tool.rlm-conformance] table in pyproject.toml. Existing files are never "
+                    "overwritten without --force.")
+    init.add_argument("--target", metavar="MODULE:ATTR",
+                      help="your agent: an ADK App, a root agent, or a zero-argument factory of either")
+    init.add_argument("--dir", default=".", metavar="DIR", help="where to write (default: the current folder)")
+    init.add_argument("--force", action="store_true",
+                      help="overwrite rlm-profile.yaml and scenarios/smoke.yaml, and replace the "
+                           "[tool.rlm-conformance] table (the rest of pyproject.toml is kept)")
+    init.add_argument("--schema", action="store_true",
+                      help="print the JSON Schema of profile files instead (python -m harness.targets.profile_schema "
+                           "writes or checks it)")
+
     differential = commands.add_parser(
         "differential", add_help=False,
         help="run the scenarios on several session services and compare what each persisted "
@@ -466,6 +482,21 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    from .init_project import init_project, summary_lines
+    from .targets.profile_schema import render_json_schema
+
+    if args.schema:
+        sys.stdout.write(render_json_schema())
+        return EXIT_OK
+    if not args.target:
+        raise HarnessError("--target is required: the module:attr naming your ADK App, root agent or zero-argument "
+                           f"factory, e.g. `{PROG} init --target my_pkg.agent:app`.")
+    result = init_project(args.target, Path(args.dir), force=args.force)
+    print("\n".join(summary_lines(result, PROG)))
+    return EXIT_OK
+
+
 VERDICT_ROWS = {
     "cassette": "Replay only. The cassette must carry this scenario's identity (its name, target, and hashes of "
                 "the script, inputs and profile it was recorded with) and replay exactly: every recorded call "
@@ -483,7 +514,8 @@ VERDICT_ROWS = {
                 "Accept an intended change with --snapshot-update, after reviewing the diff.",
 }
 
-COMMANDS = {"run": cmd_run, "record": cmd_record, "list": cmd_list, "report": cmd_report, "explain": cmd_explain}
+COMMANDS = {"run": cmd_run, "record": cmd_record, "list": cmd_list, "report": cmd_report, "explain": cmd_explain,
+            "init": cmd_init}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

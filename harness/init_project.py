@@ -1,0 +1,658 @@
+"""``rlm-conformance init``: draft a project for a user's agent — a profile, a smoke scenario, the config table.
+
+It imports the target (``--target module:attr``, resolved as ``run`` resolves it; a factory is called once),
+walks its agent tree and writes into a folder:
+
+* ``rlm-profile.yaml`` — a starting ``TargetProfile``: each field it could infer from a structural fact of the
+  tree carries ``# inferred: <why>``, each it could not is present, null (or empty), with ``# TODO: <what>``;
+* ``scenarios/smoke.yaml`` — one session, one turn, ``max_iterations: 1``, one plain text answer for each LlmAgent
+  that runs without a delegation, so ``rlm-conformance run --llm-mode scripted`` is green on a correct agent;
+* ``pyproject.toml`` — a ``[tool.rlm-conformance]`` table (target, profile, scenarios, cassettes, snapshots),
+  added to an existing file without touching anything else in it.
+
+Nothing is overwritten without ``--force``; every file is validated before any is written, and each is written
+atomically (a temporary file renamed over the target), so a failure leaves no half-written file.
+
+The heuristics (kept simple, and only called "inferred" when the tree says so):
+
+* ``loop_agent``: the LoopAgent (the first in tree order when there are several, naming the others);
+* ``analyst``: the LlmAgent of the loop with a tool whose name suggests handing code over or running it
+  (delegat, exec, run_code, python, repl, sandbox, ...) or an ``output_key`` naming code; else the loop's first
+  LlmAgent (said so);
+* ``delegate_tool``: that tool; else ``delegation_key``: the analyst's ``output_key``;
+* ``job_builder``: the first agent after the analyst in the loop that is neither an LlmAgent nor a workflow agent;
+* ``results_processor``: the first LlmAgent after the executor (with no executor: after the analyst, with an
+  output_key); ``summary_key``: its ``output_key``;
+* ``exit_tool``: ``exit_loop`` when an LlmAgent of the loop has it;
+* ``pruning_plugins``: ``App.plugins`` whose class name mentions pruning (besides the default);
+* ``app_tools``: tools whose source writes an ``app:`` key.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import re
+import tempfile
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from .errors import HarnessError
+
+PROFILE_FILE = "rlm-profile.yaml"
+SCENARIOS_DIR = "scenarios"
+SMOKE_FILE = "smoke.yaml"
+PYPROJECT = "pyproject.toml"
+TABLE = "rlm-conformance"
+CONFIG_KEYS = ("target", "profile", "scenarios", "cassettes", "snapshots")
+
+_DELEGATE_NAME = re.compile(r"delegat|exec|run_?(code|python|program|script)|python|repl|sandbox|interpret|"
+                            r"eval_?code|code_?(run|exec)", re.IGNORECASE)
+_CODE_KEY = re.compile(r"code|program|script|python", re.IGNORECASE)
+_PRUNING = re.compile(r"prun", re.IGNORECASE)
+_APP_KEY_WRITE = re.compile(r"""["']app:""")
+NOT_NEEDED = "not needed"
+
+SKIP_WHILE_UNMAPPED = {"minimal_deltas": "contract", "previews_bounded": "preview_chars",
+                       "history_folded_by_event": "history_key", "history_keeps_newest": "history_key"}
+"""Checks that cannot judge a run while the profile leaves a field null, and fail or crash instead of saying n/a
+(harness/checks/ on i16-core): the smoke scenario skips them, naming the field, until the profile sets it."""
+
+
+class InitError(HarnessError):
+    """``init`` cannot proceed: a target that does not load, files in the way, a pyproject it cannot extend."""
+
+
+# --- the target --------------------------------------------------------------------------------------------------
+
+
+def load_target_app(spec: str) -> Any:
+    """The ADK App of ``spec`` (``module:attr``), resolved as ``run`` resolves it; a factory is called once."""
+    import asyncio
+
+    from google.adk.models.google_llm import Gemini
+
+    from .targets.base import TargetEnvironment
+    from .targets.registry import BUILTIN_TARGETS, resolve_target
+
+    if spec in BUILTIN_TARGETS:
+        raise InitError(f"--target {spec!r} is built in and ships its own profile (reference_agent/"
+                        f"conformance_profile.yaml); init drafts one for your agent: --target package.module:attr "
+                        f"naming its ADK App, root agent or a zero-argument factory of either.")
+    factory = resolve_target(spec)
+
+    async def no_sub_lm(prompt: str) -> str:  # never called: nothing runs during init
+        raise InitError("init does not run the agent")
+
+    with tempfile.TemporaryDirectory(prefix="rlm-init-") as home:
+        env = TargetEnvironment(model=Gemini(model="gemini-2.5-flash"), model_name="gemini-2.5-flash",
+                                sub_lm=no_sub_lm, home=Path(home), max_iterations=1)
+        built = factory(env)
+        try:
+            return built.app
+        finally:
+            built.close()  # puts back the models and max_iterations the harness set on the user's agents
+            closer = getattr(built.session_service, "close", None)
+            if inspect.iscoroutinefunction(closer):
+                asyncio.run(closer())
+
+
+def _tool_name(tool: Any) -> str | None:
+    from google.adk.tools.base_tool import BaseTool
+
+    if isinstance(tool, BaseTool):
+        return tool.name
+    if callable(tool):
+        return getattr(tool, "__name__", None)
+    return None  # a toolset: its tools are known only once it is asked (async); not guessed here
+
+
+def _tools(agent: Any) -> list[tuple[str, Any]]:
+    return [(name, tool) for tool in getattr(agent, "tools", None) or () if (name := _tool_name(tool))]
+
+
+def _descendants(agent: Any) -> list[Any]:
+    out = []
+    for child in getattr(agent, "sub_agents", None) or ():
+        out += [child, *_descendants(child)]
+    return out
+
+
+def _is_llm(agent: Any) -> bool:
+    from google.adk.agents import LlmAgent
+
+    return isinstance(agent, LlmAgent)
+
+
+def _is_workflow(agent: Any) -> bool:
+    from google.adk.agents import LoopAgent, ParallelAgent, SequentialAgent
+
+    return isinstance(agent, (LoopAgent, ParallelAgent, SequentialAgent))
+
+
+def _writes_app_key(tool: Any) -> bool:
+    """The tool's source spells an ``app:`` key, or its code uses a constant (or global) holding one."""
+    fn = getattr(tool, "func", tool)  # FunctionTool keeps the function in .func
+    code = getattr(fn, "__code__", None)
+    if code is not None:
+        names = [getattr(fn, "__globals__", {}).get(n) for n in code.co_names]
+        if any(isinstance(v, str) and v.startswith("app:") for v in (*code.co_consts, *names)):
+            return True
+    try:
+        return bool(_APP_KEY_WRITE.search(inspect.getsource(fn)))
+    except (OSError, TypeError):
+        return False
+
+
+def scripted_agents(root: Any) -> list[Any]:
+    """LlmAgents a turn reaches through workflow agents (not transfer targets, not AgentTools), in run order."""
+    if _is_llm(root):
+        return [root]
+    if _is_workflow(root):
+        return [a for child in root.sub_agents for a in scripted_agents(child)]
+    return []
+
+
+# --- the profile ---------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ProfileLine:
+    """One line of the drafted profile: a value, and either why it was inferred or what to put there."""
+
+    name: str
+    value: Any
+    inferred: str | None = None
+    todo: str | None = None
+
+    @property
+    def comment(self) -> str:
+        if self.inferred:
+            return f"  # inferred: {self.inferred}"
+        if self.todo and self.todo.startswith(NOT_NEEDED):
+            return f"  # {self.todo}"
+        return f"  # TODO: {self.todo}" if self.todo else ""
+
+    @property
+    def is_todo(self) -> bool:
+        return bool(self.todo) and not self.inferred and not self.todo.startswith(NOT_NEEDED)
+
+
+@dataclass
+class Draft:
+    spec: str
+    fields: list[ProfileLine] = field(default_factory=list)
+    smoke_agents: list[str] = field(default_factory=list)  # script keys of the smoke scenario
+    unscripted: list[tuple[str, str]] = field(default_factory=list)  # (agent, why it is not scripted)
+    agents: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def value(self, name: str) -> Any:
+        return next((f.value for f in self.fields if f.name == name), None)
+
+    def add(self, name: str, value: Any, *, inferred: str | None = None, todo: str | None = None) -> None:
+        self.fields.append(ProfileLine(name, value, inferred if value not in (None, [], ()) else None,
+                                  None if inferred and value not in (None, [], ()) else todo))
+
+
+def infer_profile(spec: str, app: Any) -> Draft:
+    """What the tree of ``app`` says about the profile's fields (see the module docstring for the rules)."""
+    from google.adk.agents import LoopAgent
+
+    from .targets.generic import walk_agents
+
+    draft = Draft(spec=spec)
+    root = app.root_agent
+    everyone = walk_agents(root)
+    draft.agents = [a.name for a in everyone]
+    is_app_target = getattr(app, "name", None) and not _is_bare_agent(spec, app)
+    draft.add("name", app.name,
+              inferred="the App's name" if is_app_target else "the root agent's name (the target is an agent)",
+              todo="a stable name for this target (cassettes/<name>/, snapshots/<name>/)")
+    draft.add("target", spec, inferred="the --target init was given")
+
+    loops = [a for a in everyone if isinstance(a, LoopAgent)]
+    loop = loops[0] if loops else None
+    others = f"; the tree has {len(loops)} LoopAgents, the others: {', '.join(a.name for a in loops[1:])}" \
+        if len(loops) > 1 else ""
+    draft.add("loop_agent", loop.name if loop else None,
+              inferred=("the only LoopAgent in the tree" if len(loops) == 1 else "the first LoopAgent in tree order"
+                        + others + " — check"),
+              todo="the LoopAgent that repeats analyst -> executor -> processor (the tree has none: null leaves "
+                   "every LoopAgent to the harness)")
+    members = list(loop.sub_agents) if loop else []
+    in_loop = _descendants(loop) if loop else []
+    llms = [a for a in in_loop if _is_llm(a)]
+
+    analyst, why_analyst, delegate = None, None, None
+    for agent in llms:
+        matched = [name for name, _ in _tools(agent) if name != "exit_loop" and _DELEGATE_NAME.search(name)]
+        if matched:
+            analyst, delegate = agent, matched[0]
+            why_analyst = f"LlmAgent of {loop.name} with tool {matched[0]!r}, whose name suggests running code"
+            break
+        key = getattr(agent, "output_key", None)
+        if key and _CODE_KEY.search(key):
+            analyst = agent
+            why_analyst = f"LlmAgent of {loop.name} whose output_key {key!r} names code"
+            break
+    if analyst is None and llms:
+        analyst = llms[0]
+        why_analyst = (f"the first LlmAgent of {loop.name}; no tool or output_key of the loop's LlmAgents looked "
+                       "like code delegation — check")
+    draft.add("analyst", analyst.name if analyst else None, inferred=why_analyst,
+              todo="the LlmAgent that writes code")
+    draft.add("delegate_tool", delegate, inferred=f"tool of {analyst.name if analyst else '?'} whose name suggests "
+                                                  "handing code over or running it",
+              todo="the tool the analyst calls to hand code over (one call per delegation)"
+              if not (analyst and analyst.output_key) else "not needed while delegation_key is set")
+    key = analyst.output_key if analyst is not None and delegate is None else None
+    draft.add("delegation_key", key, inferred=f"the output_key of {analyst.name if analyst else '?'} (it has no "
+                                              "tool that looks like delegation)",
+              todo="not needed while delegate_tool is set (the alternative: the state key whose write hands code "
+                   "over)" if delegate else "the state key whose write hands code over (or set delegate_tool)")
+
+    after = members[members.index(_top_member(analyst, members)) + 1:] if analyst is not None else []
+    executor = next((a for a in after if not _is_llm(a) and not _is_workflow(a)), None)
+    draft.add("job_builder", executor.name if executor else None,
+              inferred=f"the first agent after {analyst.name if analyst else '?'} in {loop.name if loop else '?'} "
+                       f"that is not an LlmAgent ({type(executor).__name__})",
+              todo="the agent that executes the code; if the delegate tool runs it itself, leave this null and set "
+                   "execution_key")
+    draft.add("execution_key", None, todo="a state key written once per execution, when no agent of its own "
+                                          "executes the code (e.g. the delegate tool's output key)"
+              if executor is None else "not needed while job_builder is set")
+
+    processor, why = None, None
+    if executor is not None:
+        rest = after[after.index(executor) + 1:]
+        processor = next((a for a in rest if _is_llm(a)), None)
+        why = f"the first LlmAgent after {executor.name} in {loop.name}"
+    elif analyst is not None:
+        processor = next((a for a in after if _is_llm(a) and a.output_key), None)
+        why = f"the first LlmAgent with an output_key after {analyst.name} in {loop.name} (no executor agent)"
+    draft.add("results_processor", processor.name if processor else None, inferred=why,
+              todo="the LlmAgent that summarises an execution's results (null: none)")
+    draft.add("summary_key", processor.output_key if processor is not None else None,
+              inferred=f"the output_key of {processor.name if processor else '?'}",
+              todo="the state key holding the durable summary that must reach the analyst's next prompt")
+
+    has_exit = any(name == "exit_loop" for a in llms for name, _ in _tools(a))
+    draft.add("exit_tool", "exit_loop" if has_exit else None,
+              inferred="an LlmAgent of the loop has ADK's exit_loop tool",
+              todo="the tool that ends the loop, if any")
+    app_tools = sorted({name for a in everyone if _is_llm(a) for name, tool in _tools(a) if _writes_app_key(tool)})
+    draft.add("app_tools", app_tools, inferred="their code names an 'app:' state key",
+              todo="tools whose calls save app-wide data (app: keys), if any")
+    plugins = [type(p).__name__ for p in getattr(app, "plugins", None) or ()]
+    pruning = [name for name in plugins if _PRUNING.search(name)]
+    listed = ", ".join(plugins) or "none"
+    if pruning:
+        draft.add("pruning_plugins", sorted({"RlmContextPruningPlugin", *pruning}),
+                  inferred=f"App.plugins holds {', '.join(pruning)}, whose class name mentions pruning "
+                           "(no_pruning_plugin fails while it is there)")
+    else:
+        draft.fields.append(ProfileLine("pruning_plugins", ["RlmContextPruningPlugin"], todo=(
+            f"the default; add class names of plugins that clear state in bulk (App.plugins: {listed})")))
+
+    for name, todo in (("context_key", "the state key the scenario's context goes under (for code to read)"),
+                       ("iteration_key", "the state key counting iterations, if any"),
+                       ("final_answer_key", "where the final answer is stored"),
+                       ("termination_key", "where the reason the loop ended is stored"),
+                       ("run_conversation_author", "author of events your own driver appends outside the agents, "
+                                                   "if any"),
+                       ("history_key", "user: key holding the user's history across sessions, if any"),
+                       ("contract", "which author may write which key, as [{key: ..., writers: [...]}] (while null, "
+                                    "the smoke scenario skips minimal_deltas)")):
+        draft.add(name, None, todo=todo)
+
+    for agent in scripted_agents(root):
+        gate = _gate(agent, app) if processor is not None and agent is processor else None
+        if gate:
+            draft.unscripted.append((agent.name, f"the results processor, gated by {gate}: with no code delegated "
+                                                 "a stage-gated processor does not call its model (stage_gating)"))
+        else:
+            draft.smoke_agents.append(agent.name)
+            if processor is not None and agent is processor:
+                draft.notes.append(f"nothing in the tree gates {agent.name} (no _run_async_impl of its own, no "
+                                   "agent/model callback, no plugin callback): it calls its model even when no code "
+                                   "ran, which stage_gating reports; the smoke scenario scripts it so the run is "
+                                   "judged rather than refused")
+    nested = [a.name for a in loops if a is not loop and a not in _descendants(loop)]
+    if nested:
+        draft.notes.append(f"LoopAgents besides {loop.name}: {', '.join(nested)}; the smoke scenario's "
+                           "max_iterations applies to the profile's loop_agent only")
+    return draft
+
+
+def _gate(agent: Any, app: Any) -> str | None:
+    """What could keep ``agent``'s model from being called: its own ``_run_async_impl``, an agent or model
+    callback, or a plugin's; None for a plain LlmAgent, which calls its model whenever it runs."""
+    from google.adk.agents import LlmAgent
+    from google.adk.plugins.base_plugin import BasePlugin
+
+    if type(agent)._run_async_impl is not LlmAgent._run_async_impl:
+        return f"{type(agent).__name__}._run_async_impl"
+    for name in ("before_agent_callback", "before_model_callback"):
+        if getattr(agent, name, None):
+            return name
+    for plugin in getattr(app, "plugins", None) or ():
+        for name in ("before_agent_callback", "before_model_callback"):
+            if getattr(type(plugin), name, None) is not getattr(BasePlugin, name):
+                return f"plugin {type(plugin).__name__}.{name}"
+    return None
+
+
+def _is_bare_agent(spec: str, app: Any) -> bool:
+    """Was the target an agent (the registry wrapped it in an App named after it)?"""
+    import importlib
+
+    from google.adk.agents.base_agent import BaseAgent
+
+    module, _, attr = spec.partition(":")
+    try:
+        obj: Any = importlib.import_module(module)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except Exception:  # noqa: BLE001 - resolve_target already imported it; this only picks a comment
+        return False
+    return isinstance(obj, BaseAgent)
+
+
+def _top_member(agent: Any, members: list[Any]) -> Any:
+    """The direct child of the loop that holds ``agent`` (the agent itself when it is one)."""
+    for member in members:
+        if member is agent or agent in _descendants(member):
+            return member
+    return agent
+
+
+# --- rendering -------------------------------------------------------------------------------------------------------
+
+
+def _yaml_value(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.:-]*", value) and \
+            yaml.safe_load(value) == value and ":" not in value:
+        return value
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_yaml_value(v) for v in value) + "]"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _schema_ref(directory: Path, schema: Path) -> str:
+    """``schema`` relative to ``directory`` when that climbs at most three folders, else absolute."""
+    try:
+        rel = Path(os.path.relpath(schema, directory.resolve()))
+    except ValueError:  # another drive
+        return schema.as_posix()
+    return rel.as_posix() if rel.parts.count(os.pardir) <= 3 else schema.as_posix()
+
+
+def render_profile(draft: Draft, directory: Path) -> str:
+    from .targets.profile_schema import SCHEMA_PATH
+
+    inferred = sum(1 for f in draft.fields if f.inferred)
+    todo = sum(1 for f in draft.fields if f.is_todo)
+    lines = [f"# yaml-language-server: $schema={_schema_ref(directory, SCHEMA_PATH)}",
+             f"# Target profile drafted by `rlm-conformance init --target {draft.spec}`: how this agent's layout maps",
+             "# onto what the conformance checks reason about (fields: harness/targets/profile.py TargetProfile).",
+             f"# {inferred} field(s) inferred from the agent tree ('# inferred: why'), {todo} left to you ('# TODO').",
+             "# A check whose field stays null is n/a, never a false failure. Check the file with:",
+             f"#   python -m harness.targets.profile_schema --check {PROFILE_FILE}",
+             f"# Agents in the tree: {', '.join(draft.agents)}", ""]
+    for f in draft.fields:
+        lines.append(f"{f.name}: {_yaml_value(f.value)}{f.comment}")
+    return "\n".join(lines) + "\n"
+
+
+SMOKE_QUESTION = "Hello! This is a smoke test: please answer in one sentence."
+
+
+def render_smoke(draft: Draft, directory: Path) -> str:
+    from .scenario.schema import SCHEMA_PATH
+
+    scenarios = directory / SCENARIOS_DIR
+    local = scenarios / "scenario.schema.json"
+    ref = "./scenario.schema.json" if local.is_file() else (
+        _schema_ref(scenarios, SCHEMA_PATH) if SCHEMA_PATH.is_file() else None)
+    analyst = draft.value("analyst")
+    lines = [f"# yaml-language-server: $schema={ref}"] if ref else []
+    lines += ["# A first scenario drafted by `rlm-conformance init`: one turn, one loop iteration, every LlmAgent",
+              "# the turn reaches answers in plain text (no code is delegated), so a correct agent runs it green",
+              "# in scripted mode without a key. Copy it to script a delegation: `- call: <delegate tool>`.",
+              "name: smoke",
+              "description: One turn, one loop iteration; each LlmAgent answers in plain text and no code is "
+              "delegated.",
+              f"profile: ../{PROFILE_FILE}",
+              "max_iterations: 1",
+              "sessions:",
+              "  - user: user_1",
+              "    turns:",
+              f"      - user: {json.dumps(SMOKE_QUESTION)}",
+              "script:  # agent name -> its model's answers, in order"]
+    for name in draft.smoke_agents:
+        text = "Hello! No code is needed to answer this." if name == analyst else f"{name}: nothing to add."
+        lines += [f"  {name}:", f"    - text: {json.dumps(text)}"]
+    lines += [f"  # note: {note}" for note in draft.notes if note.startswith("nothing in the tree gates")]
+    for name, why in draft.unscripted:
+        lines.append(f"  # {name}: not scripted — {why}; if your agent calls its model here, add a text step")
+    if not draft.smoke_agents:
+        lines.append("  {}  # the turn reaches no LlmAgent through workflow agents")
+    skips = [(check, name) for check, name in SKIP_WHILE_UNMAPPED.items() if draft.value(name) is None]
+    if skips:
+        lines += ["expect:", "  checks:",
+                  "    # Checks that cannot judge a run while the profile leaves a field null; delete a line once",
+                  f"    # {PROFILE_FILE} sets its field.", "    skip:"]
+        lines += [f"      {check}: {json.dumps(f'{PROFILE_FILE} maps no {name} yet')}" for check, name in skips]
+    return "\n".join(lines) + "\n"
+
+
+# --- pyproject.toml --------------------------------------------------------------------------------------------------
+
+
+def _toml_string(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)  # a JSON string is a TOML basic string
+
+
+def config_table(spec: str) -> dict[str, str]:
+    return {"target": spec, "profile": PROFILE_FILE, "scenarios": SCENARIOS_DIR, "cassettes": "cassettes",
+            "snapshots": "snapshots"}
+
+
+def _table_text(values: dict[str, str]) -> str:
+    return f"[tool.{TABLE}]\n" + "".join(f"{k} = {_toml_string(v)}\n" for k, v in values.items())
+
+
+_HEADER = re.compile(r"^[ \t]*\[\[?[ \t]*(?P<name>[^\]]+?)[ \t]*\]\]?[ \t]*(#.*)?$", re.MULTILINE)
+
+
+def _header_name(raw: str) -> tuple[str, ...]:
+    return tuple(part.strip().strip('"').strip("'") for part in raw.split("."))
+
+
+def merged_pyproject(path: Path, spec: str, *, force: bool) -> tuple[str, str]:
+    """The new text of ``path`` with the ``[tool.rlm-conformance]`` table, and what was done ("created", "added",
+    "replaced"). Everything else in an existing file is kept byte for byte; the result is checked with tomllib."""
+    values = config_table(spec)
+    table = _table_text(values)
+    if not path.exists():
+        return table, "created"
+    try:
+        original = path.read_bytes().decode("utf-8")
+        data = tomllib.loads(original)
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise InitError(f"{path}: cannot read it as TOML ({exc}); nothing was written. Fix the file, or run init "
+                        f"with --dir pointing elsewhere.") from None
+    existing = data.get("tool", {}).get(TABLE) if isinstance(data.get("tool"), dict) else None
+    if existing is not None and not force:
+        raise InitError(f"{path} already has a [tool.{TABLE}] table; nothing was written. Re-run with --force to "
+                        f"replace that table (the rest of the file is kept), or edit it by hand.")
+    if existing is None:
+        separator = "" if original == "" else ("\n" if original.endswith("\n") else "\n\n")
+        text, action = original + separator + table, "added"
+    else:
+        headers = list(_HEADER.finditer(original))
+        own = [m for m in headers if _header_name(m.group("name")) == ("tool", TABLE)]
+        if len(own) != 1:
+            raise InitError(f"{path} defines [tool.{TABLE}] in a form init does not rewrite (dotted keys or an "
+                            f"inline table); nothing was written. Edit it by hand: {', '.join(values)}.")
+        start = own[0].start()
+        following = [m.start() for m in headers if m.start() > start]
+        end = following[0] if following else len(original)
+        body = original[start:end]
+        kept_blank = body[len(body.rstrip("\n")) + 1:] if following else ""
+        text, action = original[:start] + table + kept_blank + original[end:], "replaced"
+    try:
+        parsed = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InitError(f"{path}: adding [tool.{TABLE}] would make it invalid TOML ({exc}); nothing was written. "
+                        f"Add the table by hand:\n{table}") from None
+    before = {k: v for k, v in data.items()}
+    after = {k: v for k, v in parsed.items()}
+    for doc in (before, after):
+        if isinstance(doc.get("tool"), dict):
+            doc["tool"] = {k: v for k, v in doc["tool"].items() if k != TABLE} or None
+            if doc["tool"] is None:
+                del doc["tool"]
+    if parsed.get("tool", {}).get(TABLE) != values or before != after:
+        raise InitError(f"{path}: init could not add [tool.{TABLE}] without changing something else; nothing was "
+                        f"written. Add the table by hand:\n{table}")
+    return text, action
+
+
+# --- writing ---------------------------------------------------------------------------------------------------------
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder renamed over it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o777 if path.exists() else None
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+@dataclass
+class InitResult:
+    directory: Path
+    written: list[tuple[Path, str]]  # (file, what was done)
+    draft: Draft
+
+
+def init_project(spec: str, directory: Path, *, force: bool = False,
+                 writer: Callable[[Path, str], None] = write_atomic) -> InitResult:
+    """Draft the three artifacts for ``spec`` into ``directory``; refuse to overwrite without ``force``."""
+    from .llm.script_fit import agent_names, unknown_keys
+    from .scenario.loader import ScenarioError, parse_scenario
+    from .targets.profile import TargetProfile
+
+    if ":" not in spec:
+        from .targets.registry import resolve_target
+
+        resolve_target(spec)  # the registry's own message for a name that is not module:attr
+    directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise InitError(f"--dir {directory}: is a file, not a folder.")
+    profile_path = directory / PROFILE_FILE
+    smoke_path = directory / SCENARIOS_DIR / SMOKE_FILE
+    pyproject = directory / PYPROJECT
+    in_the_way = [p for p in (profile_path, smoke_path) if p.exists()]
+    table_exists = _has_table(pyproject)
+    if (in_the_way or table_exists) and not force:
+        what = [str(p) for p in in_the_way] + ([f"{pyproject} (its [tool.{TABLE}] table)"] if table_exists else [])
+        raise InitError(f"these exist already: {', '.join(what)}; nothing was written. Re-run with --force to "
+                        f"overwrite them (in {PYPROJECT} only the [tool.{TABLE}] table is replaced), or choose "
+                        f"another folder with --dir.")
+
+    app = load_target_app(spec)
+    draft = infer_profile(spec, app)
+    profile_text = render_profile(draft, directory)
+    smoke_text = render_smoke(draft, directory)
+    pyproject_text, pyproject_action = merged_pyproject(pyproject, spec, force=force)
+
+    # Everything is checked before anything is written.
+    TargetProfile.model_validate(yaml.safe_load(profile_text))
+    try:
+        scenario = parse_scenario(smoke_text, path=str(smoke_path), stem="smoke")
+    except ScenarioError as exc:  # a bug of init, not of the user's agent: say so
+        raise InitError(f"init drafted a scenario that does not load (please report it):\n{exc}") from None
+    strays = unknown_keys(scenario, agent_names(app.root_agent))
+    if strays:
+        raise InitError(f"init drafted script keys that name no agent: {', '.join(strays)} (please report it)")
+
+    plan = [(profile_path, profile_text, "overwritten" if profile_path.exists() else "created"),
+            (smoke_path, smoke_text, "overwritten" if smoke_path.exists() else "created"),
+            (pyproject, pyproject_text, pyproject_action)]
+    written: list[tuple[Path, str]] = []
+    for path, text, action in plan:
+        writer(path, text)
+        written.append((path, action))
+    return InitResult(directory=directory, written=written, draft=draft)
+
+
+def _has_table(path: Path) -> bool:
+    if not path.is_file():
+        return False
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False  # merged_pyproject says what is wrong with it
+    tool = data.get("tool")
+    return isinstance(tool, dict) and TABLE in tool
+
+
+def summary_lines(result: InitResult, prog: str = "rlm-conformance") -> list[str]:
+    """What ``init`` prints: each file written, then the next commands."""
+    draft = result.draft
+    lines = ["Wrote:"]
+    for path, action in result.written:
+        what = {"created": "created", "overwritten": "overwritten (--force)", "added": f"[tool.{TABLE}] added",
+                "replaced": f"[tool.{TABLE}] replaced (--force)"}[action]
+        lines.append(f"  {path}  ({what})")
+    inferred = [f.name for f in draft.fields if f.inferred]
+    lines.append(f"Inferred from the agent tree: {', '.join(inferred) or 'nothing'}.")
+    lines.append(f"Smoke scenario scripts: {', '.join(draft.smoke_agents) or '(no LlmAgent)'}"
+                 + (f"; not scripted: {', '.join(name for name, _ in draft.unscripted)}" if draft.unscripted else "")
+                 + ".")
+    lines += [f"Note: {note}" for note in draft.notes]
+    lines.append("Next:")
+    lines += [f"  {n}. {step}" for n, step in enumerate(next_steps(result, prog), start=1)]
+    return lines
+
+
+def next_steps(result: InitResult, prog: str = "rlm-conformance") -> list[str]:
+    """The commands to run next, from the folder the user is in."""
+    directory = result.directory
+    here = directory.resolve() == Path.cwd().resolve()
+    flags = "" if here else (f" --scenarios-dir {directory / SCENARIOS_DIR} --cassette-dir "
+                             f"{directory / 'cassettes'}")
+    snap = "" if here else f" --snapshot-dir {directory / 'snapshots'}"
+    todo = [f.name for f in result.draft.fields if f.is_todo]
+    steps = []
+    if todo:
+        steps.append(f"fill in the TODO fields of {directory / PROFILE_FILE} ({', '.join(todo)}); check it with "
+                     f"python -m harness.targets.profile_schema --check {directory / PROFILE_FILE}")
+    steps += [f"{prog} run --llm-mode scripted --snapshot-update{flags}{snap}   # the smoke scenario against its "
+              "script, no key needed; writes its first snapshot",
+              f"{prog} record{flags}   # record its cassette (scripted endpoint)",
+              f"{prog} run{flags}{snap}   # replay: the gate for CI"]
+    return steps

@@ -1,0 +1,344 @@
+"""``rlm-conformance init`` on tests/init_fixture_agent.py: the three artifacts, what is inferred and why, the
+smoke scenario green in scripted mode, never overwriting without --force, pyproject.toml kept byte for byte
+outside the new table, atomic writes."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+
+import tests.init_fixture_agent as fixture
+from harness.cli import EXIT_OK, EXIT_USAGE, main
+from harness.init_project import (PROFILE_FILE, PYPROJECT, SKIP_WHILE_UNMAPPED, InitError, init_project,
+                                  write_atomic)
+from harness.llm.modes import LlmMode
+from harness.runner import RunOptions, run_scenario
+from harness.scenario.loader import load_scenario, load_scenarios
+from harness.targets.choice import scenario_profile_path
+from harness.targets.profile import load_profile
+from harness.targets.profile_schema import SCHEMA_PATH, render_json_schema
+
+APP = "tests.init_fixture_agent:app"
+ROOT_AGENT = "tests.init_fixture_agent:root_agent"
+FACTORY = "tests.init_fixture_agent:build_app"
+TOOL_RLM = "tests.user_agents.tool_rlm.agent:app"
+
+
+def _profile_lines(directory: Path) -> dict[str, str]:
+    """field -> its line, from the drafted profile."""
+    lines = (directory / PROFILE_FILE).read_text(encoding="utf-8").splitlines()
+    return {line.split(":", 1)[0]: line for line in lines if line and not line.startswith("#")}
+
+
+def _no_temp_files(directory: Path) -> None:
+    assert not [p for p in directory.rglob("*.tmp")], "a temporary file was left behind"
+
+
+def _run_green(directory: Path, target: str) -> None:
+    scenario = load_scenario(directory / "scenarios" / "smoke.yaml")
+    path = scenario_profile_path(scenario)
+    assert path == (directory / PROFILE_FILE).resolve()
+    result = run_scenario(scenario, RunOptions(llm_mode=LlmMode.SCRIPTED, target=target, profile=load_profile(path),
+                                               profile_path=path))
+    failed = [f"{c.name}: {c.summary} {c.evidence}" for c in result.checks if c.status.value == "fail"]
+    assert result.status == "pass", result.error or failed or [str(t.outcome) for t in result.crashed_turns]
+    assert next(c for c in result.checks if c.name == "script").status.value == "pass"
+
+
+# --- the artifacts ---------------------------------------------------------------------------------------------
+
+
+def test_init_writes_a_profile_a_smoke_scenario_and_the_config_table(tmp_path: Path) -> None:
+    result = init_project(APP, tmp_path)
+    assert [(p.relative_to(tmp_path).as_posix(), a) for p, a in result.written] == [
+        (PROFILE_FILE, "created"), ("scenarios/smoke.yaml", "created"), (PYPROJECT, "created")]
+
+    text = (tmp_path / PROFILE_FILE).read_text(encoding="utf-8")
+    first = text.splitlines()[0]
+    assert first.startswith("# yaml-language-server: $schema=")
+    schema_ref = first.split("$schema=", 1)[1]
+    assert (tmp_path / schema_ref).resolve() == SCHEMA_PATH or Path(schema_ref) == SCHEMA_PATH
+    assert "python -m harness.targets.profile_schema --check rlm-profile.yaml" in text
+
+    profile = load_profile(tmp_path / PROFILE_FILE)
+    assert (profile.name, profile.target, profile.loop_agent, profile.analyst, profile.delegate_tool) == (
+        "init_fixture", APP, "rlm_loop", "coder", "run_code")
+    assert (profile.job_builder, profile.results_processor, profile.summary_key, profile.exit_tool) == (
+        "code_runner", "reviewer", fixture.SUMMARY, "exit_loop")
+    assert profile.app_tools == ("save_note",)
+    assert profile.delegation_key is None and profile.contract is None and profile.final_answer_key is None
+
+    lines = _profile_lines(tmp_path)
+    for name in ("name", "loop_agent", "analyst", "delegate_tool", "job_builder", "results_processor",
+                 "summary_key", "exit_tool", "app_tools"):
+        assert "# inferred: " in lines[name], lines[name]
+    assert "'run_code'" in lines["analyst"] and "CodeRunner" in lines["job_builder"]
+    for name in ("final_answer_key", "termination_key", "iteration_key", "history_key", "contract", "context_key"):
+        assert lines[name].startswith(f"{name}: null  # TODO: "), lines[name]
+    assert lines["delegation_key"].startswith("delegation_key: null  # not needed while delegate_tool is set")
+
+    config = tomllib.loads((tmp_path / PYPROJECT).read_text(encoding="utf-8"))
+    assert config == {"tool": {"rlm-conformance": {"target": APP, "profile": PROFILE_FILE, "scenarios": "scenarios",
+                                                   "cassettes": "cassettes", "snapshots": "snapshots"}}}
+    _no_temp_files(tmp_path)
+
+
+def test_smoke_scenario_loads_and_scripts_the_agents_a_turn_reaches(tmp_path: Path) -> None:
+    init_project(APP, tmp_path)
+    [scenario] = load_scenarios(tmp_path / "scenarios")
+    assert scenario.name == "smoke" and scenario.profile == f"../{PROFILE_FILE}" and scenario.max_iterations == 1
+    assert len(scenario.sessions) == 1 and len(scenario.sessions[0].turns) == 1
+    assert list(scenario.script) == ["intake", "coder"]  # the gated reviewer is left out, and says why
+    assert all(len(steps) == 1 and steps[0].text for steps in scenario.script.values())
+    text = (tmp_path / "scenarios" / "smoke.yaml").read_text(encoding="utf-8")
+    assert "# reviewer: not scripted — the results processor, gated by GatedReviewer._run_async_impl" in text
+    assert set(scenario.expect.checks.skip) == set(SKIP_WHILE_UNMAPPED)
+
+
+def test_smoke_scenario_runs_green_in_scripted_mode(tmp_path: Path) -> None:
+    init_project(APP, tmp_path)
+    _run_green(tmp_path, APP)
+
+
+def test_a_root_agent_and_a_factory_work_too_and_the_factory_is_called_once(tmp_path: Path) -> None:
+    init_project(ROOT_AGENT, tmp_path / "agent")
+    lines = _profile_lines(tmp_path / "agent")
+    assert lines["name"] == "name: pipeline  # inferred: the root agent's name (the target is an agent)"
+    before = fixture.build_app.calls
+    init_project(FACTORY, tmp_path / "factory")
+    assert fixture.build_app.calls == before + 1
+    assert load_profile(tmp_path / "factory" / PROFILE_FILE).name == "init_fixture"
+    _run_green(tmp_path / "factory", FACTORY)
+
+
+def test_pruning_plugins_are_inferred_from_app_plugins(tmp_path: Path) -> None:
+    init_project("tests.init_fixture_agent:app_with_pruning", tmp_path)
+    profile = load_profile(tmp_path / PROFILE_FILE)
+    assert profile.pruning_plugins == ("FixtureContextPruningPlugin", "RlmContextPruningPlugin")
+    assert "# inferred: App.plugins holds FixtureContextPruningPlugin" in _profile_lines(tmp_path)["pruning_plugins"]
+    init_project(APP, tmp_path / "plain")
+    assert "# TODO: the default" in _profile_lines(tmp_path / "plain")["pruning_plugins"]
+
+
+def test_a_tool_delegating_agent_without_an_executor(tmp_path: Path) -> None:
+    """tests/user_agents/tool_rlm: the delegate tool runs the code; its summarizer is gated by nothing, so the
+    smoke scenario scripts it and stage_gating — not the script judge — reports the extra model call."""
+    init_project(TOOL_RLM, tmp_path)
+    profile = load_profile(tmp_path / PROFILE_FILE)
+    assert (profile.analyst, profile.delegate_tool, profile.results_processor, profile.summary_key) == (
+        "planner", "run_python", "summarizer", "notes")
+    assert profile.job_builder is None and profile.exit_tool is None
+    assert "# TODO: " in _profile_lines(tmp_path)["execution_key"]
+    scenario = load_scenario(tmp_path / "scenarios" / "smoke.yaml")
+    assert list(scenario.script) == ["planner", "summarizer"]
+    result = run_scenario(scenario, RunOptions(llm_mode=LlmMode.SCRIPTED, target=TOOL_RLM,
+                                               profile=load_profile(tmp_path / PROFILE_FILE)))
+    verdicts = {c.name: c.status.value for c in result.checks}
+    assert result.error is None and not result.crashed_turns
+    assert verdicts["script"] == "pass" and verdicts["stage_gating"] == "fail"
+
+
+def test_builtin_targets_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(InitError, match="ships its own profile"):
+        init_project("reference", tmp_path)
+    assert not list(tmp_path.iterdir())
+
+
+# --- never overwrite without --force -----------------------------------------------------------------------------
+
+
+def test_existing_files_are_named_and_nothing_is_written(tmp_path: Path) -> None:
+    (tmp_path / PROFILE_FILE).write_text("analyst: mine\n", encoding="utf-8")
+    with pytest.raises(InitError) as info:
+        init_project(APP, tmp_path)
+    message = str(info.value)
+    assert str(tmp_path / PROFILE_FILE) in message and "--force" in message and "nothing was written" in message
+    assert (tmp_path / PROFILE_FILE).read_text(encoding="utf-8") == "analyst: mine\n"
+    assert not (tmp_path / "scenarios").exists() and not (tmp_path / PYPROJECT).exists()
+
+
+def test_force_overwrites(tmp_path: Path) -> None:
+    init_project(APP, tmp_path)
+    (tmp_path / PROFILE_FILE).write_text("analyst: mine\n", encoding="utf-8")
+    (tmp_path / "scenarios" / "smoke.yaml").write_text("edited\n", encoding="utf-8")
+    result = init_project(APP, tmp_path, force=True)
+    assert [a for _, a in result.written] == ["overwritten", "overwritten", "replaced"]
+    assert load_profile(tmp_path / PROFILE_FILE).analyst == "coder"
+    assert load_scenario(tmp_path / "scenarios" / "smoke.yaml").name == "smoke"
+    _no_temp_files(tmp_path)
+
+
+def test_other_scenarios_in_the_folder_are_left_alone(tmp_path: Path) -> None:
+    (tmp_path / "scenarios").mkdir()
+    (tmp_path / "scenarios" / "mine.yaml").write_text("keep me\n", encoding="utf-8")
+    init_project(APP, tmp_path)
+    assert (tmp_path / "scenarios" / "mine.yaml").read_text(encoding="utf-8") == "keep me\n"
+
+
+# --- pyproject.toml --------------------------------------------------------------------------------------------
+
+PYPROJECT_TEXT = """\
+# my project
+[project]
+name = "my-agent"   # keep this comment
+version = "0.1"
+dependencies = [
+  "google-adk",
+]
+
+[tool.ruff]
+line-length = 100
+"""
+
+
+def test_the_table_is_added_and_everything_else_kept_byte_for_byte(tmp_path: Path) -> None:
+    (tmp_path / PYPROJECT).write_text(PYPROJECT_TEXT, encoding="utf-8")
+    result = init_project(APP, tmp_path)
+    assert result.written[-1][1] == "added"
+    text = (tmp_path / PYPROJECT).read_text(encoding="utf-8")
+    assert text.startswith(PYPROJECT_TEXT + "\n[tool.rlm-conformance]\n")
+    data = tomllib.loads(text)
+    assert data["tool"]["ruff"] == {"line-length": 100} and data["project"]["name"] == "my-agent"
+    assert data["tool"]["rlm-conformance"]["target"] == APP
+
+
+def test_a_file_without_a_final_newline(tmp_path: Path) -> None:
+    (tmp_path / PYPROJECT).write_text(PYPROJECT_TEXT.rstrip("\n"), encoding="utf-8")
+    init_project(APP, tmp_path)
+    text = (tmp_path / PYPROJECT).read_text(encoding="utf-8")
+    assert text.startswith(PYPROJECT_TEXT.rstrip("\n") + "\n\n[tool.rlm-conformance]\n")
+
+
+def test_an_existing_table_is_refused_without_force_naming_the_file(tmp_path: Path) -> None:
+    original = PYPROJECT_TEXT + '\n[tool.rlm-conformance]\ntarget = "old:app"\n'
+    (tmp_path / PYPROJECT).write_bytes(original.encode())
+    with pytest.raises(InitError, match=rf"{PYPROJECT} \(its \[tool.rlm-conformance\] table\)"):
+        init_project(APP, tmp_path)
+    assert (tmp_path / PYPROJECT).read_bytes() == original.encode()
+    assert not (tmp_path / PROFILE_FILE).exists()
+
+
+def test_force_replaces_only_the_table(tmp_path: Path) -> None:
+    head = PYPROJECT_TEXT + "\n"
+    tail = "\n[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\n"
+    (tmp_path / PYPROJECT).write_text(head + '[tool.rlm-conformance]\ntarget = "old:app"\nextra = 1\n' + tail,
+                                      encoding="utf-8")
+    init_project(APP, tmp_path, force=True)
+    text = (tmp_path / PYPROJECT).read_text(encoding="utf-8")
+    assert text.startswith(head + "[tool.rlm-conformance]\n") and text.endswith(tail)
+    data = tomllib.loads(text)
+    assert data["tool"]["rlm-conformance"]["target"] == APP and "extra" not in data["tool"]["rlm-conformance"]
+    assert data["tool"]["pytest"] == {"ini_options": {"testpaths": ["tests"]}}
+
+
+@pytest.mark.parametrize("text", ['tool = {rlm-conformance = {target = "old:app"}}\n',
+                                  '[tool]\nrlm-conformance.target = "old:app"\n'])
+def test_a_table_in_another_form_is_not_rewritten(tmp_path: Path, text: str) -> None:
+    (tmp_path / PYPROJECT).write_text(text, encoding="utf-8")
+    with pytest.raises(InitError, match="does not rewrite"):
+        init_project(APP, tmp_path, force=True)
+    assert (tmp_path / PYPROJECT).read_text(encoding="utf-8") == text
+    assert not (tmp_path / PROFILE_FILE).exists()
+
+
+def test_a_pyproject_the_table_cannot_join_is_left_alone(tmp_path: Path) -> None:
+    text = "tool = {ruff = {line-length = 100}}\n"  # an inline [tool]: no [tool.x] table may follow
+    (tmp_path / PYPROJECT).write_text(text, encoding="utf-8")
+    with pytest.raises(InitError, match="invalid TOML"):
+        init_project(APP, tmp_path)
+    assert (tmp_path / PYPROJECT).read_text(encoding="utf-8") == text
+    assert not (tmp_path / PROFILE_FILE).exists()
+
+
+def test_an_unreadable_pyproject_is_named(tmp_path: Path) -> None:
+    (tmp_path / PYPROJECT).write_text("[project\n", encoding="utf-8")
+    with pytest.raises(InitError, match=rf"{PYPROJECT}: cannot read it as TOML"):
+        init_project(APP, tmp_path)
+    assert not (tmp_path / PROFILE_FILE).exists()
+
+
+# --- atomic writes ---------------------------------------------------------------------------------------------
+
+
+def test_write_atomic_keeps_the_old_file_when_writing_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / PYPROJECT
+    path.write_text("old = 1\n", encoding="utf-8")
+    os.chmod(path, 0o640)
+
+    def broken(fd: int) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "fsync", broken)
+    with pytest.raises(OSError, match="disk full"):
+        write_atomic(path, "new = 2\n")
+    assert path.read_text(encoding="utf-8") == "old = 1\n"
+    _no_temp_files(tmp_path)
+    monkeypatch.undo()
+    write_atomic(path, "new = 2\n")
+    assert path.read_text(encoding="utf-8") == "new = 2\n" and path.stat().st_mode & 0o777 == 0o640
+
+
+def test_a_failure_midway_leaves_whole_files_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_replace = os.replace
+
+    def replace(src: str, dst: str) -> None:
+        if str(dst).endswith("smoke.yaml"):
+            raise OSError("no space left")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(OSError):
+        init_project(APP, tmp_path)
+    load_profile(tmp_path / PROFILE_FILE)  # written whole before the failure
+    assert not (tmp_path / "scenarios" / "smoke.yaml").exists() and not (tmp_path / PYPROJECT).exists()
+    _no_temp_files(tmp_path)
+
+
+# --- the command -------------------------------------------------------------------------------------------------
+
+
+def test_cli_init_prints_what_it_wrote_and_the_next_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.syspath_prepend(str(Path(fixture.__file__).resolve().parents[1]))
+    monkeypatch.chdir(tmp_path)
+    assert main(["init", "--target", APP]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "rlm-profile.yaml  (created)" in out and "smoke.yaml  (created)" in out
+    assert "pyproject.toml  (created)" in out and "Smoke scenario scripts: intake, coder; not scripted: reviewer" in out
+    for command in ("rlm-conformance run --llm-mode scripted", "rlm-conformance record", "rlm-conformance run"):
+        assert command in out
+    assert "--scenarios-dir" not in out  # written here: the bare commands work from here
+
+    assert main(["init", "--target", APP]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "these exist already" in err and "--force" in err and "Traceback" not in err
+    assert main(["init", "--target", APP, "--force"]) == EXIT_OK
+
+
+def test_cli_init_elsewhere_names_the_folders(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["init", "--target", APP, "--dir", str(tmp_path / "proj")]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert f"--scenarios-dir {tmp_path / 'proj' / 'scenarios'}" in out
+
+
+def test_cli_init_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["init"]) == EXIT_USAGE
+    assert "--target is required" in capsys.readouterr().err
+    assert main(["init", "--target", "tests.init_fixture_agent:nope"]) == EXIT_USAGE
+    assert "has no attribute 'nope'" in capsys.readouterr().err
+
+
+def test_cli_init_schema_prints_the_profile_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["init", "--schema"]) == EXIT_OK
+    assert capsys.readouterr().out == render_json_schema()
+
+
+def test_the_drafted_profile_is_plain_yaml_with_a_comment_on_each_field(tmp_path: Path) -> None:
+    init_project(APP, tmp_path)
+    data = yaml.safe_load((tmp_path / PROFILE_FILE).read_text(encoding="utf-8"))
+    assert all(" # " in line for line in _profile_lines(tmp_path).values())
+    assert set(data) == set(_profile_lines(tmp_path))
