@@ -51,9 +51,11 @@ def discover(names: tuple[str, ...] | None = None) -> list[Any]:
     """Every scenario under scenarios/ whose cassette exists (for the scenario's own target)."""
     from harness.runner import cassette_dir_for
     from harness.scenario.loader import load_scenarios
+    from harness.targets.choice import choose_target
 
     scenarios = load_scenarios(ROOT / "scenarios")
-    found = [s for s in scenarios if (cassette_dir_for(ROOT / "cassettes", s.target) / f"{s.name}.yaml").exists()]
+    found = [s for s in scenarios
+             if (cassette_dir_for(ROOT / "cassettes", choose_target(s).name) / f"{s.name}.yaml").exists()]
     if names:
         found = [s for s in found if s.name in names]
     return found
@@ -180,6 +182,7 @@ async def _baseline_async(scenario: Any) -> RunSummary:
 
     from harness.scenario.script import SUB_LM
     from harness.targets.base import TargetEnvironment
+    from harness.targets.choice import choose_target
     from harness.targets.registry import resolve_target
     from reference_agent.testing import ScriptedTokenCounter
 
@@ -194,7 +197,7 @@ async def _baseline_async(scenario: Any) -> RunSummary:
             model_name="gemini-2.5-flash", sub_lm=_bench_sub_lm(scenario.script.get(SUB_LM, [])),
             count_tokens=ScriptedTokenCounter(), home=Path(tmp), max_iterations=scenario.max_iterations,
             context=scenario.context, session_service_factory=lambda env: InMemorySessionService(), **limits)
-        built = resolve_target(scenario.target)(env)
+        built = resolve_target(choose_target(scenario).spec)(env)
         service = built.session_service
         runner = Runner(app=built.app, session_service=service)
         terminations: list[str | None] = []

@@ -213,7 +213,7 @@ async def _drive_on(scenario: Scenario, options: RunOptions, choice: TargetChoic
     from .llm.session import llm_session
 
     options = replace(options, cassette_dir=cassette_dir_for(options.cassette_dir, choice.name, options.backend))
-    identity = CassetteIdentity.of(scenario, target=choice.name, profile=choice.profile)
+    identity = CassetteIdentity.of(scenario, target=choice.identity, profile=choice.profile)
     rerecord = rerecord_command(scenario.name, choice.spec, options.backend, choice.profile_path)
     async with llm_session(scenario, options, rerecord=rerecord, workspace=workspace, identity=identity) as llm:
         env = TargetEnvironment(

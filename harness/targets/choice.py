@@ -28,6 +28,12 @@ class TargetChoice:
     profile_path: Path | None = None  # where it came from, for the commands the harness prints
 
     @property
+    def identity(self) -> str:
+        """What a cassette says it was recorded against: the profile's name (stable when the import path moves),
+        else the spec."""
+        return self.profile.name if self.profile is not None and self.profile.name else self.spec
+
+    @property
     def is_reference(self) -> bool:
         return self.name == REFERENCE
 

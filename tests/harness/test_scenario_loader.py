@@ -42,7 +42,7 @@ def error_for(tmp_path: Path, text: str, name: str = "single_delegation.yaml") -
 def test_example_scenario_loads() -> None:
     scenario = load_scenario(EXAMPLE)
     assert scenario.name == "single_delegation"
-    assert scenario.target == "reference" and scenario.max_iterations == 6
+    assert scenario.target is None and scenario.profile is None and scenario.max_iterations == 6
     assert scenario.context == {"sales": [{"region": "north", "amount": 120}, {"region": "south", "amount": 80}]}
     assert scenario.sessions[0].user == "analyst_1" and scenario.sessions[0].id is None
     delegate, exit_call = scenario.script["databricks_analyst"]
@@ -65,7 +65,7 @@ def test_unknown_top_level_field_lists_allowed_fields_and_suggests(tmp_path: Pat
     error = error_for(tmp_path, GOOD.replace("\ntags:", "\ntagz:"))
     assert str(error) == (
         f"{tmp_path / 'single_delegation.yaml'}:4: field 'tagz': unknown field 'tagz' (allowed here: name, "
-        "description, target, max_iterations, limits, executor, context, sessions, script, expect, tags), got "
+        "description, target, profile, max_iterations, limits, executor, context, sessions, script, expect, tags), got "
         "['smoke', 'delegation']. Fix: did you mean 'tags'? Rename it")
     assert (error.line, error.field, error.path) == (4, "tagz", str(tmp_path / "single_delegation.yaml"))
     assert isinstance(error, HarnessError)
@@ -143,14 +143,12 @@ def test_name_must_equal_file_stem(tmp_path: Path) -> None:
 def test_every_error_of_a_file_is_reported_in_line_order(tmp_path: Path) -> None:
     text = (GOOD.replace("sessions:\n  - user: analyst_1\n    turns:\n      - user: What is the total sales amount?\n",
                          "sessions: []\n")
-            .replace("termination: exit_loop", "termination: exitloop")
             .replace("  results_processor:", "  results-processor:")
             .replace("executions: 1", "executions: -1"))
     error = error_for(tmp_path, text + "max_iteration: 0\n")
     fields = [re.search(r"field '([^']+)'", line).group(1) for line in str(error).splitlines()]
-    assert fields == ["sessions", 'script["results-processor"]', "expect.executions", "expect.termination",
-                      "max_iteration"]
-    assert "did you mean 'exit_loop'?" in str(error) and "did you mean 'max_iterations'?" in str(error)
+    assert fields == ["sessions", 'script["results-processor"]', "expect.executions", "max_iteration"]
+    assert "did you mean 'max_iterations'?" in str(error)
     assert "use the agent's name (a Python identifier) or 'sub_lm'" in str(error)
     assert error.field == "sessions" and error.line == 6
 
