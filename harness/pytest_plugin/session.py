@@ -91,22 +91,13 @@ class ConformanceSession:
     def scenarios(self) -> list[Scenario]:
         if self._scenarios is None:
             from ..errors import HarnessError
-            from ..scenario.loader import load_scenario, load_scenarios
+            from ..scenario.loader import load_scenarios
 
-            found: dict[str, Scenario] = {}
             try:
-                for entry in self.options.scenarios:
-                    loaded = load_scenarios(_shown(entry)) if entry.is_dir() or entry.suffix not in SCENARIO_SUFFIXES \
-                        else [load_scenario(_shown(entry))]
-                    for scenario in loaded:
-                        if scenario.name in found:
-                            raise HarnessError(f"{_shown(entry)}: scenario {scenario.name!r} is also in another "
-                                               f"configured scenario folder; names must be unique.")
-                        found[scenario.name] = scenario
+                self._scenarios = load_scenarios([_shown(entry) for entry in self.options.scenarios])
             except HarnessError as exc:
-                hint = f" (set {_SCENARIOS_FIX})" if not self.options.scenarios[0].exists() else ""
+                hint = f" (set {_SCENARIOS_FIX})" if not all(e.exists() for e in self.options.scenarios) else ""
                 raise pytest.Collector.CollectError(f"cannot load the scenarios{hint}:\n{exc}") from None
-            self._scenarios = sorted(found.values(), key=lambda s: s.name)
         return self._scenarios
 
     def parametrize(self, metafunc: pytest.Metafunc) -> None:
