@@ -63,7 +63,7 @@ def pytest_collection(session: pytest.Session) -> Generator[None, object, object
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    config.stash[SESSION].drop_double_runs(items)
+    config.stash[SESSION].drop_double_runs(config, items)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -69,15 +69,19 @@ class ConformanceSession:
             if not any(entry == a or entry.is_relative_to(a) for a in args):
                 config.args.append(str(entry))
 
-    def drop_double_runs(self, items: list[pytest.Item]) -> None:
+    def drop_double_runs(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         """Without explicit paths, a test that asks for ``rlm_scenario`` already runs every scenario: the
-        scenario files' own items would run each a second time, so they go (explicit paths keep both)."""
+        scenario files' own items would run each a second time, so they are deselected (explicit paths
+        keep both)."""
         from .collect import ScenarioItem
 
         if self.explicit_args:
             return
         if any("rlm_scenario" in getattr(i, "fixturenames", ()) and not isinstance(i, ScenarioItem) for i in items):
-            items[:] = [i for i in items if not isinstance(i, ScenarioItem)]
+            dropped = [i for i in items if isinstance(i, ScenarioItem)]
+            if dropped:
+                config.hook.pytest_deselected(items=dropped)
+                items[:] = [i for i in items if not isinstance(i, ScenarioItem)]
 
     def is_scenario_file(self, path: Path) -> bool:
         return path.suffix in SCENARIO_SUFFIXES and any(path == e or path.is_relative_to(e)
