@@ -52,24 +52,27 @@ def _add_selection(parser: argparse.ArgumentParser) -> None:
                         help="run only this scenario (repeat the flag for several)")
     parser.add_argument("-k", metavar="SUBSTRING", dest="substring",
                         help="run only scenarios whose name or a tag contains SUBSTRING (case-insensitive)")
-    parser.add_argument("--scenarios-dir", default="scenarios", metavar="DIR",
-                        help="folder of scenario YAML files (default: %(default)s)")
+    parser.add_argument("--scenarios-dir", metavar="DIR",
+                        help="folder of scenario YAML files (default: scenarios in [tool.rlm-conformance], else "
+                             "scenarios)")
 
 
 def _add_target(parser: argparse.ArgumentParser, *, modes: Sequence[str], default_mode: str) -> None:
     parser.add_argument("--target", metavar="TARGET",
                         help="agent under test: reference, legacy, or module:attr naming an ADK App, a root agent "
                              "or a factory(env) (default: each scenario's own target, normally reference)")
-    parser.add_argument("--session-service", default="delta", metavar="SERVICE",
+    parser.add_argument("--session-service", metavar="SERVICE",
                         help="session service the target runs on: delta (the target's own, the default), "
                              "adk-memory, adk-sqlite, or module:factory")
-    parser.add_argument("--llm-mode", choices=modes, default=default_mode,
-                        help="where model answers come from (default: %(default)s)")
+    parser.add_argument("--llm-mode", choices=modes,
+                        help=f"where model answers come from (default: llm-mode in [tool.rlm-conformance], else "
+                             f"{default_mode})")
     parser.add_argument("--profile", type=Path, metavar="PATH",
                         help="target profile YAML naming your agent's roles and keys (for --target module:attr)")
-    parser.add_argument("--cassette-dir", default="cassettes", metavar="DIR",
-                        help="cassette folder; targets other than 'reference' use a sub-folder (default: %(default)s)")
-    parser.add_argument("--backend", choices=("local", "databricks"), default="local",
+    parser.add_argument("--cassette-dir", metavar="DIR",
+                        help="cassette folder; targets other than 'reference' use a sub-folder (default: cassettes "
+                             "in [tool.rlm-conformance], else cassettes)")
+    parser.add_argument("--backend", choices=("local", "databricks"),
                         help="where the reference agent's tables, volume and Job_B live: local (DuckDB, a folder, a "
                              "subprocess; the default) or databricks (replayed from <cassette-dir>/databricks/; "
                              "recorded against a local workspace fake, or a real one with --databricks-live). "
@@ -110,9 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_selection(run)
     _add_target(run, modes=LLM_MODES, default_mode="replay")
     run.add_argument("--reports-dir", default="reports", metavar="DIR", help="where reports go (default: %(default)s)")
-    run.add_argument("--snapshot-dir", default="snapshots", metavar="DIR",
+    run.add_argument("--snapshot-dir", metavar="DIR",
                      help="snapshots the normalized traces are compared with, as pytest does; targets other than "
-                          "'reference' use a sub-folder (default: %(default)s)")
+                          "'reference' use a sub-folder (default: snapshots in [tool.rlm-conformance], else "
+                          "snapshots)")
     run.add_argument("--snapshot-update", action="store_true",
                      help="write the snapshots of the scenarios run instead of failing on a difference (as "
                           "pytest --snapshot-update does); review the diff before committing")
@@ -137,8 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_formats(record, "all four")
 
     listing = commands.add_parser("list", help="list scenarios: names, descriptions, tags")
-    listing.add_argument("--scenarios-dir", default="scenarios", metavar="DIR",
-                         help="folder of scenario YAML files (default: %(default)s)")
+    listing.add_argument("--scenarios-dir", metavar="DIR",
+                         help="folder of scenario YAML files (default: scenarios in [tool.rlm-conformance], else "
+                              "scenarios)")
     listing.add_argument("-k", metavar="SUBSTRING", dest="substring", help="only names or tags containing SUBSTRING")
 
     report = commands.add_parser("report", help="re-render reports from a conformance.json",
@@ -229,10 +234,42 @@ def _select(scenarios: list[Scenario], names: Sequence[str], substring: str | No
     return selected
 
 
-def _load(directory: str, names: Sequence[str], substring: str | None) -> list[Scenario]:
+def _load(directories: Sequence[str], names: Sequence[str], substring: str | None) -> list[Scenario]:
     from .scenario.loader import load_scenarios
 
-    return _select(load_scenarios(directory), names, substring, directory)
+    return _select(load_scenarios(directories), names, substring, ", ".join(directories))
+
+
+def _settle(args: argparse.Namespace) -> None:
+    """Fill every setting the command line left out from ``[tool.rlm-conformance]`` (harness/project_config.py),
+    else the built-in default. ``scenarios_dir`` becomes a list (the table may name several)."""
+    from .project_config import load_project_config
+
+    args.configured_by = {}  # flag -> where its value came from, when that is the pyproject table
+    if args.command not in ("run", "record", "list"):
+        return
+    project = load_project_config()
+
+    def fill(name: str, value: object, default: object) -> None:
+        if hasattr(args, name) and getattr(args, name) is None:
+            setattr(args, name, value if value is not None else default)
+            if value is not None:
+                args.configured_by["--" + name.replace("_", "-")] = project.origin(name)
+
+    if args.scenarios_dir is None and project.scenarios:
+        args.configured_by["--scenarios-dir"] = project.origin("scenarios")
+    args.scenarios_dir = ([args.scenarios_dir] if args.scenarios_dir is not None
+                          else [str(p) for p in project.scenarios] if project.scenarios else ["scenarios"])
+    fill("target", project.target, None)
+    fill("session_service", project.session_service, "delta")
+    fill("profile", project.profile, None)
+    fill("cassette_dir", project.cassettes, "cassettes")
+    fill("snapshot_dir", project.snapshots, "snapshots")
+    fill("backend", project.backend, "local")
+    if args.command == "record":  # recording needs a model: a configured replay means "the scripted one"
+        fill("llm_mode", project.llm_mode if project.llm_mode != "replay" else None, "scripted")
+    else:
+        fill("llm_mode", project.llm_mode, "replay")
 
 
 def _options(args: argparse.Namespace, *, record: bool) -> RunOptions:
@@ -361,7 +398,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     report = _run_all(scenarios, options, progress=not args.no_progress, extra={
         "command": "run", "target": args.target or "(each scenario's own)", "llm_mode": args.llm_mode,
         "session_service": args.session_service, "backend": args.backend, "executor": args.executor,
-        "scenarios_dir": args.scenarios_dir}, snapshots=(Path(args.snapshot_dir), args.snapshot_update))
+        "scenarios_dir": ", ".join(args.scenarios_dir)}, snapshots=(Path(args.snapshot_dir), args.snapshot_update))
     console = _stdout_console()
     render_terminal(report, console)
     written = write_reports(report, args.reports_dir, formats, titles=_titles())
@@ -385,7 +422,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     report = _run_all(scenarios, options, progress=not args.no_progress, extra={
         "command": "record", "target": args.target or "(each scenario's own)", "llm_mode": args.llm_mode,
         "session_service": args.session_service, "backend": args.backend, "executor": args.executor,
-        "scenarios_dir": args.scenarios_dir})
+        "scenarios_dir": ", ".join(args.scenarios_dir)})
     console = _stdout_console()
     render_terminal(report, console)
     _print_written(console, write_reports(report, args.reports_dir, formats, titles=_titles()))
@@ -425,8 +462,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     from .scenario.loader import load_scenarios
 
-    scenarios = _select(load_scenarios(args.scenarios_dir), (), args.substring, args.scenarios_dir)
-    table = Table(title=f"{len(scenarios)} scenario(s) in {args.scenarios_dir}", title_justify="left")
+    where = ", ".join(args.scenarios_dir)
+    scenarios = _select(load_scenarios(args.scenarios_dir), (), args.substring, where)
+    table = Table(title=f"{len(scenarios)} scenario(s) in {where}", title_justify="left")
     table.add_column("name", no_wrap=True, style="bold")
     table.add_column("description")
     table.add_column("tags")
@@ -530,9 +568,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help, --version, or a usage error argparse already printed
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     try:
+        _settle(args)
         return COMMANDS[args.command](args)
     except HarnessError as exc:
         message = str(exc).strip() or type(exc).__name__
+        for flag, origin in getattr(args, "configured_by", {}).items():
+            if message.startswith(flag + " "):  # the value is the pyproject's: say so, that is what to fix
+                message = f"{message} (set by {origin})"
         print(f"{PROG} {args.command}: error: {message}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

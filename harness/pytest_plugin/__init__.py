@@ -7,11 +7,16 @@ Scenarios become test items two ways, both ordinary ``pytest.Function`` items ru
 * any test that asks for ``rlm_scenario`` is parametrized over every scenario, ids = scenario names;
   ``tests/test_conformance.py::test_scenario[<name>]`` puts them all in the default ``pytest`` run.
 
+A bare ``pytest`` (no paths) also collects the *configured* scenario folders (``--scenarios-dir``, ini
+``rlm_scenarios``, ``scenarios`` in ``[tool.rlm-conformance]``) outside ``testpaths``, unless a collected
+test asks for ``rlm_scenario``: that test already runs every scenario once. See docs/pytest-plugin.md.
+
 Each item runs its scenario once through ``harness.runner.run_scenario`` (own temporary folder, so
 ``-n 2`` parallelises), fails with every failed check's explanation and evidence (or the harness error,
 e.g. a missing cassette, with the command that records it), and compares the normalized trace with
-``snapshots/<scenario>.json`` through syrupy (``--snapshot-update`` writes it). In replay mode the runner
-keeps the network guard up for the whole scenario run.
+``snapshots/<scenario>.json`` through syrupy (``--snapshot-update`` writes it). In replay mode the network
+guard is up during startup (a module:attr target is imported then), collection, and every scenario item
+from setup to teardown; the runner adds its own around each run.
 
 Hooks stay a few lines and hand off to the ``ConformanceSession`` in ``config.stash[SESSION]``. Options:
 see ``options.py`` (``pytest --help``, group ``rlm-conformance``).
@@ -19,6 +24,7 @@ see ``options.py`` (``pytest --help``, group ``rlm-conformance``).
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,7 +32,7 @@ import pytest
 
 from .collect import ScenarioFile
 from .options import add_options
-from .session import SCENARIO, SESSION, ConformanceSession
+from .session import SCENARIO, SESSION, ConformanceSession, offline
 from .verdict import assert_conforms
 
 if TYPE_CHECKING:
@@ -42,6 +48,30 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[SESSION] = ConformanceSession.start(config)
+    config.stash[SESSION].add_scenario_args(config)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return config.stash[SESSION].header()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Generator[None, object, object]:
+    with offline(session.config.stash[SESSION].options):
+        return (yield)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    config.stash[SESSION].drop_double_runs(config, items)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
+    if "rlm_scenario" not in getattr(item, "fixturenames", ()):
+        return (yield)
+    with offline(item.config.stash[SESSION].options):
+        return (yield)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> ScenarioFile | None:

@@ -1,8 +1,16 @@
-"""The plugin's command-line options, all in one ``rlm-conformance`` group, and their parsed form.
+"""The plugin's command-line and ini options, all in one ``rlm-conformance`` group, and their parsed form.
 
-Every option has an ``--rlm-`` twin (``--target`` / ``--rlm-target``). If another plugin registered the
-short name first (pytest raises ``ValueError`` for a clash inside one group, argparse ``ArgumentError``
-across groups), only the twin is registered, so a name clash never stops pytest from starting.
+Every option has the CLI's name and an ``--rlm-`` twin (``--target`` / ``--rlm-target``). If another plugin
+registered the short name first (pytest raises ``ValueError`` for a clash inside one group, argparse
+``ArgumentError`` across groups), only the twin is registered, so a name clash never stops pytest from
+starting; a short name another installed plugin is known to own (``--profile``: pytest-profiling) is left
+to it.
+
+Each setting is read from, first to last: the command line, the pytest ini option (``rlm_*``), the
+``[tool.rlm-conformance]`` table of pyproject.toml (``harness/project_config.py``), the built-in default.
+Paths are relative to where they are written: the invocation folder (command line), the ini file's folder,
+the pyproject.toml's folder; the defaults are under the rootdir. ``PluginOptions.origins`` says where each
+value came from, so a configuration error names the flag, ini option or pyproject key to fix.
 
 ``--record-mode`` is pytest-recording's flag, with its names (none, once, new_episodes, all, and
 rewrite). When pytest-recording is installed it owns the flag (same ``dest``, ``record_mode``) and we read
@@ -17,21 +25,31 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from ..llm.modes import LlmMode
 
+if TYPE_CHECKING:
+    from ..project_config import ProjectConfig
+
 RECORD_MODES = ("none", "once", "new_episodes", "all", "rewrite")
 GROUP = "rlm-conformance"
+OWNED_BY = {"--profile": "pytest_profiling"}
+"""Short names another plugin registers: when it is installed we only register the ``--rlm-`` twin
+(plugins' ``pytest_addoption`` run in entry-point order, so it could come after us and crash on a clash)."""
+DEFAULT = "the built-in default"
 
 
 def _add(group: Any, name: str, **kwargs: Any) -> None:
     twin = "--rlm-" + name.removeprefix("--").removeprefix("rlm-")
     names = [name, twin] if twin != name else [name]
+    if name in OWNED_BY and importlib.util.find_spec(OWNED_BY[name]) is not None:
+        names = [twin]
     try:
         group.addoption(*names, **kwargs)
     except (ValueError, argparse.ArgumentError):  # the short name is another plugin's: keep our twin
@@ -43,34 +61,60 @@ def add_options(parser: pytest.Parser) -> None:
     _add(group, "--target", dest="rlm_target", default=None, metavar="TARGET",
          help="reference, legacy or module:attr (default: each scenario's own target, i.e. reference unless "
               "the scenario sets 'target:'). Snapshots of a --target other than reference live in "
-              "snapshots/<target>/.")
-    _add(group, "--session-service", dest="rlm_session_service", default="delta", metavar="NAME",
-         help="delta (the target's own), adk-memory, adk-sqlite or module:factory (default: delta).")
-    _add(group, "--llm-mode", dest="rlm_llm_mode", default=LlmMode.REPLAY.value,
-         choices=[m.value for m in LlmMode],
-         help="replay: cassettes, no network (default); scripted: the scenario's model script on a local "
-              "endpoint; live: Gemini (needs GOOGLE_API_KEY).")
+              "snapshots/<target>/. ini: rlm_target; pyproject: target.")
+    _add(group, "--session-service", dest="rlm_session_service", default=None, metavar="NAME",
+         help="delta (the target's own), adk-memory, adk-sqlite or module:factory (default: delta). "
+              "ini: rlm_session_service; pyproject: session-service.")
+    _add(group, "--llm-mode", dest="rlm_llm_mode", default=None, choices=[m.value for m in LlmMode],
+         help="replay: cassettes, no network (default; scripted when recording); scripted: the scenario's model "
+              "script on a local endpoint; live: Gemini (needs GOOGLE_API_KEY). ini: rlm_llm_mode; "
+              "pyproject: llm-mode.")
     record_help = ("pytest-recording's names. none (default): never write a cassette; once: record only "
                    "missing cassettes (existing ones are replayed); rewrite, all, new_episodes: record every "
-                   "selected scenario whole. Recording needs --llm-mode scripted or live.")
+                   "selected scenario whole. Records from --llm-mode scripted unless scripted or live is chosen.")
     if importlib.util.find_spec("pytest_recording") is None:
         _add(group, "--record-mode", dest="rlm_record_mode", default=None, choices=RECORD_MODES, help=record_help)
     else:
         group.addoption("--rlm-record-mode", dest="rlm_record_mode", default=None, choices=RECORD_MODES,
                         help=record_help + " (--record-mode belongs to pytest-recording and is read too.)")
     _add(group, "--scenarios-dir", dest="rlm_scenarios_dir", default=None, metavar="DIR",
-         help="folder of scenario YAML files (default: scenarios/ under the rootdir).")
+         help="folder (or file) of scenario YAML (default: scenarios/ under the rootdir). "
+              "ini: rlm_scenarios; pyproject: scenarios.")
     _add(group, "--cassette-dir", dest="rlm_cassette_dir", default=None, metavar="DIR",
-         help="folder of cassettes (default: cassettes/ under the rootdir).")
-    group.addoption("--rlm-profile", dest="rlm_profile", default=None, metavar="PATH",
-                    help="target profile YAML: the names your agent uses for the roles the checks talk about.")
-    group.addoption("--rlm-allow-drift", dest="rlm_allow_drift", action="store_true",
-                    help="replay even when a model call's request differs from its recording (by default a stale "
-                         "cassette fails the scenario, naming the difference and the command to re-record).")
-    _add(group, "--backend", dest="rlm_backend", default="local", choices=("local", "databricks"),
+         help="folder of cassettes (default: cassettes/ under the rootdir). ini: rlm_cassette_dir; "
+              "pyproject: cassettes.")
+    _add(group, "--snapshot-dir", dest="rlm_snapshot_dir", default=None, metavar="DIR",
+         help="folder of snapshots (default: snapshots/ under the rootdir). ini: rlm_snapshot_dir; "
+              "pyproject: snapshots.")
+    _add(group, "--profile", dest="rlm_profile", default=None, metavar="PATH",
+         help="target profile YAML: the names your agent uses for the roles the checks talk about. "
+              "ini: rlm_profile; pyproject: profile.")
+    _add(group, "--allow-drift", dest="rlm_allow_drift", action="store_true",
+         help="replay even when a model call's request differs from its recording (by default a stale "
+              "cassette fails the scenario, naming the difference and the command to re-record).")
+    _add(group, "--backend", dest="rlm_backend", default=None, choices=BACKENDS,
          help="local (DuckDB, a folder, a subprocess; default) or databricks: the reference agent on a workspace, "
               "replayed from cassettes/databricks/ (recorded against the local workspace fake with --llm-mode "
-              "scripted). Scenarios that cannot pass there yet are xfail (harness/targets/databricks.py).")
+              "scripted). Scenarios that cannot pass there yet are xfail (harness/targets/databricks.py). "
+              "ini: rlm_backend; pyproject: backend.")
+    _add(group, "--executor", dest="rlm_executor", default="warm", choices=("warm", "one-shot"),
+         help="local backend: run a session's Job_B blocks in one warm process (default) or each in a one-shot "
+              "process, as every Databricks job run does.")
+    for name, help_text in INI.items():
+        parser.addini(name, help_text, type="paths" if name == "rlm_scenarios" else "string", default=None)
+
+
+BACKENDS = ("local", "databricks")
+INI = {
+    "rlm_target": "rlm-conformance: reference, legacy or module:attr (as --target)",
+    "rlm_profile": "rlm-conformance: target profile YAML, relative to this file (as --profile)",
+    "rlm_scenarios": "rlm-conformance: scenario folders or files, relative to this file (as --scenarios-dir)",
+    "rlm_cassette_dir": "rlm-conformance: cassette folder, relative to this file (as --cassette-dir)",
+    "rlm_snapshot_dir": "rlm-conformance: snapshot folder, relative to this file (as --snapshot-dir)",
+    "rlm_llm_mode": "rlm-conformance: replay, scripted or live (as --llm-mode)",
+    "rlm_session_service": "rlm-conformance: delta, adk-memory, adk-sqlite or module:factory (as --session-service)",
+    "rlm_backend": "rlm-conformance: local or databricks (as --backend)",
+}
 
 
 @dataclass(frozen=True)
@@ -79,40 +123,123 @@ class PluginOptions:
     session_service: str
     llm_mode: LlmMode
     record_mode: str
-    scenarios_dir: Path
+    scenarios: tuple[Path, ...]
     cassette_dir: Path
     profile_path: Path | None
+    snapshot_dir: Path | None = None
     backend: str = "local"
     allow_drift: bool = False
+    executor: str = "warm"
+    origins: Mapping[str, str] = field(default_factory=dict)
+    """Setting name -> where its value came from ("--target", "ini option rlm_target in ...", ...)."""
 
     @property
     def records(self) -> bool:
         return self.record_mode != "none"
 
+    def configured(self, name: str) -> bool:
+        return self.origins.get(name, DEFAULT) != DEFAULT
+
     @classmethod
     def from_config(cls, config: pytest.Config) -> PluginOptions:
-        """Defaults are relative to the rootdir; paths given on the command line to the invocation folder."""
-        here, root = config.invocation_params.dir, config.rootpath
+        from ..project_config import ProjectConfigError, load_project_config
 
-        def path(dest: str, default: str) -> Path:
-            value = config.getoption(dest)
-            return Path(os.path.abspath(here / value)) if value else root / default
-
+        try:
+            project = load_project_config(config.invocation_params.dir)
+        except ProjectConfigError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        pick = _Picker(config, project)
         record_mode = config.getoption("rlm_record_mode") or config.getoption("record_mode", None) or "none"
-        options = cls(
-            target=config.getoption("rlm_target"),
-            session_service=config.getoption("rlm_session_service"),
-            llm_mode=LlmMode(config.getoption("rlm_llm_mode")),
+        llm_mode = pick.choice("llm_mode", "--llm-mode", "rlm_llm_mode", [m.value for m in LlmMode], "replay")
+        if record_mode != "none" and llm_mode == "replay":
+            if pick.origins["llm_mode"] == "--llm-mode":
+                raise pytest.UsageError(
+                    f"--record-mode {record_mode} records cassettes, but --llm-mode replay only plays them: there is "
+                    f"nothing to record from. Drop --llm-mode replay (recording then uses scripted, the scenarios' "
+                    f"model scripts, no key needed), or use --llm-mode live (Gemini, needs GOOGLE_API_KEY), or drop "
+                    f"--record-mode.")
+            llm_mode, pick.origins["llm_mode"] = "scripted", f"--record-mode {record_mode}"
+        root = config.rootpath
+        return cls(
+            target=pick.text("target", "--target", "rlm_target", None),
+            session_service=pick.text("session_service", "--session-service", "rlm_session_service", "delta"),
+            llm_mode=LlmMode(llm_mode),
             record_mode=record_mode,
-            scenarios_dir=path("rlm_scenarios_dir", "scenarios"),
-            cassette_dir=path("rlm_cassette_dir", "cassettes"),
-            profile_path=(here / config.getoption("rlm_profile")) if config.getoption("rlm_profile") else None,
-            backend=config.getoption("rlm_backend"),
+            scenarios=pick.paths("scenarios", "--scenarios-dir", "rlm_scenarios", root / "scenarios"),
+            cassette_dir=pick.path("cassettes", "--cassette-dir", "rlm_cassette_dir", root / "cassettes"),
+            snapshot_dir=pick.path("snapshots", "--snapshot-dir", "rlm_snapshot_dir", root / "snapshots"),
+            profile_path=pick.path("profile", "--profile", "rlm_profile", None),
+            backend=pick.choice("backend", "--backend", "rlm_backend", list(BACKENDS), "local"),
             allow_drift=config.getoption("rlm_allow_drift"),
+            executor=config.getoption("rlm_executor"),
+            origins=dict(pick.origins),
         )
-        if options.records and options.llm_mode is LlmMode.REPLAY:
-            raise pytest.UsageError(
-                f"--record-mode {record_mode} records cassettes, but --llm-mode replay only plays them: there is "
-                f"nothing to record from. Add --llm-mode scripted (the scenarios' model scripts, no key needed) "
-                f"or --llm-mode live (Gemini, needs GOOGLE_API_KEY), or drop --record-mode.")
-        return options
+
+
+class _Picker:
+    """One setting from the command line, else the ini file, else ``[tool.rlm-conformance]``, else the default;
+    remembers where each value came from (``origins``, keyed by the pyproject key in snake_case)."""
+
+    def __init__(self, config: pytest.Config, project: ProjectConfig) -> None:
+        self.config, self.project = config, project
+        self.origins: dict[str, str] = {}
+
+    def _cli_dest(self, flag: str) -> str:
+        return "rlm_" + flag.removeprefix("--").replace("-", "_")
+
+    def _ini(self, name: str) -> Any:
+        value = self.config.getini(name)
+        return value if value not in (None, "", []) else None
+
+    def _ini_origin(self, name: str) -> str:
+        return f"ini option {name} in {self.config.inipath}"
+
+    def text(self, key: str, flag: str, ini: str, default: str | None) -> Any:
+        for value, origin in ((self.config.getoption(self._cli_dest(flag)), flag),
+                              (self._ini(ini), self._ini_origin(ini)),
+                              (getattr(self.project, key), self.project.origin(key))):
+            if value is not None:
+                self.origins[key] = origin
+                return value
+        self.origins[key] = DEFAULT
+        return default
+
+    def choice(self, key: str, flag: str, ini: str, choices: list[str], default: str) -> str:
+        value = self.text(key, flag, ini, default)
+        if value not in choices:  # only an ini value can be out of range: argparse and pydantic check the others
+            raise pytest.UsageError(f"{self.origins[key]}: {value!r} is not one of {', '.join(choices)}. "
+                                    f"Fix the value.")
+        return value
+
+    def path(self, key: str, flag: str, ini: str, default: Path | None) -> Any:
+        here = self.config.invocation_params.dir
+        value = self.config.getoption(self._cli_dest(flag))
+        if value:
+            self.origins[key] = flag
+            return Path(os.path.abspath(here / value))
+        value = self._ini(ini)
+        if value is not None:
+            self.origins[key] = self._ini_origin(ini)
+            base = self.config.inipath.parent if self.config.inipath else self.config.rootpath
+            return Path(os.path.abspath(base / value))
+        value = getattr(self.project, key)
+        if value is not None:
+            self.origins[key] = self.project.origin(key)
+            return value
+        self.origins[key] = DEFAULT
+        return default
+
+    def paths(self, key: str, flag: str, ini: str, default: Path) -> tuple[Path, ...]:
+        value = self.config.getoption(self._cli_dest(flag))
+        if value:
+            self.origins[key] = flag
+            return (Path(os.path.abspath(self.config.invocation_params.dir / value)),)
+        value = self._ini(ini)
+        if value is not None:  # type "paths": already relative to the ini file's folder
+            self.origins[key] = self._ini_origin(ini)
+            return tuple(Path(os.path.abspath(p)) for p in value)
+        if self.project.scenarios is not None:
+            self.origins[key] = self.project.origin(key)
+            return self.project.scenarios
+        self.origins[key] = DEFAULT
+        return (default,)

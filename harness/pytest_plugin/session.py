@@ -6,6 +6,8 @@ It owns the parsed options, the scenarios (loaded once per process), and the res
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,23 +38,54 @@ class ConformanceSession:
     options: PluginOptions
     profile: TargetProfile | None = None
     results: dict[str, ScenarioResult] = field(default_factory=dict)
+    explicit_args: bool = True
     _scenarios: list[Scenario] | None = None
 
     @classmethod
     def start(cls, config: pytest.Config) -> ConformanceSession:
+        """Parse the options and check, once, everything every scenario would otherwise fail on the same way:
+        a bad configuration is one ``UsageError`` naming the flag, ini option or pyproject key, not N failures."""
         options = PluginOptions.from_config(config)
         if options.backend != "local" and getattr(config.option, "update_snapshots", False):
             raise pytest.UsageError(
                 f"--snapshot-update with --backend {options.backend}: snapshots are written by the local backend, "
                 f"and the {options.backend} backend is compared with them (its declared divergences would overwrite "
                 f"them). Update them without --backend.")
-        config.stash[SNAPSHOT_DIR] = snapshot_dir(config.rootpath / SNAPSHOTS_DIRNAME, options.target)
-        return cls(options=options, profile=_load_profile(options.profile_path))
+        config.stash[SNAPSHOT_DIR] = snapshot_dir(options.snapshot_dir or config.rootpath / SNAPSHOTS_DIRNAME,
+                                                  options.target)
+        with offline(options):
+            profile = _check_startup(options)
+        return cls(options=options, profile=profile, explicit_args=config.args_source is pytest.Config.ArgsSource.ARGS)
 
     # --- collection ----------------------------------------------------------------------------------
 
+    def add_scenario_args(self, config: pytest.Config) -> None:
+        """Without explicit paths (``pytest`` alone: testpaths or the invocation folder), collect the
+        configured scenario folders too, wherever they are."""
+        if self.explicit_args or not self.options.configured("scenarios"):
+            return  # the built-in default scenarios/ is not added: it may be another tool's folder
+        args = [Path(os.path.abspath(config.invocation_params.dir / a.split("::")[0])) for a in config.args]
+        for entry in self.options.scenarios:
+            if not any(entry == a or entry.is_relative_to(a) for a in args):
+                config.args.append(str(entry))
+
+    def drop_double_runs(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        """Without explicit paths, a test that asks for ``rlm_scenario`` already runs every scenario: the
+        scenario files' own items would run each a second time, so they are deselected (explicit paths
+        keep both)."""
+        from .collect import ScenarioItem
+
+        if self.explicit_args:
+            return
+        if any("rlm_scenario" in getattr(i, "fixturenames", ()) and not isinstance(i, ScenarioItem) for i in items):
+            dropped = [i for i in items if isinstance(i, ScenarioItem)]
+            if dropped:
+                config.hook.pytest_deselected(items=dropped)
+                items[:] = [i for i in items if not isinstance(i, ScenarioItem)]
+
     def is_scenario_file(self, path: Path) -> bool:
-        return path.suffix in SCENARIO_SUFFIXES and path.is_relative_to(self.options.scenarios_dir)
+        return path.suffix in SCENARIO_SUFFIXES and any(path == e or path.is_relative_to(e)
+                                                        for e in self.options.scenarios)
 
     def load(self, path: Path) -> Scenario:
         from ..scenario.loader import load_scenario
@@ -65,9 +98,9 @@ class ConformanceSession:
             from ..scenario.loader import load_scenarios
 
             try:
-                self._scenarios = load_scenarios(_shown(self.options.scenarios_dir))
+                self._scenarios = load_scenarios([_shown(entry) for entry in self.options.scenarios])
             except HarnessError as exc:
-                hint = " (set --scenarios-dir)" if not self.options.scenarios_dir.is_dir() else ""
+                hint = f" (set {_SCENARIOS_FIX})" if not all(e.exists() for e in self.options.scenarios) else ""
                 raise pytest.Collector.CollectError(f"cannot load the scenarios{hint}:\n{exc}") from None
         return self._scenarios
 
@@ -107,7 +140,7 @@ class ConformanceSession:
             mode, record = LlmMode.REPLAY, False
         return RunOptions(target=o.target, llm_mode=mode, record=record, cassette_dir=o.cassette_dir,
                           session_service=o.session_service, profile=self.profile, backend=o.backend,
-                          allow_drift=o.allow_drift)
+                          allow_drift=o.allow_drift, executor=o.executor)
 
     def result_for(self, item: pytest.Item, scenario: Scenario) -> ScenarioResult:
         if item.nodeid not in self.results:
@@ -129,6 +162,14 @@ class ConformanceSession:
             words += ["--backend", o.backend]
         return shlex.join([*words, *flags])
 
+    def header(self) -> str:
+        o = self.options
+        where = sorted({origin.split(" in ", 1)[1] for origin in o.origins.values() if " in " in origin})
+        target = o.target or "each scenario's own"
+        return (f"rlm-conformance: llm-mode {o.llm_mode.value}, target {target}, "
+                f"session-service {o.session_service}, scenarios {', '.join(map(str, map(_shown, o.scenarios)))}"
+                + (f" (settings from {', '.join(where)})" if where else ""))
+
     def record_command(self, nodeid: str) -> str:
         return self.command(nodeid, "--record-mode", "rewrite", llm_mode=LlmMode.SCRIPTED)
 
@@ -141,13 +182,50 @@ def _shown(path: Path) -> Path:
         return path
 
 
-def _load_profile(path: Path | None) -> TargetProfile | None:
-    if path is None:
-        return None
+_SCENARIOS_FIX = "--scenarios-dir, ini option rlm_scenarios or scenarios in [tool.rlm-conformance]"
+
+
+def offline(options: PluginOptions) -> contextlib.AbstractContextManager[object]:
+    """The network guard in replay (the runner adds its own around each run), a no-op otherwise."""
+    if options.llm_mode is not LlmMode.REPLAY:
+        return contextlib.nullcontext()
+    from ..llm.network_guard import NetworkGuard
+
+    return NetworkGuard(record_hint="pytest --llm-mode scripted --record-mode once (or live with GOOGLE_API_KEY)")
+
+
+def _check_startup(options: PluginOptions) -> TargetProfile | None:
+    """The target, session service, profile and scenario folders, each resolved once; the profile is returned."""
     from ..errors import HarnessError
+
+    def fail(setting: str, exc: Exception | str) -> pytest.UsageError:
+        origin = options.origins.get(setting, "")
+        return pytest.UsageError(f"rlm-conformance: {origin}: {exc}".replace(": : ", ": "))
+
+    if options.target is not None:
+        from ..targets.registry import resolve_target
+
+        try:
+            resolve_target(options.target)
+        except HarnessError as exc:
+            raise fail("target", exc) from None
+    if options.session_service not in ("delta", "delta-databricks"):  # the runner maps the latter to a backend
+        from ..targets.session_services import resolve_session_service
+
+        try:
+            resolve_session_service(options.session_service)
+        except HarnessError as exc:
+            raise fail("session_service", exc) from None
+    if options.configured("scenarios"):
+        missing = [str(p) for p in options.scenarios if not p.exists()]
+        if missing:
+            raise fail("scenarios", f"no such scenario folder or file: {', '.join(missing)}. Fix the path, or "
+                                    f"create the folder.")
+    if options.profile_path is None:
+        return None
     from ..targets.profile import load_profile
 
     try:
-        return load_profile(path)
+        return load_profile(options.profile_path)
     except HarnessError as exc:
-        raise pytest.UsageError(f"--rlm-profile: {exc}") from None
+        raise fail("profile", exc) from None

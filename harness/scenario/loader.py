@@ -246,14 +246,22 @@ def load_scenario(path: str | os.PathLike[str]) -> Scenario:
     return _load(Path(path))[0]
 
 
-def load_scenarios(directory: str | os.PathLike[str]) -> list[Scenario]:
-    """Every ``*.yaml``/``*.yml`` scenario under ``directory``, sorted by name; all problems in one error."""
-    root = Path(directory)
-    if not root.is_dir():
-        raise ScenarioError([Problem(str(root), None, None, "is not a directory. Fix: pass the scenarios folder")])
+def load_scenarios(directory: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> list[Scenario]:
+    """Every ``*.yaml``/``*.yml`` scenario under ``directory`` (or under each of several folders, or the
+    files themselves), sorted by name; names are unique across all of them; all problems in one error."""
+    roots = [Path(directory)] if isinstance(directory, (str, os.PathLike)) else [Path(d) for d in directory]
+    paths: list[Path] = []
+    for root in roots:
+        if root.is_file() and root.suffix in SUFFIXES:
+            paths.append(root)
+        elif root.is_dir():
+            paths += sorted(p for p in root.rglob("*") if p.suffix in SUFFIXES and p.is_file())
+        else:
+            raise ScenarioError([Problem(str(root), None, None, "is not a directory or a scenario file. Fix: pass "
+                                                                "the scenarios folder")])
     problems: list[Problem] = []
     found: dict[str, tuple[Scenario, str]] = {}
-    for path in sorted(p for p in root.rglob("*") if p.suffix in SUFFIXES and p.is_file()):
+    for path in dict.fromkeys(paths):
         try:
             scenario, line = _load(path)
         except ScenarioError as exc:

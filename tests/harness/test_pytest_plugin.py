@@ -89,10 +89,20 @@ def test_an_option_name_taken_by_another_plugin_leaves_the_rlm_twin(project: pyt
     result.stdout.fnmatch_lines(["test_conformance.py::test_scenario[[]single_delegation[]]"])
 
 
-def test_recording_from_replay_is_a_usage_error(project: pytest.Pytester) -> None:
-    result = run(project, "--record-mode", "once", "test_conformance.py")
+def test_recording_from_an_explicit_replay_is_a_usage_error(project: pytest.Pytester) -> None:
+    result = run(project, "--record-mode", "once", "--llm-mode", "replay", "test_conformance.py")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--record-mode once records cassettes, but --llm-mode replay*scripted*"])
+
+
+def test_record_mode_alone_records_from_the_scripted_model(project: pytest.Pytester) -> None:
+    result = run(project, "--record-mode", "once", "--collect-only", "-q", "test_conformance.py")
+    assert result.ret == 0, result.stderr.str()
+    result = run(project, "--record-mode", "once", "--collect-only", "test_conformance.py")
+    result.stdout.fnmatch_lines(["rlm-conformance: llm-mode scripted, *"])
+    # A configured live mode is kept: the implied mode only replaces replay.
+    live = run(project, "--record-mode", "once", "--llm-mode", "live", "--collect-only", "test_conformance.py")
+    live.stdout.fnmatch_lines(["rlm-conformance: llm-mode live, *"])
 
 
 # --- verdicts ------------------------------------------------------------------------------------------

@@ -1,0 +1,284 @@
+"""The plugin configured the way a team configures it in their own project: pyproject.toml, ini, flags.
+
+Like ``test_pytest_plugin.py``, each test builds a project with ``pytester`` and runs pytest in a
+subprocess. A ``conftest.py`` prints the settings the plugin resolved in the report header
+(``SETTINGS {...}``), so precedence is read from what the plugin will use, not guessed from its effects.
+Nothing here runs a scenario: collection, the header and startup errors are enough, and stay fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.cli import build_parser
+
+pytest_plugins = ["pytester"]
+
+REPO = Path(__file__).resolve().parents[2]
+SINGLE = (REPO / "scenarios" / "single_delegation.yaml").read_text(encoding="utf-8")
+PYPROJECT = """\
+[tool.pytest.ini_options]
+testpaths = ["tests"]
+asyncio_default_fixture_loop_scope = "function"
+filterwarnings = ["ignore::DeprecationWarning"]
+
+[tool.rlm-conformance]
+scenarios = "conformance/scenarios"
+"""
+DUMP = """\
+import json
+
+
+def pytest_report_header(config):
+    from harness.pytest_plugin import SESSION
+
+    o = config.stash[SESSION].options
+    root = config.rootpath
+
+    def rel(path):
+        return None if path is None else str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+
+    return "SETTINGS " + json.dumps({
+        "target": o.target, "session_service": o.session_service, "llm_mode": o.llm_mode.value,
+        "backend": o.backend, "scenarios": [rel(p) for p in o.scenarios], "cassettes": rel(o.cassette_dir),
+        "snapshots": rel(o.snapshot_dir), "profile": rel(o.profile_path)})
+"""
+CONFORMANCE_TEST = """\
+from harness.pytest_plugin import assert_conforms
+
+
+def test_scenario(rlm_scenario_result, snapshot):
+    assert_conforms(rlm_scenario_result, snapshot)
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """A user's project: tests/ (testpaths) with one unit test, scenarios in conformance/scenarios/."""
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+    (pytester.path / "pyproject.toml").write_text(PYPROJECT, encoding="utf-8")
+    (pytester.path / "conftest.py").write_text(DUMP, encoding="utf-8")
+    folder = pytester.path / "conformance" / "scenarios"
+    folder.mkdir(parents=True)
+    (folder / "single_delegation.yaml").write_text(SINGLE, encoding="utf-8")
+    (pytester.path / "tests").mkdir()
+    (pytester.path / "tests" / "test_unit.py").write_text("def test_unit():\n    pass\n", encoding="utf-8")
+    return pytester
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+
+
+def settings(result: pytest.RunResult) -> dict:
+    line = next(line for line in result.stdout.lines if line.startswith("SETTINGS "))
+    return json.loads(line.removeprefix("SETTINGS "))
+
+
+def set_table(pytester: pytest.Pytester, table: str) -> None:
+    text = PYPROJECT.split("[tool.rlm-conformance]")[0] + "[tool.rlm-conformance]\n" + table
+    (pytester.path / "pyproject.toml").write_text(text, encoding="utf-8")
+
+
+# --- where settings come from ------------------------------------------------------------------------
+
+def test_defaults_without_any_configuration(project: pytest.Pytester) -> None:
+    set_table(project, "")
+    assert settings(run(project, "--collect-only")) == {
+        "target": None, "session_service": "delta", "llm_mode": "replay", "backend": "local",
+        "scenarios": ["scenarios"], "cassettes": "cassettes", "snapshots": "snapshots", "profile": None}
+
+
+def test_pyproject_table_is_honoured_with_paths_relative_to_it(project: pytest.Pytester) -> None:
+    (project.path / "profile.yaml").write_text("analyst: my_analyst\n", encoding="utf-8")
+    set_table(project, 'target = "legacy"\nprofile = "profile.yaml"\nscenarios = ["conformance/scenarios"]\n'
+                       'cassettes = "conformance/cassettes"\nsnapshots = "conformance/snapshots"\n'
+                       'llm-mode = "scripted"\nsession_service = "adk-memory"\n')
+    result = run(project, "--collect-only")
+    assert settings(result) == {
+        "target": "legacy", "session_service": "adk-memory", "llm_mode": "scripted", "backend": "local",
+        "scenarios": ["conformance/scenarios"], "cassettes": "conformance/cassettes",
+        "snapshots": "conformance/snapshots", "profile": "profile.yaml"}
+
+
+def test_ini_options_are_honoured(project: pytest.Pytester) -> None:
+    set_table(project, "")
+    (project.path / "other").mkdir()
+    (project.path / "other" / "single_delegation.yaml").write_text(SINGLE, encoding="utf-8")
+    (project.path / "profile.yaml").write_text("{}\n", encoding="utf-8")
+    project.makefile(".ini", pytest="[pytest]\ntestpaths = tests\nasyncio_default_fixture_loop_scope = function\n"
+                    "rlm_target = legacy\nrlm_profile = profile.yaml\nrlm_scenarios = other\n"
+                    "rlm_llm_mode = scripted\nrlm_session_service = adk-memory\nrlm_cassette_dir = tapes\n"
+                    "rlm_snapshot_dir = snaps\nrlm_backend = local\n")
+    result = run(project, "--collect-only")
+    assert settings(result) == {
+        "target": "legacy", "session_service": "adk-memory", "llm_mode": "scripted", "backend": "local",
+        "scenarios": ["other"], "cassettes": "tapes", "snapshots": "snaps", "profile": "profile.yaml"}
+    result.stdout.fnmatch_lines(["  <Dir other>", "    <ScenarioFile single_delegation.yaml>"])
+
+
+def test_flag_beats_ini_beats_pyproject_beats_default(project: pytest.Pytester) -> None:
+    set_table(project, 'target = "legacy"\nllm-mode = "live"\nsession-service = "adk-memory"\n'
+                       'scenarios = "conformance/scenarios"\n')
+    project.makefile(".ini", pytest="[pytest]\ntestpaths = tests\nasyncio_default_fixture_loop_scope = function\n"
+                    "rlm_llm_mode = scripted\nrlm_target = legacy\n")
+    got = settings(run(project, "--collect-only", "--target", "reference"))
+    assert (got["target"], got["llm_mode"], got["session_service"], got["cassettes"]) == (
+        "reference", "scripted", "adk-memory", "cassettes")  # flag, ini, pyproject, default
+
+
+def test_record_mode_turns_a_configured_replay_into_scripted(project: pytest.Pytester) -> None:
+    set_table(project, 'llm-mode = "replay"\nscenarios = "conformance/scenarios"\n')
+    assert settings(run(project, "--collect-only", "--record-mode", "once"))["llm_mode"] == "scripted"
+    refused = run(project, "--collect-only", "--record-mode", "once", "--llm-mode", "replay")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+
+
+# --- collection ------------------------------------------------------------------------------------
+
+def test_configured_scenarios_are_collected_outside_testpaths(project: pytest.Pytester) -> None:
+    result = run(project, "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["tests/test_unit.py::test_unit",
+                                 "conformance/scenarios/single_delegation.yaml::scenario[[]single_delegation[]]",
+                                 "2 tests collected*"])
+    # Explicit paths are obeyed as given.
+    explicit = run(project, "--collect-only", "-q", "tests")
+    explicit.stdout.fnmatch_lines(["1 test collected*"])
+    # Without the table, the default scenarios/ folder is not added (it may be another tool's).
+    set_table(project, "")
+    (project.path / "scenarios").mkdir()
+    (project.path / "scenarios" / "single_delegation.yaml").write_text(SINGLE, encoding="utf-8")
+    run(project, "--collect-only", "-q").stdout.fnmatch_lines(["1 test collected*"])
+
+
+def test_a_test_asking_for_rlm_scenario_runs_them_once(project: pytest.Pytester) -> None:
+    (project.path / "tests" / "test_conformance.py").write_text(CONFORMANCE_TEST, encoding="utf-8")
+    bare = run(project, "--collect-only", "-q")
+    bare.stdout.fnmatch_lines(["tests/test_conformance.py::test_scenario[[]single_delegation[]]",
+                               "2/3 tests collected (1 deselected)*"])
+    assert "scenario[single_delegation]" not in bare.stdout.str().replace("test_scenario[", "")
+    both = run(project, "--collect-only", "-q", "tests", "conformance/scenarios")  # asked for both: both run
+    both.stdout.fnmatch_lines(["3 tests collected*"])
+
+
+def test_this_repository_runs_each_scenario_once() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    env.pop("PYTEST_ADDOPTS", None)
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    ids = [line for line in done.stdout.splitlines() if "::" in line]
+    names = sorted(p.stem for p in (REPO / "scenarios").glob("*.yaml"))
+    runs = [re.search(r"(?:^|::)(?:test_)?scenario\[(\w+)\]$", i) for i in ids]
+    assert sorted(m.group(1) for m in runs if m) == names  # each scenario exactly once
+
+
+# --- configuration errors, at startup ----------------------------------------------------------------
+
+@pytest.mark.parametrize(("args", "table", "message"), [
+    (("--session-service", "bogus"), "", "*rlm-conformance: --session-service: --session-service 'bogus' is unknown*"),
+    (("--target", "nosuch"), "", "*rlm-conformance: --target: --target 'nosuch' is not a known target*"),
+    ((), 'target = "no_such_module:app"\n',
+     "*[[]tool.rlm-conformance[]] target in *pyproject.toml: --target 'no_such_module:app': importing module*"),
+    ((), 'profile = "profile.yaml"\n',
+     "*[[]tool.rlm-conformance[]] profile in *pyproject.toml: *profile.yaml: invalid target profile: field "
+     "'analist'*"),
+    (("--scenarios-dir", "nowhere"), "", "*--scenarios-dir: no such scenario folder or file: *nowhere*"),
+    ((), 'scenario = "conformance/scenarios"\n',
+     "*pyproject.toml: invalid [[]tool.rlm-conformance[]]: unknown key 'scenario' (did you mean 'scenarios'?)*"),
+    ((), 'llm-mode = "replya"\n', "*key 'llm-mode': 'replya' is not one of replay, scripted, live (did you mean*"),
+], ids=["session-service", "target", "pyproject-target", "profile", "scenarios", "unknown-key", "bad-value"])
+def test_a_bad_configuration_stops_pytest_at_startup(project: pytest.Pytester, args: tuple[str, ...], table: str,
+                                                       message: str) -> None:
+    (project.path / "profile.yaml").write_text("analist: typo\n", encoding="utf-8")
+    if table:
+        set_table(project, table)
+    result = run(project, *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+    assert "Traceback" not in result.stderr.str() and "collected" not in result.stdout.str()
+
+
+def test_a_bad_ini_value_names_the_ini_option(project: pytest.Pytester) -> None:
+    project.makefile(".ini", pytest="[pytest]\ntestpaths = tests\nrlm_llm_mode = replya\n")
+    result = run(project)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*ini option rlm_llm_mode in *pytest.ini: 'replya' is not one of replay, scripted, live*"])
+
+
+# --- network -----------------------------------------------------------------------------------------
+
+NETWORK_TESTS = """\
+import socket
+
+
+def test_reaches_out(rlm_scenario):
+    socket.create_connection(("example.com", 443), timeout=1)
+
+
+def test_loopback_is_fine(rlm_scenario):
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        socket.create_connection(server.getsockname(), timeout=1).close()
+
+
+def test_other_tests_are_left_alone():
+    assert socket.getaddrinfo.__name__ == "getaddrinfo"
+"""
+
+
+def test_replay_blocks_the_network_of_scenario_tests_naming_the_host(project: pytest.Pytester) -> None:
+    (project.path / "tests" / "test_network.py").write_text(NETWORK_TESTS, encoding="utf-8")
+    result = run(project, "tests/test_network.py")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*NetworkBlockedError: Network access blocked: *example.com:443*",
+                                 "FAILED tests/test_network.py::test_reaches_out*"])
+
+
+def test_replay_blocks_the_network_during_collection(project: pytest.Pytester) -> None:
+    (project.path / "tests" / "test_at_import.py").write_text(
+        'import socket\n\nsocket.getaddrinfo("example.com", 443)\n', encoding="utf-8")
+    result = run(project, "--collect-only", "tests/test_at_import.py")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*NetworkBlockedError: Network access blocked: *example.com:443*"])
+
+
+# --- the CLI and the plugin speak the same options ----------------------------------------------------
+
+CLI_ONLY = {
+    "--scenario": "pytest selects by node id and -k",
+    "--no-progress": "pytest has its own progress output",
+    "--reports-dir": "pytest writes reports with --junitxml and the report plugin",
+    "--format": "same",
+    "--databricks-live": "the databricks backend's live workspace is a CLI recording step",
+    "--allow-script-misfit": "record-only escape hatch for deliberately broken targets",
+    "--help": "", "-h": "",
+}
+
+
+def _cli_options() -> set[str]:
+    parser = build_parser()
+    commands = next(a for a in parser._actions if a.dest == "command").choices  # noqa: SLF001 (argparse's own)
+    return {s for name in ("run", "record") for a in commands[name]._actions for s in a.option_strings}  # noqa: SLF001
+
+
+def test_cli_and_plugin_option_names_match(project: pytest.Pytester) -> None:
+    help_text = run(project, "--help").stdout.str()
+    section = help_text.split("rlm-conformance: run scenarios against an RLM agent:")[1].split("\n\n")[0]
+    plugin = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]+)", section))
+    short = {o for o in plugin if not o.startswith("--rlm-")}
+    assert {o for o in plugin if o.startswith("--rlm-")} == {"--rlm-" + o.removeprefix("--") for o in short}
+    cli = _cli_options()
+    assert short - {"--record-mode"} <= cli, f"plugin options the CLI lacks: {short - cli}"
+    shared = cli - set(CLI_ONLY) - {"-k", "--log-level", "--snapshot-update"}  # pytest's and syrupy's own
+    assert shared <= short, f"CLI options pytest lacks (add them, or to CLI_ONLY with a reason): {shared - short}"
+    for ini in ("rlm_target", "rlm_profile", "rlm_scenarios", "rlm_llm_mode", "rlm_session_service",
+                "rlm_cassette_dir", "rlm_snapshot_dir", "rlm_backend"):
+        assert re.search(rf"^\s+{ini} \(", help_text, re.M), ini
