@@ -20,6 +20,7 @@ from ..snapshot.extension import SNAPSHOT_DIR, SNAPSHOTS_DIRNAME, snapshot_dir
 from .options import PluginOptions
 
 if TYPE_CHECKING:
+    from ..targets.choice import TargetChoice
     from ..result import ScenarioResult
     from ..runner import RunOptions
     from ..scenario.models import Scenario
@@ -37,6 +38,7 @@ SCENARIO_SUFFIXES = (".yaml", ".yml")
 class ConformanceSession:
     options: PluginOptions
     profile: TargetProfile | None = None
+    rootpath: Path = Path(".")
     results: dict[str, ScenarioResult] = field(default_factory=dict)
     explicit_args: bool = True
     _scenarios: list[Scenario] | None = None
@@ -55,7 +57,7 @@ class ConformanceSession:
                                                   options.target)
         with offline(options):
             profile = _check_startup(options)
-        return cls(options=options, profile=profile, explicit_args=config.args_source is pytest.Config.ArgsSource.ARGS)
+        return cls(options=options, profile=profile, rootpath=config.rootpath, explicit_args=config.args_source is pytest.Config.ArgsSource.ARGS)
 
     # --- collection ----------------------------------------------------------------------------------
 
@@ -119,14 +121,34 @@ class ConformanceSession:
 
     # --- running ---------------------------------------------------------------------------------------
 
+    def choice(self, scenario: Scenario) -> TargetChoice:
+        """The scenario's target, stable name and profile: the decision the runner makes (targets/choice.py)."""
+        from ..targets.choice import choose_target
+
+        return choose_target(scenario, target=self.options.target, profile=self.profile,
+                             profile_path=self.options.profile_path)
+
     def target_of(self, scenario: Scenario) -> str:
-        return self.options.target or scenario.target
+        return self.choice(scenario).spec
 
     def cassette_path(self, scenario: Scenario) -> Path:
         from ..runner import cassette_dir_for
 
-        return (cassette_dir_for(self.options.cassette_dir, self.target_of(scenario), self.options.backend)
+        return (cassette_dir_for(self.options.cassette_dir, self.choice(scenario).name, self.options.backend)
                 / f"{scenario.name}.yaml")
+
+    def snapshot_folder(self, scenario: Scenario) -> Path:
+        root = self.options.snapshot_dir or self.rootpath / SNAPSHOTS_DIRNAME
+        choice = self.choice(scenario)
+        return snapshot_dir(root, None if choice.is_reference else choice.name)
+
+    @staticmethod
+    def scenario_of(item: pytest.Item) -> Scenario | None:
+        """A scenario file's item carries its scenario; a test function gets it by parametrization."""
+        if SCENARIO in item.stash:
+            return item.stash[SCENARIO]
+        callspec = getattr(item, "callspec", None)
+        return callspec.params.get("rlm_scenario") if callspec is not None else None
 
     def run_options(self, scenario: Scenario) -> RunOptions:
         """``--record-mode``: none never writes; once records only a missing cassette and replays an
@@ -139,7 +161,8 @@ class ConformanceSession:
         if o.record_mode == "once" and self.cassette_path(scenario).exists():
             mode, record = LlmMode.REPLAY, False
         return RunOptions(target=o.target, llm_mode=mode, record=record, cassette_dir=o.cassette_dir,
-                          session_service=o.session_service, profile=self.profile, backend=o.backend,
+                          session_service=o.session_service, profile=self.profile, profile_path=o.profile_path,
+                          backend=o.backend,
                           allow_drift=o.allow_drift, executor=o.executor)
 
     def result_for(self, item: pytest.Item, scenario: Scenario) -> ScenarioResult:

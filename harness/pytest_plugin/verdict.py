@@ -18,7 +18,7 @@ import pytest
 
 from ..report.summary import error_lines
 from ..runner import CASSETTE_VERDICT
-from ..snapshot.extension import SNAPSHOT_NAME, ScenarioSnapshotExtension
+from ..snapshot.extension import SNAPSHOT_FOLDER, SNAPSHOT_NAME, ScenarioSnapshotExtension
 from .session import SESSION
 
 if TYPE_CHECKING:
@@ -35,6 +35,9 @@ def assert_conforms(result: ScenarioResult, snapshot: SnapshotAssertion) -> None
 
     item = snapshot.test_location.item
     item.stash[SNAPSHOT_NAME] = result.scenario
+    session = item.config.stash.get(SESSION, None)
+    if session is not None and (scenario := session.scenario_of(item)) is not None:
+        item.stash[SNAPSHOT_FOLDER] = session.snapshot_folder(scenario)
     snap = snapshot.use_extension(ScenarioSnapshotExtension)
     location = Path(snap.extension.get_location(test_location=snap.test_location, index=snap.index))
     existed = location.is_file()

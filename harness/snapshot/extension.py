@@ -30,6 +30,7 @@ SNAPSHOTS_DIRNAME = "snapshots"
 SNAPSHOT_DIR = pytest.StashKey[Path]()
 """On ``config.stash``: the folder this run's snapshots live in (see ``snapshot_dir``)."""
 SNAPSHOT_NAME = pytest.StashKey[str]()
+SNAPSHOT_FOLDER = pytest.StashKey[Path]()  # per item: the folder of the scenario's own target
 """On ``item.stash``: the snapshot's name, i.e. the scenario's; the file is ``<name>.json``."""
 
 
@@ -43,6 +44,9 @@ def snapshot_dir(root: Path, target: str | None) -> Path:
 class ScenarioSnapshotExtension(JSONSnapshotExtension):
     @classmethod
     def dirname(cls, *, test_location: PyTestLocation) -> str:
+        stash = getattr(test_location.item, "stash", None)
+        if stash is not None and SNAPSHOT_FOLDER in stash:
+            return str(stash[SNAPSHOT_FOLDER])
         config = getattr(test_location.item, "config", None)
         if config is not None and SNAPSHOT_DIR in config.stash:
             return str(config.stash[SNAPSHOT_DIR])

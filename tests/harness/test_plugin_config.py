@@ -189,8 +189,8 @@ def test_this_repository_runs_each_scenario_once() -> None:
     ((), 'target = "no_such_module:app"\n',
      "*[[]tool.rlm-conformance[]] target in *pyproject.toml: --target 'no_such_module:app': importing module*"),
     ((), 'profile = "profile.yaml"\n',
-     "*[[]tool.rlm-conformance[]] profile in *pyproject.toml: *profile.yaml: invalid target profile: field "
-     "'analist'*"),
+     "*[[]tool.rlm-conformance[]] profile in *pyproject.toml: *profile.yaml:1: field 'analist': unknown field. "
+     "Fix: did you mean 'analyst'?*"),
     (("--scenarios-dir", "nowhere"), "", "*--scenarios-dir: no such scenario folder or file: *nowhere*"),
     ((), 'scenario = "conformance/scenarios"\n',
      "*pyproject.toml: invalid [[]tool.rlm-conformance[]]: unknown key 'scenario' (did you mean 'scenarios'?)*"),
