@@ -444,9 +444,22 @@ def cmd_record(args: argparse.Namespace) -> int:
             reason = crashed or "the run made no model call to record"
             console.print(f"cassette NOT written: {path} — {reason}", markup=False, style="bold red")
     if not missing:
-        console.print(f"Replay them with: {PROG} run" + (f" --target {args.target}" if args.target else "")
-                      + (f" --backend {args.backend}" if args.backend != "local" else ""), markup=False)
+        console.print(f"Replay them with: {_replay_command(args)}", markup=False)
     return EXIT_OK if not missing else EXIT_FAILED
+
+
+def _replay_command(args: argparse.Namespace) -> str:
+    """``run`` with the flags this ``record`` was given on the command line (the pyproject table's are implied)."""
+    import shlex
+
+    words = [PROG, "run"]
+    given = (("--scenarios-dir", args.scenarios_dir[0] if len(args.scenarios_dir) == 1 else None, "scenarios"),
+             ("--target", args.target, None), ("--profile", args.profile, None),
+             ("--cassette-dir", args.cassette_dir, "cassettes"), ("--backend", args.backend, "local"))
+    for flag, value, default in given:
+        if value is not None and str(value) != str(default) and flag not in args.configured_by:
+            words += [flag, str(value)]
+    return shlex.join(words)
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:
