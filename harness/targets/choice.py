@@ -31,7 +31,7 @@ class TargetChoice:
     def identity(self) -> str:
         """What a cassette says it was recorded against: the profile's name (stable when the import path moves),
         else the spec."""
-        return self.profile.name if self.profile is not None and self.profile.name else self.spec
+        return self.name if self.profile is not None and self.name == self.profile.name else self.spec
 
     @property
     def is_reference(self) -> bool:

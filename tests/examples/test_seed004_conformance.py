@@ -1,0 +1,46 @@
+"""The second target in CI, through the public interfaces only: the CLI, its profile file and its scenarios.
+
+examples/seed004_rlm (seed 004's layout, names and keys of its own) replays green from its cassettes; the
+broken variant, run against the same scenarios, fails the checks that name its defect — and only those.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCENARIOS = "examples/seed004_rlm/scenarios"
+BROKEN = "examples.seed004_rlm_broken.agent:app"
+DEFECT_CHECKS = {"stale_flags_cleared", "no_unpersisted_mutation"}
+
+
+def _run(tmp_path: Path, *flags: str) -> tuple[int, dict]:
+    reports = tmp_path / "reports"
+    done = subprocess.run([sys.executable, "-m", "harness", "run", "--scenarios-dir", SCENARIOS,
+                           "--reports-dir", str(reports), "--format", "json", *flags],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    return done.returncode, json.loads((reports / "conformance.json").read_text(encoding="utf-8"))
+
+
+def _failed(report: dict) -> dict[str, set[str]]:
+    return {r["scenario"]: {c["name"] for c in r["checks"] if c["status"] == "fail"} for r in report["results"]}
+
+
+def test_the_example_agent_replays_green(tmp_path: Path) -> None:
+    code, report = _run(tmp_path)
+    assert code == 0, _failed(report)
+    assert all(r["target"] == "examples.seed004_rlm.agent:app" for r in report["results"])
+    assert all(r["session_service"] == "InMemorySessionService" for r in report["results"])
+
+
+def test_the_broken_variant_fails_the_checks_that_name_its_defect_and_no_other(tmp_path: Path) -> None:
+    code, report = _run(tmp_path, "--target", BROKEN, "--llm-mode", "scripted", "--snapshot-dir", str(tmp_path), "--snapshot-update")
+    assert code == 1
+    failed = _failed(report)
+    # Only the two-turn scenario has a previous turn whose flags must be cleared.
+    assert failed["seed004_two_turns"] >= DEFECT_CHECKS, failed
+    for scenario, names in failed.items():
+        assert names <= DEFECT_CHECKS, (scenario, names)
