@@ -30,7 +30,7 @@ from .matchers import caller, caller_of
 from .modes import API_KEY_VARIABLES, DUMMY_API_KEYS, LlmMode, ModelEndpoint, endpoint_for
 
 if TYPE_CHECKING:
-    from ..runner import RunOptions
+    from ..run_options import RunOptions
     from ..scenario.models import Scenario
 
 MATCH_ON = ("method_ci", "scheme", "host", "port", "path", "query", "rlm_caller")
@@ -141,9 +141,9 @@ def run_secrets(options: RunOptions, endpoint: ModelEndpoint | None = None) -> l
 
 
 def _sub_lm_retries() -> types.HttpRetryOptions:
-    from ..runner import RETRY_OPTIONS
+    from .. import run_options  # read at call time: bench/cuts.py swaps it for a measurement
 
-    return RETRY_OPTIONS
+    return run_options.RETRY_OPTIONS
 
 
 @contextlib.contextmanager
