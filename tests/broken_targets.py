@@ -74,8 +74,8 @@ from google.genai import types
 
 from harness.targets.base import BuiltTarget, TargetEnvironment
 from harness.targets.profile import TargetProfile
-from harness.targets.reference import _run_turn as reference_run_turn
-from harness.targets.reference import executions_from_registry, settings_for
+from harness.targets.reference_common import executions_from_registry, settings_for
+from harness.targets.reference_common import run_turn as reference_run_turn
 from harness.trace.model import TurnOutcome
 from reference_agent import history as turn_history
 from reference_agent import state_contract as keys

@@ -64,7 +64,7 @@ if TYPE_CHECKING:
 
     from ..databricks_fake import FakeWorkspace
     from ..databricks_fake.cassettes import WorkspaceRewrite
-    from ..runner import RunOptions
+    from ..run_options import RunOptions
     from ..scenario.models import Scenario
 
 PUBLIC_HOST = "https://fake-workspace.cloud.databricks.com"  # = harness.databricks_fake.cassettes.PUBLIC_HOST
@@ -371,7 +371,7 @@ def build_reference_on_databricks(env: TargetEnvironment) -> BuiltTarget:
     from reference_agent.backends.databricks.errors import DatabricksBackendError
     from reference_agent.sessions.delta_session_service import DeltaSessionService
 
-    from .reference import _run_turn, executions_from_registry, settings_for
+    from .reference_common import executions_from_registry, run_turn, settings_for
 
     workspace: DatabricksWorkspace | None = env.databricks
     if workspace is None:
@@ -395,7 +395,7 @@ def build_reference_on_databricks(env: TargetEnvironment) -> BuiltTarget:
         name="reference",
         app=build_app(services, model=env.model),
         session_service=session_service,
-        run_turn=_run_turn,
+        run_turn=run_turn,
         list_executions=executions_from_registry(services.registry, services.volume.read_text),
         close=services.close,
     )

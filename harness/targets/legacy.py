@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from google.adk.runners import Runner
 from google.adk.sessions import DatabaseSessionService
 
@@ -14,7 +13,7 @@ from reference_agent.storage.duckdb_engine import DuckDBEngine
 from ..trace.model import TurnOutcome
 from .base import BuiltTarget, TargetEnvironment
 from .profile import TargetProfile
-from .reference import executions_from_registry, settings_for
+from .reference_common import executions_from_registry, settings_for
 
 
 async def _run_turn(runner: Runner, user_id: str, session_id: str, message: str) -> TurnOutcome:
