@@ -22,6 +22,7 @@ from ..errors import CassetteError
 from ..trace.model import TokenCountRecord
 from .cassettes import Provenance, assert_all_played, make_vcr, use_cassette
 from .drift import Drift, watch_drift
+from .genai import genai_sub_lm, genai_token_counter
 from .identity import CassetteIdentity
 from .replay_delays import replay_recorded_delays, with_recorded_delay
 from .client_timeouts import record_client_timeouts, replay_client_timeouts
@@ -95,9 +96,6 @@ async def llm_session(scenario: "Scenario", options: "RunOptions", *, rerecord: 
                       identity: CassetteIdentity | None = None) -> AsyncIterator[LlmSession]:
     """``workspace``: the run's DatabricksWorkspace (databricks backend), whose REST calls share the cassette.
     ``identity``: what the cassette is for (harness/llm/identity.py): written when recording, compared on replay."""
-    from reference_agent.backends.sublm import sublm_from_genai as genai_sub_lm
-    from reference_agent.backends.tokens import genai_token_counter
-
     mode = options.llm_mode
     with contextlib.ExitStack() as stack:
         scripted = None
