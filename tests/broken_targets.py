@@ -99,7 +99,7 @@ from reference_agent.prompts import (
 )
 from reference_agent.registry import ArtifactRegistry, IllegalTransitionError
 from reference_agent.run import STALE_TURN_KEYS
-from reference_agent.services import RuntimeServices, build_local_services
+from reference_agent.wiring import RuntimeServices, build_local_services
 from reference_agent.sessions.delta_session_service import DeltaSessionService
 from reference_agent.storage.duckdb_engine import DuckDBEngine
 from reference_agent.tools.delegate import exit_loop, make_delegate_tool

@@ -7,7 +7,7 @@ from google.adk.sessions import DatabaseSessionService
 
 from reference_agent.legacy.agent import build_legacy_app
 from reference_agent.legacy.run import run_conversation
-from reference_agent.services import build_local_services
+from reference_agent.wiring import build_local_services
 from reference_agent.storage.duckdb_engine import DuckDBEngine
 
 from ..trace.model import TurnOutcome

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from reference_agent.app import build_app
-from reference_agent.services import build_local_services
+from reference_agent.wiring import build_local_services
 from reference_agent.sessions.delta_session_service import DeltaSessionService
 from reference_agent.storage.duckdb_engine import DuckDBEngine
 
