@@ -15,7 +15,7 @@ for real; the patch here reproduces that change without editing the file.
   a DuckDB database instance costs ~20 ms to open and ~10 ms to close. One
   process-wide in-memory instance that ``ATTACH``es each scenario's file keeps
   the same file semantics and costs < 1 ms per scenario.
-* ``no_jitter`` — harness/runner.py, ``RETRY_OPTIONS``: ``jitter`` is unset, so
+* ``no_jitter`` — harness/run_options.py, ``RETRY_OPTIONS``: ``jitter`` is unset, so
   google-genai adds up to 1 s of random jitter, capped by ``max_delay`` = 0.2 s: a
   retried call nearly always sleeps the full 0.2 s. ``jitter=0`` sleeps 0.05 s,
   0.1 s, ... as ``initial_delay`` intends, and makes the wait deterministic.
@@ -146,14 +146,15 @@ def _duckdb_shared() -> Iterator[None]:
 
 @contextlib.contextmanager
 def _no_jitter() -> Iterator[None]:
-    from harness import runner
+    from harness import run_options, runner
 
-    original = runner.RETRY_OPTIONS
-    runner.RETRY_OPTIONS = original.model_copy(update={"jitter": 0.0})
+    original = run_options.RETRY_OPTIONS
+    # Both names: the agent's model reads runner's, the sub-LM run_options' (at call time).
+    runner.RETRY_OPTIONS = run_options.RETRY_OPTIONS = original.model_copy(update={"jitter": 0.0})
     try:
         yield
     finally:
-        runner.RETRY_OPTIONS = original
+        runner.RETRY_OPTIONS = run_options.RETRY_OPTIONS = original
 
 
 CUTS: dict[str, tuple[Callable[[], contextlib.AbstractContextManager[None]], str]] = {
@@ -161,7 +162,7 @@ CUTS: dict[str, tuple[Callable[[], contextlib.AbstractContextManager[None]], str
                                  "SSL context in HttpOptions.client_args/async_client_args")),
     "duckdb_shared": (_duckdb_shared, ("reference_agent/storage/duckdb_engine.py DuckDBEngine: one process-wide "
                                        "DuckDB instance, ATTACH the file per engine (DETACH on close)")),
-    "no_jitter": (_no_jitter, "harness/runner.py RETRY_OPTIONS: jitter=0.0"),
+    "no_jitter": (_no_jitter, "harness/run_options.py RETRY_OPTIONS: jitter=0.0"),
 }
 
 

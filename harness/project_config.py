@@ -126,16 +126,16 @@ def read_project_config(path: Path) -> ProjectConfig:
 
 
 def _describe(error: dict) -> str:
-    from .scenario.diagnostics import _close
+    from .scenario.diagnostics import closest
 
     key = str(error["loc"][0]) if error["loc"] else ""
     if error["type"] == "extra_forbidden":
-        guess = _close(_kebab(key), list(KEYS))
+        guess = closest(_kebab(key), list(KEYS))
         fix = f"did you mean '{guess}'?" if guess else "remove it"
         return f"unknown key '{key}' ({fix}). Known keys: {', '.join(KEYS)}"
     if error["type"] == "literal_error":
         allowed = list(CHOICES[_kebab(key)])
-        guess = _close(str(error.get("input")), allowed)
+        guess = closest(str(error.get("input")), allowed)
         hint = f" (did you mean '{guess}'?)" if guess else ""
         return f"key '{_kebab(key)}': {error['input']!r} is not one of {', '.join(allowed)}{hint}"
     return f"key '{_kebab(key)}': {error['msg']}, got {error.get('input')!r}"

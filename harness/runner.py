@@ -13,12 +13,11 @@ import re
 import contextlib
 import tempfile
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator
 
 from google.adk.runners import Runner
-from google.genai import types
 
 from .checks import run_checks
 from .checks.base import CheckContext, CheckResult, failed, passed
@@ -27,6 +26,8 @@ from .llm.identity import CassetteIdentity
 from .llm.modes import LlmMode
 from .llm.script_fit import judge_script, script_verdict
 from .result import ScenarioResult
+# Re-exported: ``from harness.runner import RunOptions`` (and the model settings) keeps working.
+from .run_options import CASSETTE_VERDICT, DEFAULT_MODEL, MODEL_TIMEOUT_S, RETRY_OPTIONS, RunOptions  # noqa: F401
 from .scenario.models import Scenario
 from .targets.base import BuiltTarget, SessionServiceFactory, TargetEnvironment
 from .targets.choice import TargetChoice, choose_target
@@ -39,48 +40,6 @@ from .trace.crash import describe_error
 from .trace.model import AgentInfo, Trace, TurnOutcome, TurnRecord
 from .trace.recorder_plugin import TraceRecorderPlugin
 from .trace.recording_service import RecordingSessionService
-
-DEFAULT_MODEL = "gemini-2.5-flash"
-CASSETTE_VERDICT = "cassette"
-"""The verdict row of a replayed run: the cassette is this scenario's and still matches what the target sends."""
-# Retries as a production agent would configure them; short delays keep replay fast.
-# jitter=0: google-genai's default jitter (up to 1 s) would make nearly every retry sleep max_delay.
-RETRY_OPTIONS = types.HttpRetryOptions(attempts=3, initial_delay=0.05, max_delay=0.2, exp_base=2.0, jitter=0.0,
-                                       http_status_codes=[429, 500, 503])
-# Client timeout of each agent model request, per LLM mode (None: google-genai's default). The scripted endpoint
-# answers in milliseconds, so a short timeout lets the `slow` fault (a delay past it) exercise the timeout path
-# without slowing the suite; replay answers from the cassette and replays a recorded timeout as one.
-MODEL_TIMEOUT_S: dict[LlmMode, float | None] = {LlmMode.REPLAY: 2.0, LlmMode.SCRIPTED: 2.0, LlmMode.LIVE: None}
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    target: str | None = None  # None: the scenario's own target
-    llm_mode: LlmMode = LlmMode.REPLAY
-    record: bool = False  # write the cassette (scripted or live mode)
-    cassette_dir: Path = Path("cassettes")
-    model: str = DEFAULT_MODEL
-    session_service: str = "delta"
-    profile: TargetProfile | None = None
-    profile_path: Path | None = None  # where ``profile`` came from: the commands the harness prints name it
-    work_dir: Path | None = None  # None: a fresh temporary folder per scenario
-    secrets: tuple[str, ...] = field(default=(), repr=False)
-    # Where the reference agent's SQL, volume and Job_B live: "local" (DuckDB, a folder, a subprocess) or
-    # "databricks" (a workspace; replay from cassettes/databricks/, see harness/targets/databricks.py).
-    backend: str = "local"
-    # databricks backend outside replay: a real workspace (True) or the local fake (False); None: real with
-    # --llm-mode live, the fake otherwise. The real one's DatabricksSettings (None: from the environment).
-    databricks_live: bool | None = None
-    databricks: Any = None
-    # Local Job_B: "warm" (one process per session, the namespace in memory) or "one-shot" (a process per
-    # block, the namespace from the snapshot alone, as every Databricks job run is).
-    executor: str = "warm"
-    # Replay even when a model call's request differs from its recording (harness/llm/drift.py); by default
-    # that is a stale cassette and the scenario is not judged.
-    allow_drift: bool = False
-    # record: save a run whose model traffic does not follow the script (a deliberately broken target such as
-    # legacy, whose misfit is the point); by default such a recording is refused (harness/llm/script_fit.py).
-    allow_script_misfit: bool = False
 
 
 def rerecord_command(scenario: str, target: str = "reference", backend: str = "local",

@@ -13,7 +13,7 @@ from .app import build_app
 from .backends.sublm import lazy_genai_sub_lm
 from .backends.tokens import lazy_genai_token_counter
 from .config import AgentSettings
-from .services import build_local_services
+from .wiring import build_local_services
 
 settings = AgentSettings.from_env()
 services = build_local_services(

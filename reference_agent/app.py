@@ -20,7 +20,7 @@ from .plugins.model_guard import RlmModelGuardPlugin
 from .plugins.stage_tracking import RlmStageTrackingPlugin
 from .plugins.turn_log import RlmTurnLogPlugin
 from .prompts import make_analyst_instruction, results_processor_instruction
-from .services import RuntimeServices
+from .wiring import RuntimeServices
 from .tools.delegate import exit_loop, make_delegate_tool
 from .tools.snippets import make_snippet_tool
 

@@ -49,7 +49,7 @@ class AgentSettings:
     model: str = "gemini-2.5-flash"
     # Base URL for every Gemini call (agents and Job_B's sub-LM); None = Google's endpoint.
     gemini_base_url: str | None = None
-    app_name: str = "rlm_reference"
+    app_name: str = "reference_agent"  # = the package folder: ADK names an agent folder's App after it
     max_iterations: int = 6
     home: Path = field(default_factory=lambda: Path(".rlm"))
     # Job_B limits.

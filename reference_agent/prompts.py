@@ -19,7 +19,7 @@ from google.adk.agents.readonly_context import ReadonlyContext
 
 from . import state_contract as keys
 from .context_assembly import assemble, render, snippets_from_state
-from .services import RuntimeServices
+from .wiring import RuntimeServices
 
 _ANALYST_BASE = """\
 You are a data analyst working in a Python REPL that runs on a separate executor (Job_B).

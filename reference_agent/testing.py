@@ -17,7 +17,7 @@ from .app import build_app
 from .backends.jobs import SubLmAnswer
 from .config import AgentSettings
 from .models.scripted import Reply, ScriptedLlm
-from .services import RuntimeServices, build_local_services
+from .wiring import RuntimeServices, build_local_services
 from .sessions.delta_session_service import DeltaSessionService
 from .storage.duckdb_engine import DuckDBEngine
 

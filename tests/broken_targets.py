@@ -74,9 +74,9 @@ from google.genai import types
 
 from harness.targets.base import BuiltTarget, TargetEnvironment
 from harness.targets.profile import TargetProfile
+from harness.targets.reference_common import executions_from_registry, settings_for
+from harness.targets.reference_common import run_turn as reference_run_turn
 from harness.targets.reference_profile import reference_profile
-from harness.targets.reference import _run_turn as reference_run_turn
-from harness.targets.reference import executions_from_registry, settings_for
 from harness.trace.model import TurnOutcome
 from reference_agent import history as turn_history
 from reference_agent import state_contract as keys
@@ -100,7 +100,7 @@ from reference_agent.prompts import (
 )
 from reference_agent.registry import ArtifactRegistry, IllegalTransitionError
 from reference_agent.run import STALE_TURN_KEYS
-from reference_agent.services import RuntimeServices, build_local_services
+from reference_agent.wiring import RuntimeServices, build_local_services
 from reference_agent.sessions.delta_session_service import DeltaSessionService
 from reference_agent.storage.duckdb_engine import DuckDBEngine
 from reference_agent.tools.delegate import exit_loop, make_delegate_tool

@@ -100,15 +100,16 @@ def _builtin(name: str, factory: Callable[[Path], BaseSessionService], descripti
 
 
 def _delta_memory(folder: Path) -> BaseSessionService:
-    from reference_agent.sessions.delta_session_service import DeltaSessionService
+    # The reference agent's service: its factory comes from the reference target, imported only when used.
+    from ..targets.reference_common import delta_session_service
 
-    return DeltaSessionService.duckdb(None)
+    return delta_session_service(None)
 
 
 def _delta_file(folder: Path) -> BaseSessionService:
-    from reference_agent.sessions.delta_session_service import DeltaSessionService
+    from ..targets.reference_common import delta_session_service
 
-    return DeltaSessionService.duckdb(Path(folder) / "sessions.duckdb")
+    return delta_session_service(Path(folder) / "sessions.duckdb")
 
 
 BUILTIN_PROFILES: dict[str, ServiceProfile] = {

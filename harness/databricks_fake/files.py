@@ -11,8 +11,7 @@ import re
 from pathlib import Path
 from urllib.parse import unquote
 
-from reference_agent.executor.files import write_atomic
-
+from ..files import write_atomic
 from .faults import Faults
 from .replies import ApiError, Reply, bad_request
 

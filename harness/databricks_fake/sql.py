@@ -2,7 +2,7 @@
 
 Statements arrive in the project's SQL with ``:name`` markers and typed
 ``parameters``; the fake drops Delta's ``USING DELTA``, turns markers into
-DuckDB's with ``reference_agent.storage.dialect.DUCKDB`` and runs them on one
+DuckDB's ``$name`` (``duckdb_markers``) and runs them on one
 in-memory database. Responses follow the REST shapes: ``status.state``,
 ``manifest`` (``schema.columns[].type_name``, ``chunks``), ``result.data_array``
 of strings, ``next_chunk_index`` when a result spans chunks, and DML results
@@ -21,12 +21,13 @@ from typing import Any
 
 import duckdb
 
-from reference_agent.storage.dialect import DUCKDB
-
 from .faults import Faults
 from .replies import ApiError, Reply, bad_request, ok
 
 PREFIX = "/api/2.0/sql/statements"
+# A ``:name`` marker that is not part of a ``::`` cast. Quoted literals and identifiers ('...', "...", `...`)
+# are matched first and kept as they are, so a colon inside quotes is never a marker.
+_MARKER = re.compile(r"""'(?:[^']|'')*'|"(?:[^"]|"")*"|`(?:[^`]|``)*`|(?<!:):([A-Za-z_][A-Za-z0-9_]*)\b""")
 _USING_DELTA = re.compile(r"\)\s*USING\s+DELTA\s*;?\s*$", re.IGNORECASE)
 _WAIT = re.compile(r"^(\d+)s$")
 _DML_COLUMNS = {
@@ -149,7 +150,7 @@ class SqlApi:
 
     def _run(self, statement: _Statement) -> None:
         sql = _USING_DELTA.sub(")", statement.sql.strip())
-        text, names = DUCKDB.translate(sql)
+        text, names = duckdb_markers(sql)
         try:
             params = {p["name"]: _param_value(p) for p in statement.parameters}
         except (KeyError, TypeError, ValueError) as exc:
@@ -231,3 +232,16 @@ def _text(value: Any) -> str | None:
     if isinstance(value, (datetime.date, decimal.Decimal)):
         return str(value)
     return str(value)
+
+
+def duckdb_markers(sql: str) -> tuple[str, tuple[str, ...]]:
+    """Databricks SQL's ``:name`` parameter markers as DuckDB's ``$name``, and the names in order of use."""
+    names: list[str] = []
+
+    def repl(match: re.Match[str]) -> str:
+        if match.group(1) is None:  # a quoted literal or identifier
+            return match.group(0)
+        names.append(match.group(1))
+        return "$" + match.group(1)
+
+    return _MARKER.sub(repl, sql), tuple(dict.fromkeys(names))

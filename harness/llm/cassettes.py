@@ -37,9 +37,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from reference_agent.executor.files import write_atomic
-
 from harness.errors import CassetteError, CassetteIdentityError, SecretInCassetteError
+from harness.files import write_atomic
 from harness.llm.identity import METADATA_KEY as IDENTITY_KEY
 from harness.llm.identity import CassetteIdentity
 from harness.llm.modes import DUMMY_API_KEYS

@@ -22,6 +22,7 @@ from ..errors import CassetteError
 from ..trace.model import TokenCountRecord
 from .cassettes import Provenance, assert_all_played, make_vcr, use_cassette
 from .drift import Drift, watch_drift
+from .genai import genai_sub_lm, genai_token_counter
 from .identity import CassetteIdentity
 from .replay_delays import replay_recorded_delays, with_recorded_delay
 from .client_timeouts import record_client_timeouts, replay_client_timeouts
@@ -30,7 +31,7 @@ from .matchers import caller, caller_of
 from .modes import API_KEY_VARIABLES, DUMMY_API_KEYS, LlmMode, ModelEndpoint, endpoint_for
 
 if TYPE_CHECKING:
-    from ..runner import RunOptions
+    from ..run_options import RunOptions
     from ..scenario.models import Scenario
 
 MATCH_ON = ("method_ci", "scheme", "host", "port", "path", "query", "rlm_caller")
@@ -95,9 +96,6 @@ async def llm_session(scenario: "Scenario", options: "RunOptions", *, rerecord: 
                       identity: CassetteIdentity | None = None) -> AsyncIterator[LlmSession]:
     """``workspace``: the run's DatabricksWorkspace (databricks backend), whose REST calls share the cassette.
     ``identity``: what the cassette is for (harness/llm/identity.py): written when recording, compared on replay."""
-    from reference_agent.backends.sublm import sublm_from_genai as genai_sub_lm
-    from reference_agent.backends.tokens import genai_token_counter
-
     mode = options.llm_mode
     with contextlib.ExitStack() as stack:
         scripted = None
@@ -141,9 +139,9 @@ def run_secrets(options: RunOptions, endpoint: ModelEndpoint | None = None) -> l
 
 
 def _sub_lm_retries() -> types.HttpRetryOptions:
-    from ..runner import RETRY_OPTIONS
+    from .. import run_options  # read at call time: bench/cuts.py swaps it for a measurement
 
-    return RETRY_OPTIONS
+    return run_options.RETRY_OPTIONS
 
 
 @contextlib.contextmanager

@@ -75,15 +75,17 @@ class ConformanceSession:
         """Without explicit paths, a test that asks for ``rlm_scenario`` already runs every scenario: the
         scenario files' own items would run each a second time, so they are deselected (explicit paths
         keep both)."""
-        from .collect import ScenarioItem
-
         if self.explicit_args:
             return
-        if any("rlm_scenario" in getattr(i, "fixturenames", ()) and not isinstance(i, ScenarioItem) for i in items):
-            dropped = [i for i in items if isinstance(i, ScenarioItem)]
+
+        def from_file(item: pytest.Item) -> bool:  # a scenario file's item carries its scenario in the stash
+            return SCENARIO in item.stash
+
+        if any("rlm_scenario" in getattr(i, "fixturenames", ()) and not from_file(i) for i in items):
+            dropped = [i for i in items if from_file(i)]
             if dropped:
                 config.hook.pytest_deselected(items=dropped)
-                items[:] = [i for i in items if not isinstance(i, ScenarioItem)]
+                items[:] = [i for i in items if not from_file(i)]
 
     def is_scenario_file(self, path: Path) -> bool:
         return path.suffix in SCENARIO_SUFFIXES and any(path == e or path.is_relative_to(e)

@@ -12,8 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from reference_agent.executor.files import write_atomic
-
+from ..files import write_atomic
 from ..result import RunReport
 from .html import render_html
 from .json_report import ReportError, render_json

@@ -137,7 +137,7 @@ def _describe_field(loc: tuple[int | str, ...]) -> str:
     return f" ('{loc[-1]}': {field.description})" if field and field.description else ""
 
 
-def _close(word: str, options: list[str]) -> str | None:
+def closest(word: str, options: list[str]) -> str | None:
     matches = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
     return matches[0] if matches else None
 
@@ -151,7 +151,7 @@ def describe(error: ErrorDetails) -> str:
     if kind == "extra_forbidden":
         model = model_at(loc[:-1])
         allowed = list(model.model_fields) if model else []
-        guess = _close(name, allowed)
+        guess = closest(name, allowed)
         fix = f"did you mean '{guess}'? Rename it" if guess else "remove it or use one of the allowed fields"
         return (f"unknown field '{name}' (allowed here: {', '.join(allowed)}), got {show(value)}. Fix: {fix}")
     if kind == "invalid_key" or (loc and loc[-1] == "[key]" and kind == "string_type"):
@@ -163,7 +163,7 @@ def describe(error: ErrorDetails) -> str:
                 "Fix: quote it, e.g. \"2020-01-01\" (YAML reads an unquoted date as a date)")
     if kind == "literal_error":
         options = [o.strip(" '") for o in error.get("ctx", {}).get("expected", "").replace(" or ", ", ").split(",")]
-        guess = _close(str(value), options)
+        guess = closest(str(value), options)
         fix = f"did you mean '{guess}'?" if guess else f"use one of: {', '.join(options)}"
         return f"expected one of {', '.join(options)}, got {show(value)}. Fix: {fix}"
     if kind == "string_pattern_mismatch":

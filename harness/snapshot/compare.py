@@ -11,9 +11,8 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
-from reference_agent.executor.files import write_atomic
-
 from ..checks.base import CheckResult, failed, passed
+from ..files import write_atomic
 from ..trace.model import Trace
 from .extension import snapshot_dir
 from .normalize import normalize_trace

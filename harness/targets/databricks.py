@@ -65,7 +65,7 @@ if TYPE_CHECKING:
 
     from ..databricks_fake import FakeWorkspace
     from ..databricks_fake.cassettes import WorkspaceRewrite
-    from ..runner import RunOptions
+    from ..run_options import RunOptions
     from ..scenario.models import Scenario
 
 PUBLIC_HOST = "https://fake-workspace.cloud.databricks.com"  # = harness.databricks_fake.cassettes.PUBLIC_HOST
@@ -74,7 +74,7 @@ VOLUME_DIR = ""  # the volume itself: /Volumes/main/rlm/vol, which snapshots sho
 VOLUME_ROOT = f"/Volumes/{CATALOG}/{SCHEMA}/{VOLUME}"
 WAREHOUSE = "fakewarehouse0001"  # = harness.databricks_fake.DEFAULT_WAREHOUSE
 CLUSTER = "0101-000000-fakecluster"
-APP_NAME = "rlm_reference"  # AgentSettings().app_name: a live run's own app name is stored as this
+APP_NAME = "reference_agent"  # AgentSettings().app_name: a live run's own app name is stored as this
 # Job_B on a workspace answers llm_query itself (direct mode: --lm-direct, google-genai in the executor), so the
 # sub-LM scenarios pass here too; their sub-LM calls are not in the cassette (the result JSON holds their answers).
 _KEY_IN_JOB_B = (
@@ -372,7 +372,7 @@ def build_reference_on_databricks(env: TargetEnvironment) -> BuiltTarget:
     from reference_agent.backends.databricks.errors import DatabricksBackendError
     from reference_agent.sessions.delta_session_service import DeltaSessionService
 
-    from .reference import _run_turn, executions_from_registry, settings_for
+    from .reference_common import executions_from_registry, run_turn, settings_for
 
     workspace: DatabricksWorkspace | None = env.databricks
     if workspace is None:
@@ -397,7 +397,7 @@ def build_reference_on_databricks(env: TargetEnvironment) -> BuiltTarget:
         profile=reference_profile(),
         app=build_app(services, model=env.model),
         session_service=session_service,
-        run_turn=_run_turn,
+        run_turn=run_turn,
         list_executions=executions_from_registry(services.registry, services.volume.read_text),
         close=services.close,
     )

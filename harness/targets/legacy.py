@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-
 from google.adk.runners import Runner
 from google.adk.sessions import DatabaseSessionService
 
 from reference_agent.legacy.agent import build_legacy_app
 from reference_agent.legacy.run import run_conversation
-from reference_agent.services import build_local_services
+from reference_agent.wiring import build_local_services
 from reference_agent.storage.duckdb_engine import DuckDBEngine
 
 from ..trace.model import TurnOutcome
 from .base import BuiltTarget, TargetEnvironment
+from .reference_common import executions_from_registry, settings_for
 from .reference_profile import reference_profile
-from .reference import executions_from_registry, settings_for
 
 
 async def _run_turn(runner: Runner, user_id: str, session_id: str, message: str) -> TurnOutcome:

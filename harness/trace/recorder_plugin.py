@@ -8,7 +8,7 @@ session service, which is what check (h) compares.
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from google.adk.agents.callback_context import CallbackContext
 from google.adk.agents.invocation_context import InvocationContext
@@ -18,11 +18,19 @@ from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.sessions.base_session_service import BaseSessionService
 from pydantic_core import to_jsonable_python
 
-from reference_agent.models.scripted import content_text
-
 from .model import LiveStateRecord, LlmRequestRecord, LlmResponseRecord
 
 RECORDER_NAME = "rlm_conformance_recorder"
+
+
+def content_text(content: Any) -> str:
+    """The text parts of a Content (or a plain string), joined by newlines: what the trace keeps of a prompt."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    parts = getattr(content, "parts", None) or []
+    return "\n".join(p.text for p in parts if getattr(p, "text", None))
 
 
 class TraceRecorderPlugin(BasePlugin):

@@ -24,7 +24,7 @@ from .. import history
 from .. import state_contract as keys
 from ..backends.jobs import JobRequest
 from ..metrics import iteration_metrics, session_totals
-from ..services import RuntimeServices
+from ..wiring import RuntimeServices
 
 logger = logging.getLogger(__name__)
 

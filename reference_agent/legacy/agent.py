@@ -21,7 +21,7 @@ from google.genai import types
 from pydantic import ConfigDict
 
 from ..backends.jobs import JobRequest
-from ..services import RuntimeServices
+from ..wiring import RuntimeServices
 
 # The seeds' key names, spelled out as the old code did.
 ARTIFACT_ID = "temp:rlm:artifact_id"

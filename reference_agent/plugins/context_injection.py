@@ -22,7 +22,7 @@ from google.genai import types
 
 from .. import state_contract as keys
 from ..agents.job_builder import preview, stderr_for_analyst
-from ..services import RuntimeServices
+from ..wiring import RuntimeServices
 
 logger = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from google.adk.plugins.base_plugin import BasePlugin
 from google.genai import types
 
 from .. import state_contract as keys
-from ..services import RuntimeServices
+from ..wiring import RuntimeServices
 from .context_injection import stage_is_current
 
 

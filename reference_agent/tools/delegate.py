@@ -16,7 +16,7 @@ from google.adk.tools.tool_context import ToolContext
 
 from .. import history
 from .. import state_contract as keys
-from ..services import RuntimeServices
+from ..wiring import RuntimeServices
 
 
 def code_artifact_path(services: RuntimeServices, *, session_id: str, iteration: int, artifact_id: str) -> str:

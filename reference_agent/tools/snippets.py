@@ -17,7 +17,7 @@ from google.adk.tools.tool_context import ToolContext
 
 from .. import state_contract as keys
 from ..history import cut
-from ..services import RuntimeServices
+from ..wiring import RuntimeServices
 
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 DESCRIPTION_CHARS = 200

@@ -1,4 +1,8 @@
-"""write_atomic: the one way files are replaced (results, snapshots, volume files, cassettes, reports)."""
+"""write_atomic: the one way files are replaced (results, snapshots, volume files, cassettes, reports).
+
+The agent's (Job_B, the volume) and the harness's own copy (cassettes, snapshots, reports, the workspace
+fake) behave the same: every test runs on both.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from reference_agent.executor.files import write_atomic
+from harness import files as harness_files
+from reference_agent.executor import files as agent_files
 
 
-def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path: Path, monkeypatch) -> None:
+@pytest.fixture(params=[agent_files, harness_files], ids=["reference_agent", "harness"])
+def write_atomic(request):
+    return request.param.write_atomic
+
+
+def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path: Path, monkeypatch, write_atomic) -> None:
     target = tmp_path / "deep" / "result.json"
     write_atomic(target, b"old")
 
@@ -24,7 +34,7 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path: Pat
     assert [p.name for p in target.parent.iterdir()] == ["result.json"]
 
 
-def test_parents_are_created_and_the_mode_is_set(tmp_path: Path) -> None:
+def test_parents_are_created_and_the_mode_is_set(tmp_path: Path, write_atomic) -> None:
     target = tmp_path / "a" / "b" / "report.md"
     write_atomic(target, "ünïcode".encode(), mode=0o644, durable=True)
     assert target.read_text(encoding="utf-8") == "ünïcode"

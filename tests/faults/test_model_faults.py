@@ -7,7 +7,7 @@ the runner appended has its row in storage; the cassette holds the fault; the re
 
 Documented behaviour (client: ADK's ``Gemini`` over google-genai, async over aiohttp, with
 ``RETRY_OPTIONS`` = 3 attempts, exponential backoff 0.05-0.2 s on HTTP 429/500/503, and a client timeout
-``MODEL_TIMEOUT_S`` = 2 s in scripted and replay mode, both in ``harness/runner.py``):
+``MODEL_TIMEOUT_S`` = 2 s in scripted and replay mode, both in ``harness/run_options.py``):
 
 ================  ===========================  =====================  ===========================================  =============
 fault             scenario                     where                  what happens                                 termination

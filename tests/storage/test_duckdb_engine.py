@@ -26,6 +26,18 @@ def test_translate_rewrites_markers_but_not_literals_or_casts():
     assert DATABRICKS.translate(sql)[0] == sql
 
 
+@pytest.mark.parametrize("sql", [
+    "SELECT ':x' AS lit, :a AS a, CAST(:b AS BIGINT), '1'::BIGINT, :a WHERE k = 'it''s :y'",
+    'SELECT 1 AS "a:b", :c AS `x:y`',
+    "MERGE INTO t USING (SELECT :k AS k) s ON t.k = s.k WHEN MATCHED THEN UPDATE SET v = :v_2",
+])
+def test_the_workspace_fake_translates_markers_as_the_agent_does(sql: str):
+    """The fake (harness/databricks_fake/sql.py) has its own copy, so the harness imports nothing of the agent."""
+    from harness.databricks_fake.sql import duckdb_markers
+
+    assert duckdb_markers(sql) == DUCKDB.translate(sql)
+
+
 def test_create_table_per_dialect():
     cols = (("id", "STRING"), ("doc", "JSON"), ("n", "BIGINT"))
     assert DUCKDB.create_table("x", cols) == "CREATE TABLE IF NOT EXISTS x (\n  id STRING,\n  doc STRING,\n  n BIGINT\n)"

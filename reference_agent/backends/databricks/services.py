@@ -9,7 +9,7 @@ from databricks.sdk import WorkspaceClient
 
 from ...config import AgentSettings
 from ...registry import ArtifactRegistry
-from ...services import RuntimeServices, TokenCounter
+from ...wiring import RuntimeServices, TokenCounter
 from ...storage.databricks_engine import DatabricksSqlEngine
 from ..jobs import SubLm
 from .config import DatabricksSettings, make_workspace_client

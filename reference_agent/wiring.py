@@ -4,6 +4,9 @@ One object is built per process (by ``build_local_services`` for the embedded
 defaults) and handed to the tool, ``job_builder`` and the plugins, so that a
 different backend (Databricks) is a different ``RuntimeServices``, not a
 different agent.
+
+Not named ``services.py``: ADK's CLI (``adk run``/``adk web``) imports an agent folder's ``services.py`` as its
+own hook for registering session/memory/artifact services (``google.adk.cli.service_registry``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,90 @@
+"""What every target built on the reference agent shares: the turn, the executions, the settings.
+
+``reference`` (local), its Databricks backend (``databricks.py``) and ``legacy`` import these; none of
+them imports another's names, so the three stay free of import cycles.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from google.adk.runners import Runner
+from google.adk.sessions.base_session_service import BaseSessionService
+
+from reference_agent.config import AgentSettings
+from reference_agent.metrics import iteration_metrics
+from reference_agent.registry import ArtifactRegistry
+from reference_agent.run import run_conversation
+
+from ..trace.crash import describe_error
+from ..trace.model import OUTPUT_SAMPLE_CHARS, ExecutionRecord, TurnOutcome
+from .base import TargetEnvironment
+
+__all__ = ["delta_session_service", "executions_from_registry", "output_sample", "run_turn", "settings_for"]
+
+
+async def run_turn(runner: Runner, user_id: str, session_id: str, message: str) -> TurnOutcome:
+    """One user turn through the reference agent's ``run_conversation``, as the trace records it."""
+    outcome = await run_conversation(runner, user_id=user_id, session_id=session_id, message=message)
+    return TurnOutcome(termination=outcome.termination, final_answer=outcome.final_answer,
+                       delegations=outcome.delegations, error=outcome.error, forced_answer=outcome.forced_answer,
+                       crash=describe_error(outcome.exception) if outcome.exception is not None else None)
+
+
+def executions_from_registry(registry: ArtifactRegistry,
+                             read_text: Callable[[str], str]) -> Callable[[str, str, str], list[ExecutionRecord]]:
+    def list_executions(app_name: str, user_id: str, session_id: str) -> list[ExecutionRecord]:
+        records = []
+        for artifact in registry.list_for_session(app_name, user_id, session_id):
+            result = {}
+            if artifact.result_json_path:
+                try:
+                    result = json.loads(read_text(artifact.result_json_path))
+                except (OSError, ValueError):
+                    result = {}
+            records.append(ExecutionRecord(
+                artifact_id=artifact.artifact_id, session_id=session_id, iteration=artifact.iteration,
+                status=artifact.status, result_status=result.get("status"),
+                result_json_path=artifact.result_json_path, stdout_bytes=result.get("stdout_bytes"),
+                **output_sample(result.get("stdout")),
+                sublm_batches=[b for b in result.get("sublm_batches") or [] if isinstance(b, dict)],
+                final_answer=result.get("final_answer"), sublm_calls=len(result.get("sublm_calls") or []),
+                # With how Job_B ran it: {"mode": "warm" | "one-shot", "blocks": n} (the report's process column).
+                metrics={**iteration_metrics(result), "executor_process": result.get("executor_process")}
+                if result else {},
+            ))
+        return records
+
+    return list_executions
+
+
+def output_sample(stdout: object) -> dict[str, object]:
+    """stdout's length, head and tail for the trace: enough to judge a preview, not 10 MB of it."""
+    if not isinstance(stdout, str):
+        return {}
+    return {"stdout_chars": len(stdout), "stdout_head": stdout[:OUTPUT_SAMPLE_CHARS],
+            "stdout_tail": stdout[-OUTPUT_SAMPLE_CHARS:]}
+
+
+def settings_for(env: TargetEnvironment) -> AgentSettings:
+    """The agent's settings for one scenario run: its folder, model name and limits."""
+    limits = {name: value for name, value in (("max_sublm_calls_per_run", env.max_sublm_calls_per_run),
+                                              ("max_sublm_tokens_per_session", env.max_sublm_tokens_per_session),
+                                              ("context_budget_tokens", env.context_budget_tokens),
+                                              ("preview_chars", env.preview_chars),
+                                              ("history_max_entries", env.history_max_entries))
+              if value is not None}
+    return AgentSettings(home=env.home, model=env.model_name, max_iterations=env.max_iterations,
+                         executor_timeout_s=env.executor_timeout_s, warm_executor=env.warm_executor, **limits)
+
+
+def delta_session_service(path: Path | None) -> BaseSessionService:
+    """The reference agent's DeltaSessionService on DuckDB: a file, or in memory (``None``).
+
+    The contract suite's ``delta`` and ``delta-file`` profiles (harness/contract/profiles.py) import this lazily.
+    """
+    from reference_agent.sessions.delta_session_service import DeltaSessionService
+
+    return DeltaSessionService.duckdb(path)
