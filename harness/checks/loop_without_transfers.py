@@ -53,7 +53,8 @@ def loop_without_transfers(ctx: CheckContext) -> CheckResult:
         return not_applicable(NAME, "The agent tree has no LoopAgent (and the profile maps no loop_agent).")
     events = sorted((e for e in trace.events if e.author in inside), key=lambda e: e.index)
     if not events:
-        return not_applicable(NAME, f"No event of an agent inside {', '.join(sorted(loops))}.")
+        return passed(NAME, f"No transfer: no agent inside {', '.join(sorted(loops))} appended an event "
+                            f"({len(trace.events)} event(s) in all).")
     evidence: list[str] = []
     for event in events:
         if event.transfer_to_agent:

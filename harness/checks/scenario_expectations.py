@@ -50,6 +50,10 @@ def scenario_expectations(ctx: CheckContext) -> CheckResult:
         if wanted is None:
             continue
         actual = getattr(last.outcome, field) if last else None
+        key_field = "termination_key" if field == "termination" else "final_answer_key"
+        if actual is None and (reason := profile.unmapped(key_field)):
+            unjudged.append(f"{field}: expected {show(wanted)}, the outcome has none to compare: {reason}")
+            continue
         if field == "termination":  # the target's value, in the scenario's words (profile termination_map)
             named = profile.termination_name(actual)
             shown = show(actual) + (f" (named {show(named)} by termination_map)" if named != actual else "")
