@@ -57,8 +57,10 @@ def stage_gating(ctx: CheckContext) -> CheckResult:
                 if pending:
                     pending.pop(0)
                 else:
-                    problems.append(f"{name_event(event)}: an execution ({execution_source(profile)}) without a "
-                                    f"fresh {delegate} before it in turn {turn} (stale trigger)")
+                    ran = (f"{profile.job_builder} ran Job_B" if profile.execution_key is None
+                           else f"an execution ({execution_source(profile)})")
+                    problems.append(f"{name_event(event)}: {ran} without a fresh {delegate} before it in turn {turn} "
+                                    f"(stale trigger)")
                 unprocessed = [event]
             if event.index in run_starts:
                 runs += 1
