@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..trace.model import EventRecord, ExecutionRecord, Trace
 from ..targets.profile import TargetProfile
+from ..trace.model import EventRecord, ExecutionRecord, Trace
 from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
 from .evidence import capped, name_event
 from .timeline import (ExecutionWindow, appended_events, execution_windows, executions_unmapped, session_ids,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
-from .evidence import capped, name_event, show
 from ..targets.profile import TargetProfile
 from ..trace.model import EventRecord, Trace
+from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
+from .evidence import capped, name_event, show
 from .timeline import appended_events, delegation_count, is_execution, is_model_answer, last_snapshot_of_turn
 
 NAME = "stale_flags_cleared"
