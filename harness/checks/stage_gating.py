@@ -29,9 +29,12 @@ def stage_gating(ctx: CheckContext) -> CheckResult:
     if no_delegation and no_execution:
         return not_applicable(NAME, f"Neither delegations nor executions are mapped: {no_delegation}; "
                                     f"{no_execution}.")
-    if no_delegation or no_execution:
-        return not_applicable(NAME, f"Pairing executions with delegations needs both mapped: "
-                                    f"{no_delegation or no_execution}.")
+    if (no_delegation or no_execution) and profile.results_processor is None:
+        return not_applicable(NAME, f"Pairing executions with delegations needs both mapped, and the profile maps "
+                                    f"no results_processor to pair with either: {no_delegation or no_execution}.")
+    # With one side unmapped, only the results processor's runs are judged: against executions, or against
+    # delegations standing for them (a delegate tool that runs the code itself).
+    pair = not (no_delegation or no_execution)
     processor = profile.results_processor
     delegate = profile.delegate_tool or f"delegation ({profile.delegation_key!r} write)"
     executor = profile.job_builder or "the executor"
@@ -50,13 +53,15 @@ def stage_gating(ctx: CheckContext) -> CheckResult:
         unprocessed: list[EventRecord] = []  # executions not yet processed
         executions = runs = 0
         for event in turn_events:
-            for _ in range(delegation_count(event, profile)):
-                pending.append(event)
-            if is_execution(event, profile):
-                executions += 1
-                if pending:
+            fresh = delegation_count(event, profile)
+            ran_now = fresh if no_execution else int(is_execution(event, profile))
+            if pair:
+                pending.extend([event] * fresh)
+            if ran_now:
+                executions += ran_now
+                if pair and pending:
                     pending.pop(0)
-                else:
+                elif pair:
                     ran = (f"{profile.job_builder} ran Job_B" if profile.execution_key is None
                            else f"an execution ({execution_source(profile)})")
                     problems.append(f"{name_event(event)}: {ran} without a fresh {delegate} before it in turn {turn} "
@@ -84,10 +89,16 @@ def stage_gating(ctx: CheckContext) -> CheckResult:
         total_delegations += sum(delegation_count(e, profile) for e in turn_events)
 
     expected = ctx.scenario.expect.executions
-    if expected is not None and total_executions != expected:
+    if expected is not None and not no_execution and total_executions != expected:
         problems.append(f"the scenario expects {expected} execution(s) (expect.executions); the trace has "
                         f"{total_executions}")
     how = f"delegations: {delegation_source(profile)}; executions: {execution_source(profile)}"
+    if no_execution:
+        how = (f"delegations: {delegation_source(profile)}, each counted as its execution; executions are not "
+               f"mapped ({no_execution}), so only the processor's runs are judged against delegations")
+    elif no_delegation:
+        how = (f"executions: {execution_source(profile)}; delegations are not mapped ({no_delegation}), so "
+               f"executions are not paired with delegations")
     if processor is None:
         summary = (f"{total_delegations} fresh delegation(s), {total_executions} execution(s) ({how}); the profile "
                    f"maps no results_processor, so only delegation -> execution pairing is judged")

@@ -455,3 +455,29 @@ def test_scenario_expectations_not_judged_where_the_profile_maps_no_key() -> Non
     scenario = make_scenario(executions=3, termination="final_answer", final_answer="1")
     assert_na(run("scenario_expectations", f.build(), profile, scenario), "No expectation could be judged",
               "maps none of execution_key, job_builder", "maps no termination_key", "maps no final_answer_key")
+
+
+def test_stage_gating_with_delegations_only_judges_the_processor_against_them() -> None:
+    """A delegate tool that runs the code itself, no execution mapped: the summariser may run once per call."""
+    profile = TargetProfile(analyst="planner", delegate_tool="run_code", results_processor="summarizer")
+    agents = [AgentInfo(name="loop", kind="LoopAgent"), AgentInfo(name="planner", kind="LlmAgent", parent="loop"),
+              AgentInfo(name="summarizer", kind="LlmAgent", parent="loop")]
+    b = TraceBuilder(profile=profile, plugins=(), agents=agents)
+    b.start_turn(cleanup=False)
+    b.request("planner", system_instruction="Plan.", response_calls=["run_code"])
+    b.event("planner", function_calls=["run_code"])
+    b.event("planner", function_responses=["run_code"], delta={"out": "1"})
+    b.request("summarizer", system_instruction="Summarise.", response_text="It printed 1.")
+    b.event("summarizer", text="It printed 1.")
+    b.request("planner", system_instruction="Plan.", response_text="Done.")
+    b.event("planner", text="Done.")
+    good = b.build()
+    b.request("summarizer", system_instruction="Summarise.", response_text="It printed 1 again.")
+    again = b.event("summarizer", text="It printed 1 again.")  # ungated: runs again with no new call
+    b.end_turn()
+    assert_pass(run("stage_gating", good, profile, make_scenario(executions=7)), "each counted as its execution",
+                "only the processor's runs are judged")
+    assert_fail(run("stage_gating", b.build(), profile), f"event #{again.index} (author summarizer",
+                "summarizer ran again without a new execution", "summarizer sent 2 model requests")
+    assert_na(run("stage_gating", good, profile.model_copy(update={"results_processor": None})),
+              "maps no results_processor to pair with either")
