@@ -12,9 +12,13 @@ BATCHED_CALL = "llm_query_batched("
 
 
 def _code_calls_batched(ctx: CheckContext) -> bool:
-    """Whether code the scenario's script delegates calls ``llm_query_batched`` (the scenario knows what it runs)."""
-    return any(getattr(step, "call", None) == ctx.profile.delegate_tool and BATCHED_CALL in json.dumps(step.args)
-               for steps in ctx.scenario.script.values() for step in steps)
+    """Whether code the scenario's script delegates calls ``llm_query_batched`` (the scenario knows what it runs).
+
+    The code is in the delegate tool's call arguments or, for a target that hands code over in an answer
+    (``delegation_key``), in the analyst's text; any scripted step of an agent (not the sub-LM) holding it counts.
+    """
+    return any(BATCHED_CALL in json.dumps(step.model_dump(), default=str)
+               for agent, steps in ctx.scenario.script.items() if agent != "sub_lm" for step in steps)
 
 
 def _split_batches(ctx: CheckContext) -> list[str]:
