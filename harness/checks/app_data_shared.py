@@ -8,7 +8,7 @@ from ..trace.model import EventRecord
 from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
 from .evidence import capped, keys_list, name_event, name_request, name_snapshot, show
 from .history_folded_by_event import stored_name
-from .timeline import appended_events, session_of_request
+from .timeline import appended_events, session_of_request, unmapped_all
 
 NAME = "app_data_shared"
 _ABSENT = object()
@@ -36,7 +36,8 @@ def _value_before(writes: list[EventRecord], key: str, turn: int, *, inclusive: 
 @check(
     NAME,
     title="App data is shared by every user",
-    why="app: state (e.g. code snippets the analyst saved with a tool) belongs to the whole app: once one user's "
+    why="app: state (e.g. code snippets the analyst saved with a tool, profile app_tools) belongs to the whole app: "
+        "once one user's "
         "session writes it, every later session of any other user must find it in persisted app_state — and, for "
         "the app keys the analyst's prompt shows, in that user's analyst prompts. A tool that should save app data "
         "but writes it to user:, session or temp: scope shares nothing.",
@@ -44,6 +45,8 @@ def _value_before(writes: list[EventRecord], key: str, turn: int, *, inclusive: 
 )
 def app_data_shared(ctx: CheckContext) -> CheckResult:
     trace, profile, scenario = ctx.trace, ctx.profile, ctx.scenario
+    if reason := unmapped_all(profile, "app_tools", "prompt_app_keys"):
+        return not_applicable(NAME, f"The target shares no app data the profile knows of: {reason}.")
     events = appended_events(trace)
     problems: list[str] = []
     checked: list[str] = []

@@ -1,14 +1,37 @@
-"""(e) Every artifact whose results were analysed ends ``consumed`` (analysis-consumed semantics)."""
+"""(e) Every artifact whose results were analysed ends consumed (analysis-consumed semantics).
+
+Artifacts and their status come from the target's artifact registry (``trace.executions``, with the status
+after each event in ``EventRecord.artifact_statuses``) or, for a target without one, from state keys the
+profile names (``artifact_status_prefix``: ``'<prefix><id>'`` holds the status, or a dict with ``status``):
+the status after each event is what the events' deltas wrote, the final one what the last persisted snapshot
+holds.
+"""
 
 from __future__ import annotations
 
-from ..trace.model import ExecutionRecord
+from dataclasses import dataclass
+from typing import Any
+
+from ..targets.profile import TargetProfile
+from ..trace.model import EventRecord, ExecutionRecord, Trace
 from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
 from .evidence import capped, name_event
-from .timeline import ExecutionWindow, execution_windows
+from .timeline import (ExecutionWindow, appended_events, execution_windows, executions_unmapped, session_ids,
+                       state_value, unmapped_all, window_summaries)
 
 NAME = "artifacts_consumed"
-CONSUMED = "consumed"
+
+
+@dataclass
+class Artifact:
+    """One artifact as the check sees it, from either source."""
+
+    artifact_id: str
+    session_id: str
+    label: str
+    status: str | None  # at the end of the scenario
+    window: ExecutionWindow | None  # its execution, when one was found
+    first_consumed: EventRecord | None  # the first event after which its status was the consumed one
 
 
 def _window_for(record: ExecutionRecord, windows: list[ExecutionWindow],
@@ -24,54 +47,122 @@ def _window_for(record: ExecutionRecord, windows: list[ExecutionWindow],
     return mine[position] if position is not None and position < len(mine) else None
 
 
-def _consumed_before_summary(ctx: CheckContext, record: ExecutionRecord, window: ExecutionWindow) -> str | None:
-    """Why the artifact was marked consumed too early (before the summary event that analysed it), or None.
+def _from_registry(trace: Trace, profile: TargetProfile, windows: list[ExecutionWindow]) -> list[Artifact]:
+    executed = sorted((r for r in trace.executions if r.status != "pending"), key=lambda r: r.iteration)
+    artifacts = []
+    for record in sorted(trace.executions, key=lambda r: (r.session_id, r.iteration)):
+        first = next((e for e in trace.events if e.session_id == record.session_id
+                      and e.artifact_statuses.get(record.artifact_id) == profile.consumed_value), None)
+        artifacts.append(Artifact(
+            artifact_id=record.artifact_id, session_id=record.session_id,
+            label=f"artifact {record.artifact_id} (session {record.session_id}, iteration {record.iteration})",
+            status=record.status, window=_window_for(record, windows, executed) if record.status != "pending" else None,
+            first_consumed=first))
+    return artifacts
 
-    Needs the registry's status after each event (``EventRecord.artifact_statuses``); without it, None.
-    """
-    run = window.runs[0]
-    summary = next((e for e in run.events if ctx.profile.summary_key in e.emitted_delta), run.last)
-    first = next((e for e in ctx.trace.events if e.session_id == record.session_id
-                  and e.artifact_statuses.get(record.artifact_id) == CONSUMED), None)
-    if first is None or first.index >= summary.index:
-        return None
-    return (f"already 'consumed' right after {name_event(first)}, before {name_event(summary)} wrote the summary "
-            f"that analysed it: consumed means analysed, so it may only be marked after the summary")
+
+def _status(value: Any) -> str | None:
+    if isinstance(value, dict):
+        value = value.get("status")
+    return None if value is None else str(value)
+
+
+def _from_state_keys(trace: Trace, profile: TargetProfile, windows: list[ExecutionWindow]) -> list[Artifact]:
+    """Artifacts from ``'<prefix><id>'`` keys: statuses after each event from the deltas, the final from storage."""
+    prefix = profile.artifact_status_prefix or ""
+    artifacts = []
+    for sid in session_ids(trace):
+        writes: dict[str, list[tuple[EventRecord, str | None]]] = {}
+        for event in (e for e in appended_events(trace) if e.session_id == sid):
+            for key, value in event.emitted_delta.items():
+                if key.startswith(prefix) and len(key) > len(prefix):
+                    writes.setdefault(key[len(prefix):], []).append((event, _status(value)))
+        snapshot = trace.final_persisted(sid)
+        mine = [w for w in windows if w.execution.session_id == sid]
+        claimed: dict[str, ExecutionWindow] = {}
+        for aid in writes:  # an execution that writes the key, or names the id, is its own
+            window = next((w for w in mine if prefix + aid in w.execution.emitted_delta), None) or next(
+                (w for w in mine if any(isinstance(v, str) and aid in v for v in w.execution.emitted_delta.values())),
+                None)
+            if window is not None and all(window is not w for w in claimed.values()):
+                claimed[aid] = window
+        # The others, in the order of their first write, take the remaining executions in order.
+        free = [w for w in mine if all(w is not c for c in claimed.values())]
+        for aid, window in zip([a for a in writes if a not in claimed], free):
+            claimed[aid] = window
+        for aid, history in writes.items():
+            held, stored = state_value(snapshot, prefix + aid) if snapshot is not None else (False, None)
+            status = _status(stored) if held else history[-1][1]
+            first = next((e for e, s in history if s == profile.consumed_value), None)
+            artifacts.append(Artifact(artifact_id=aid, session_id=sid,
+                                      label=f"artifact {aid} (session {sid}, state key {prefix + aid!r})",
+                                      status=status, window=claimed.get(aid), first_consumed=first))
+    return artifacts
 
 
 @check(
     NAME,
     title="Artifact lifecycle: analysed artifacts are consumed",
     why="With the pruning plugin gone, something else must mark artifacts consumed. The reference uses "
-        "seed 000's Option 2 (analysis-consumed): an artifact is consumed once results_processor has analysed "
-        "its output — not before (the registry's status is read after every event: consumed before the summary "
-        "event is too early), and not never.",
+        "seed 000's Option 2 (analysis-consumed): an artifact is consumed once its output was analysed (a results "
+        "processor run, or the summary write when the profile maps no results_processor) — not before (the "
+        "status is read after every event: consumed before the summary event is too early), and not never. "
+        "Statuses come from the target's artifact registry, or from the profile's artifact_status_prefix keys.",
     dod_item="000: artifacts still transition to 'consumed' according to the chosen semantics",
 )
 def artifacts_consumed(ctx: CheckContext) -> CheckResult:
     trace, profile = ctx.trace, ctx.profile
-    if not trace.executions:
-        return not_applicable(NAME, "The trace has no execution records (the target exposes no artifact registry).")
+    consumed_value = profile.consumed_value
+    if not trace.executions and profile.artifact_status_prefix is None:
+        return not_applicable(NAME, "The trace has no execution records (the target exposes no artifact registry) "
+                                    "and the profile maps no artifact_status_prefix (state keys holding each "
+                                    "artifact's status); set it in the profile to check this.")
+    reason = executions_unmapped(profile) or unmapped_all(profile, "results_processor", "summary_author")
+    if reason is None and profile.results_processor is None:
+        reason = profile.unmapped("summary_key")
+    if reason:
+        return not_applicable(NAME, f"Cannot tell when an artifact was analysed: {reason}.")
     windows = execution_windows(trace, profile)
-    executed = sorted((r for r in trace.executions if r.status != "pending"), key=lambda r: r.iteration)
+    if trace.executions:
+        source = "the target's artifact registry"
+        artifacts = _from_registry(trace, profile, windows)
+    else:
+        source = f"state keys {profile.artifact_status_prefix!r}<id>"
+        artifacts = _from_state_keys(trace, profile, windows)
+        if not artifacts:
+            return not_applicable(NAME, f"No event wrote a {profile.artifact_status_prefix!r}<id> key: the state "
+                                        f"holds no artifact for these sessions.")
+    analyser = profile.results_processor or profile.summary_writer
     problems: list[str] = []
     consumed = 0
-    for record in sorted(trace.executions, key=lambda r: (r.session_id, r.iteration)):
-        label = f"artifact {record.artifact_id} (session {record.session_id}, iteration {record.iteration})"
-        window = _window_for(record, windows, executed) if record.status != "pending" else None
-        if window is not None and window.runs:
-            if record.status == CONSUMED:
+    for artifact in artifacts:
+        window = artifact.window
+        if profile.results_processor is not None:
+            analysis = list(window.runs[0].events) if window and window.runs else []
+            summary = (next((e for e in analysis if profile.summary_key and profile.summary_key in e.emitted_delta),
+                            analysis[-1]) if analysis else None)
+        else:
+            analysis = window_summaries(window, trace, profile) if window else []
+            summary = analysis[0] if analysis else None
+        if summary is not None:
+            if artifact.status == consumed_value:
                 consumed += 1
-                if (early := _consumed_before_summary(ctx, record, window)) is not None:
-                    problems.append(f"{label}: {early}")
+                first = artifact.first_consumed
+                if first is not None and first.index < summary.index:
+                    problems.append(f"{artifact.label}: already {consumed_value!r} right after {name_event(first)}, "
+                                    f"before {name_event(summary)} wrote the summary that analysed it: consumed "
+                                    f"means analysed, so it may only be marked after the summary")
             else:
-                problems.append(f"{label}: status {record.status!r} although {name_event(window.runs[0].first)} "
-                                f"processed its execution {name_event(window.execution)}; expected 'consumed'")
-        elif record.status == CONSUMED:
+                problems.append(f"{artifact.label}: status {artifact.status!r} although {name_event(analysis[0])} "
+                                f"{'processed' if profile.results_processor else 'summarised'} its execution {name_event(window.execution)}; expected "
+                                f"{consumed_value!r}")
+        elif artifact.status == consumed_value:
             where = f"after its execution {name_event(window.execution)}" if window else "(no execution event found)"
-            problems.append(f"{label}: status 'consumed' but no {profile.results_processor} run followed "
-                            f"{where}; analysis-consumed semantics marks it only after analysis")
+            problems.append(f"{artifact.label}: status {consumed_value!r} but no {analyser} "
+                            f"{'run' if profile.results_processor else 'summary'} followed {where}; "
+                            f"analysis-consumed semantics marks it only after analysis")
     if problems:
-        return failed(NAME, f"{len(problems)} artifact(s) break the analysis-consumed lifecycle.", capped(problems))
-    return passed(NAME, f"{consumed} analysed artifact(s) consumed; {len(trace.executions) - consumed} not analysed "
-                        f"and not consumed.")
+        return failed(NAME, f"{len(problems)} artifact(s) break the analysis-consumed lifecycle ({source}).",
+                      capped(problems))
+    return passed(NAME, f"{consumed} analysed artifact(s) {consumed_value}; {len(artifacts) - consumed} not analysed "
+                        f"and not {consumed_value} ({source}).")

@@ -40,6 +40,8 @@ def context_budget(ctx: CheckContext) -> CheckResult:
     budget = ctx.scenario.limits.context_budget_tokens
     if budget is None:
         return not_applicable(NAME, "The scenario sets no limits.context_budget_tokens.")
+    if reason := profile.unmapped("analyst"):
+        return not_applicable(NAME, f"No analyst whose prompts to measure: {reason}.")
     requests = sorted(trace.requests_of(profile.analyst), key=lambda r: r.index)
     if not requests:
         return not_applicable(NAME, f"No {profile.analyst} request was made.")

@@ -62,7 +62,7 @@ def _judge(record: ExecutionRecord, allowed: set[str]) -> tuple[str | None, str 
 
 @check(
     NAME,
-    title="The code Job_B runs sees no credentials",
+    title="The executed code sees no credentials",
     why="Analyst code is model-written and runs as your user: an executor that passes its host's environment on "
         "hands it the Gemini key and the Databricks token. Job_B's environment must be an allow-list (profile "
         "executor_env_allowed). Replay and scripted runs plant canary credentials in the host for the run "
@@ -79,11 +79,11 @@ def executor_env_clean(ctx: CheckContext) -> CheckResult:
         clean += [fine] if fine else []
     planted = ", ".join(ctx.trace.planted_credentials) or "none (live mode or a workspace backend)"
     if problems:
-        return failed(NAME, f"{len(problems)} Job_B run(s) gave the code credentials or variables beyond the "
+        return failed(NAME, f"{len(problems)} execution(s) gave the code credentials or variables beyond the "
                             f"allow-list {sorted(allowed)}; canaries planted in the host: {planted}.",
                       capped(problems))
     if not clean:
         return not_applicable(NAME, f"No execution printed its environment ('{NAMES_LINE} ...'): the "
                                     f"executor_environment scenarios do.")
-    return passed(NAME, f"{len(clean)} Job_B run(s) printed their environment: allowed names only, no canary "
+    return passed(NAME, f"{len(clean)} execution(s) printed their environment: allowed names only, no canary "
                         f"(planted in the host: {planted}).", capped(clean))

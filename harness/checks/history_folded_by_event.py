@@ -1,4 +1,4 @@
-"""(003-2) The user's history changes only through an appended run_conversation event."""
+"""(003-2) The user's history changes only through an appended event (of the target's driver, when mapped)."""
 
 from __future__ import annotations
 
@@ -34,8 +34,9 @@ def _writers(events: list[EventRecord], key: str) -> list[EventRecord]:
 @check(
     NAME,
     title="User history is folded in by an appended event",
-    why="The user's history (user:rlm:history) must grow only through an event appended by run_conversation at "
-        "the end of a turn, folding that turn's temp: log. Writing it into session.state directly is visible for "
+    why="The user's history (profile history_key) must grow only through an appended event (by the target's "
+        "driver, run_conversation_author, when the profile maps one), e.g. at the end of a turn, folding that "
+        "turn's temp: log. Writing it into session.state directly is visible for "
         "the rest of the invocation but never persisted (or, written around the session service, persisted with "
         "no event to explain it). Every persisted change must match such an event, and the live state at the end "
         "of each invocation must hold only what events wrote.",
@@ -43,7 +44,10 @@ def _writers(events: list[EventRecord], key: str) -> list[EventRecord]:
 )
 def history_folded_by_event(ctx: CheckContext) -> CheckResult:
     trace, profile = ctx.trace, ctx.profile
+    if profile.history_key is None:
+        return not_applicable(NAME, f"No history to follow: {profile.unmapped('history_key')}.")
     key, name = profile.history_key, stored_name(profile.history_key)
+    driver = profile.run_conversation_author  # None: any appended event may write it
     events = appended_events(trace)
     writers = _writers(events, key)
     seen_in_storage = any(name in s.user_state for s in trace.persisted)
@@ -74,9 +78,8 @@ def history_folded_by_event(ctx: CheckContext) -> CheckResult:
         written = last.appended_delta.get(key, last.emitted_delta.get(key))
         located = rows.get(last.index)
         where = f"{name_event(last)}" + (f" = {name_row(*located)}" if located else "")
-        if last.author != profile.run_conversation_author:
-            problems.append(f"{change}, written by {where}: author {last.author!r}, not "
-                            f"{profile.run_conversation_author!r}")
+        if driver is not None and last.author != driver:
+            problems.append(f"{change}, written by {where}: author {last.author!r}, not {driver!r}")
         elif written != (None if value is _ABSENT else value):
             problems.append(f"{change}, but the last event writing it, {where}, wrote {entries(written)}")
         else:
@@ -101,10 +104,11 @@ def history_folded_by_event(ctx: CheckContext) -> CheckResult:
                         f"and this invocation's events account for {entries(expected)}: session.state was mutated "
                         f"directly (never persisted)")
 
+    whose = f"{driver} " if driver is not None else ""
     if problems:
         return failed(NAME, f"{len(problems)} change(s) of {key!r} are not explained by an appended "
-                            f"{profile.run_conversation_author} event.", capped(problems + checked))
+                            f"{whose}event.", capped(problems + checked))
     if not checked:
         return not_applicable(NAME, f"{key!r} never changed in storage.")
     return passed(NAME, f"All {len(checked)} persisted change(s) of {key!r} came from appended "
-                        f"{profile.run_conversation_author} events; live state held nothing else.", capped(checked))
+                        f"{whose}events; live state held nothing else.", capped(checked))

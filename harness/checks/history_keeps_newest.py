@@ -28,6 +28,8 @@ def _history(snapshot, key: str):
 )
 def history_keeps_newest(ctx: CheckContext) -> CheckResult:
     trace, key = ctx.trace, ctx.profile.history_key
+    if key is None:
+        return not_applicable(NAME, f"No history to follow: {ctx.profile.unmapped('history_key')}.")
     limit = ctx.scenario.limits.history_max_entries
     checked: list[str] = []
     problems: list[str] = []

@@ -17,15 +17,19 @@ TEMPLATING_CRASH = "Context variable not found"
     title="Instructions render completely",
     why="ADK templates a string instruction: {rlm:last_results_summary?} (a prefix other than app:/user:/temp:) "
         "is left in the prompt verbatim, silently, and a code example such as {row} crashes the run with "
-        "'Context variable not found'. Use instruction providers for prompts with code or namespaced keys.",
+        "'Context variable not found'. Use instruction providers for prompts with code or namespaced keys. Only "
+        "agents whose instruction is a string template are judged: an instruction provider does no templating, "
+        "so braces in what it returns (code examples) are not placeholders.",
     dod_item="design: the analyst must see the summary; {rlm:...?} templating does not work",
 )
 def instructions_render(ctx: CheckContext) -> CheckResult:
     trace = ctx.trace
     if not trace.llm_requests and not trace.turns:
         return not_applicable(NAME, "The trace holds no model request and no turn.")
+    templated = {a.name for a in trace.agents if a.instruction_kind == "string"}
+    judged = [r for r in trace.llm_requests if r.agent in templated]
     evidence: list[str] = []
-    for request in sorted(trace.llm_requests, key=lambda r: r.index):
+    for request in sorted(judged, key=lambda r: r.index):
         found = sorted(set(PLACEHOLDER.findall(request.system_instruction)))
         if found:
             evidence.append(f"{name_request(request)}: system_instruction of agent {request.agent} holds leftover "
@@ -37,5 +41,8 @@ def instructions_render(ctx: CheckContext) -> CheckResult:
                                 f"string instruction referenced a missing state key")
     if evidence:
         return failed(NAME, "Instruction templating left placeholders or crashed.", capped(evidence))
-    return passed(NAME, f"No leftover placeholder in {len(trace.llm_requests)} request(s); no templating crash in "
-                        f"{len(trace.turns)} turn(s).")
+    skipped = len(trace.llm_requests) - len(judged)
+    others = (f" ({skipped} request(s) of agents with an instruction provider or no instruction not judged: no "
+              f"templating there)") if skipped else ""
+    return passed(NAME, f"No leftover placeholder in {len(judged)} request(s) of agents with a string instruction"
+                        f"{others}; no templating crash in {len(trace.turns)} turn(s).")

@@ -13,12 +13,15 @@ WHOLE_STATE_THRESHOLD = 5
     NAME,
     title="Minimal state deltas: writers only write their own keys",
     why="A writer that emits dict(ctx.session.state) as its state_delta resends every key, overwrites other "
-        "writers' values with stale copies and bloats every row. Each delta key must have a contract rule "
-        "naming the event's author (or a tool/plugin acting in its events) as a writer.",
+        "writers' values with stale copies and bloats every row. Each delta key must have a rule in the profile's "
+        "contract naming the event's author (or a tool/plugin acting in its events, author_writers) as a writer.",
     dod_item="001-B: JobBuilderAgent emits a minimal state_delta, not dict(ctx.session.state)",
 )
 def minimal_deltas(ctx: CheckContext) -> CheckResult:
     trace, profile = ctx.trace, ctx.profile
+    if profile.contract is None:
+        return not_applicable(NAME, "The target profile has no state contract (contract: which author may write "
+                                    "which key); set one in the profile to check this.")
     with_delta = [e for e in trace.events if e.emitted_delta]
     if not with_delta:
         return not_applicable(NAME, "No event carried a state delta.")

@@ -7,9 +7,11 @@ from typing import Any
 from ..trace.model import TurnOutcome
 from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
 from .evidence import capped, show
-from .timeline import appended_events, last_snapshot_of_turn
+from .timeline import appended_events, last_snapshot_of_turn, unmapped_all
 
 NAME = "outcome_from_storage"
+CRASH_TERMINATIONS = ("model_error", "agent_error")
+"""What a target driven by the harness ends a turn with when it raised and stored no termination."""
 
 
 def _same(outcome_value: Any, stored: Any) -> bool:
@@ -22,12 +24,15 @@ def _same(outcome_value: Any, stored: Any) -> bool:
     NAME,
     title="Outcome computed from persisted state",
     why="Events yielded by the Runner have lost their temp: keys, so an outcome computed from temp: flags always "
-        "reads 'success'. The outcome a turn reports must match what storage holds (termination reason, final "
-        "answer) and the delegations made in that turn.",
+        "reads 'success'. The outcome a turn reports must match what storage holds (the profile's termination_key, "
+        "its value named through termination_map, and final_answer_key) and the delegate_tool calls made in that "
+        "turn.",
     dod_item="design: compute outcomes from persisted state or explicit events",
 )
 def outcome_from_storage(ctx: CheckContext) -> CheckResult:
     trace, profile = ctx.trace, ctx.profile
+    if reason := unmapped_all(profile, "termination_key", "final_answer_key"):
+        return not_applicable(NAME, f"No stored outcome to compare with: {reason}.")
     if not any(t.outcome.termination is not None for t in trace.turns):
         return not_applicable(NAME, "The target's turn outcome carries no termination.")
     events = appended_events(trace)
@@ -45,11 +50,21 @@ def outcome_from_storage(ctx: CheckContext) -> CheckResult:
         compared += 1
         state = snapshot.session_state
         for field, key in (("termination", profile.termination_key), ("final_answer", profile.final_answer_key)):
+            if key is None:
+                continue
             value, stored = getattr(turn.outcome, field), state.get(key)
-            if not _same(value, stored):
+            if field == "termination":
+                if stored is None and turn.outcome.crash is not None and value in CRASH_TERMINATIONS:
+                    continue  # the turn raised and stored no reason: the harness named its end
+                named = profile.termination_name(stored)
+                if not _same(value, named):
+                    mapped = f" (named {show(named)} by termination_map)" if named != stored else ""
+                    problems.append(f"{label}: outcome.termination is {show(value)} but the persisted {key!r} is "
+                                    f"{show(stored)}{mapped}")
+            elif not _same(value, stored):
                 problems.append(f"{label}: outcome.{field} is {show(value)} but the persisted {key!r} is "
                                 f"{show(stored)}")
-        if turn.outcome.delegations is not None:
+        if turn.outcome.delegations is not None and profile.delegate_tool is not None:
             calls = sum(e.function_calls.count(profile.delegate_tool) for e in events
                         if e.session_id == turn.session_id and e.turn == turn.turn)
             if turn.outcome.delegations != calls:

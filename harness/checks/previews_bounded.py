@@ -1,4 +1,4 @@
-"""Previews of Job_B's output are bounded where they are *emitted*, and exact at the boundary.
+"""Previews of the executed code's output are bounded where they are *emitted*, and exact at the boundary.
 
 A preview lives in a ``temp:`` key, which the service trims before anything is persisted: a check that reads
 persisted rows (``state_budget``) never sees an uncut one. This one reads each event's delta as its writer
@@ -35,7 +35,8 @@ def _execution_of(event: EventRecord, trace: Trace) -> ExecutionRecord | None:
 @check(
     NAME,
     title="Output previews are bounded where emitted, exact at the limit",
-    why="stdout/stderr belong in the volume; state carries previews of at most preview_chars characters. The "
+    why="stdout/stderr belong in the volume; state carries previews (profile preview_keys) of at most "
+        "preview_chars characters. The "
         "previews sit in temp: keys that are never persisted, so the bound is judged on the delta each agent "
         "emits. At the boundary: an output of exactly the limit is kept whole, one character more is cut to the "
         "limit (no off-by-one either way).",
@@ -43,7 +44,13 @@ def _execution_of(event: EventRecord, trace: Trace) -> ExecutionRecord | None:
 )
 def previews_bounded(ctx: CheckContext) -> CheckResult:
     trace, profile = ctx.trace, ctx.profile
+    if reason := profile.unmapped("preview_keys"):
+        return not_applicable(NAME, f"No preview to judge: {reason}.")
     limit = ctx.scenario.limits.preview_chars or profile.preview_chars
+    if limit is None:
+        return not_applicable(NAME, f"No bound to judge the previews by: neither the scenario "
+                                    f"(limits.preview_chars) nor the profile sets preview_chars "
+                                    f"({type(profile).model_fields['preview_chars'].description}).")
     room = limit + profile.preview_marker_chars
     checked, exact, problems = 0, 0, []
     for event in trace.events:

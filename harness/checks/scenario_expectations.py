@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
 from .evidence import name_snapshot, show
-from .timeline import executions
+from .timeline import executions, executions_unmapped
 
 NAME = "scenario_expectations"
 
@@ -20,8 +20,8 @@ def _declared_errors(ctx: CheckContext):
 @check(
     NAME,
     title="Scenario expectations met",
-    why="Beyond the invariants, each scenario states what its run must end with: how many Job_B runs, the final "
-        "answer, how the loop ended, fragments of the final persisted state, and for failure scenarios the error "
+    why="Beyond the invariants, each scenario states what its run must end with: how many executions, the final "
+        "answer, how the loop ended (the target's termination named through the profile's termination_map), fragments of the final persisted state, and for failure scenarios the error "
         "(expect.outcome_error for the last turn, a turn's expect_error for that turn).",
     dod_item=None,
 )
@@ -37,7 +37,10 @@ def scenario_expectations(ctx: CheckContext) -> CheckResult:
     def compare(what: str, ok: bool, detail: str) -> None:
         (met if ok else problems).append(f"{what}: {detail}")
 
-    if expect.executions is not None:
+    unjudged: list[str] = []
+    if expect.executions is not None and (reason := executions_unmapped(profile)):
+        unjudged.append(f"executions: expected {expect.executions}, not counted: {reason}")
+    elif expect.executions is not None:
         count = len(executions(trace, profile))
         compare("executions", count == expect.executions, f"expected {expect.executions}, the trace has {count}")
     last = max(trace.turns, key=lambda t: t.turn) if trace.turns else None
@@ -47,6 +50,16 @@ def scenario_expectations(ctx: CheckContext) -> CheckResult:
         if wanted is None:
             continue
         actual = getattr(last.outcome, field) if last else None
+        key_field = "termination_key" if field == "termination" else "final_answer_key"
+        if actual is None and (reason := profile.unmapped(key_field)):
+            unjudged.append(f"{field}: expected {show(wanted)}, the outcome has none to compare: {reason}")
+            continue
+        if field == "termination":  # the target's value, in the scenario's words (profile termination_map)
+            named = profile.termination_name(actual)
+            shown = show(actual) + (f" (named {show(named)} by termination_map)" if named != actual else "")
+            compare(field, actual is not None and str(wanted) in (str(actual), str(named)),
+                    f"expected {show(wanted)}, {turn_label} ended with {shown}")
+            continue
         compare(field, actual is not None and str(actual) == str(wanted),
                 f"expected {show(wanted)}, {turn_label} ended with {show(actual)}")
     if expect.outcome_error is not None:
@@ -81,5 +94,8 @@ def scenario_expectations(ctx: CheckContext) -> CheckResult:
                             f"expected {show(wanted)}; {where} holds "
                             + (show(actual) if key in merged else "<absent>"))
     if problems:
-        return failed(NAME, f"{len(problems)} expectation(s) not met.", problems + met)
-    return passed(NAME, f"All {len(met)} expectation(s) met.", met)
+        return failed(NAME, f"{len(problems)} expectation(s) not met.", problems + met + unjudged)
+    if not met:
+        return not_applicable(NAME, "No expectation could be judged: " + "; ".join(unjudged))
+    return passed(NAME, f"All {len(met)} expectation(s) met" + (f"; {len(unjudged)} not judged" if unjudged else "")
+                  + ".", met + unjudged)

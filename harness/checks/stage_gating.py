@@ -1,13 +1,14 @@
-"""(d) Job_B and results_processor run once per fresh delegation, never on stale glue."""
+"""(d) The executor and the summariser run once per fresh delegation, never on stale glue."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 
 from ..trace.model import EventRecord
-from .base import CheckContext, CheckResult, check, failed, passed
+from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
 from .evidence import capped, name_event, name_request
-from .timeline import appended_events, delegation_count, is_execution, processor_runs, session_of_turn
+from .timeline import (appended_events, delegation_count, delegation_source, delegations_unmapped, execution_source,
+                       executions_unmapped, is_execution, processor_runs, session_of_turn)
 
 NAME = "stage_gating"
 
@@ -15,20 +16,34 @@ NAME = "stage_gating"
 @check(
     NAME,
     title="Stage gating: no re-run without a fresh delegation",
-    why="Without stage/token gating, stale temp: glue from an earlier LoopAgent iteration makes job_builder "
-        "re-run Job_B and results_processor re-summarise in later iterations. Each turn must have exactly one "
-        "execution per fresh delegate call, and at most one processor run per execution.",
+    why="Without stage/token gating, stale temp: glue from an earlier LoopAgent iteration makes the executor "
+        "re-run the code and the results processor re-summarise in later iterations. Each turn must have exactly "
+        "one execution per fresh delegation (profile: delegate_tool or delegation_key; executor or execution_key), "
+        "and at most one processor run per execution (when the profile maps a results_processor).",
     dod_item="000: repeated LoopAgent iterations do not re-run job_builder / results_processor without a fresh "
              "delegate_code_results",
 )
 def stage_gating(ctx: CheckContext) -> CheckResult:
     trace, profile = ctx.trace, ctx.profile
+    no_delegation, no_execution = delegations_unmapped(profile), executions_unmapped(profile)
+    if no_delegation and no_execution:
+        return not_applicable(NAME, f"Neither delegations nor executions are mapped: {no_delegation}; "
+                                    f"{no_execution}.")
+    if (no_delegation or no_execution) and profile.results_processor is None:
+        return not_applicable(NAME, f"Pairing executions with delegations needs both mapped, and the profile maps "
+                                    f"no results_processor to pair with either: {no_delegation or no_execution}.")
+    # With one side unmapped, only the results processor's runs are judged: against executions, or against
+    # delegations standing for them (a delegate tool that runs the code itself).
+    pair = not (no_delegation or no_execution)
+    processor = profile.results_processor
+    delegate = profile.delegate_tool or f"delegation ({profile.delegation_key!r} write)"
+    executor = profile.job_builder or "the executor"
     events = appended_events(trace)
     by_turn: dict[tuple[str, int], list[EventRecord]] = defaultdict(list)
     for event in events:
         by_turn[(event.session_id, event.turn)].append(event)
     run_starts = {run.first.index for run in processor_runs(trace, profile)}
-    processor_has_tools = any(a.tools for a in trace.agents if a.name == profile.results_processor)
+    processor_has_tools = any(a.tools for a in trace.agents if a.name == processor)
     turn_sessions = session_of_turn(trace)
 
     problems: list[str] = []
@@ -38,43 +53,60 @@ def stage_gating(ctx: CheckContext) -> CheckResult:
         unprocessed: list[EventRecord] = []  # executions not yet processed
         executions = runs = 0
         for event in turn_events:
-            for _ in range(delegation_count(event, profile)):
-                pending.append(event)
-            if is_execution(event, profile):
-                executions += 1
-                if pending:
+            fresh = delegation_count(event, profile)
+            ran_now = fresh if no_execution else int(is_execution(event, profile))
+            if pair:
+                pending.extend([event] * fresh)
+            if ran_now:
+                executions += ran_now
+                if pair and pending:
                     pending.pop(0)
-                else:
-                    problems.append(f"{name_event(event)}: job_builder ran Job_B without a fresh "
-                                    f"{profile.delegate_tool} before it in turn {turn} (stale trigger)")
+                elif pair:
+                    ran = (f"{profile.job_builder} ran Job_B" if profile.execution_key is None
+                           else f"an execution ({execution_source(profile)})")
+                    problems.append(f"{name_event(event)}: {ran} without a fresh {delegate} before it in turn {turn} "
+                                    f"(stale trigger)")
                 unprocessed = [event]
             if event.index in run_starts:
                 runs += 1
                 if unprocessed:
                     unprocessed.pop()
                 else:
-                    problems.append(f"{name_event(event)}: {profile.results_processor} ran again without a new "
+                    problems.append(f"{name_event(event)}: {processor} ran again without a new "
                                     f"execution before it in turn {turn} (stale trigger)")
         for delegation in pending:
-            problems.append(f"{name_event(delegation)}: a fresh {profile.delegate_tool} that job_builder never "
+            problems.append(f"{name_event(delegation)}: a fresh {delegate} that {executor} never "
                             f"executed in turn {turn}")
-        if not processor_has_tools:
-            requests = [r for r in trace.llm_requests if r.agent == profile.results_processor and r.turn == turn
+        if processor is not None and not processor_has_tools:
+            requests = [r for r in trace.llm_requests if r.agent == processor and r.turn == turn
                         and turn_sessions.get(r.turn) == sid]
             if len(requests) > executions:
                 problems.append(
-                    f"turn {turn} (session {sid}): {profile.results_processor} sent {len(requests)} model requests "
+                    f"turn {turn} (session {sid}): {processor} sent {len(requests)} model requests "
                     f"({', '.join(name_request(r) for r in requests)}) for {executions} execution(s)")
         total_executions += executions
         total_runs += runs
         total_delegations += sum(delegation_count(e, profile) for e in turn_events)
 
     expected = ctx.scenario.expect.executions
-    if expected is not None and total_executions != expected:
+    if expected is not None and not no_execution and total_executions != expected:
         problems.append(f"the scenario expects {expected} execution(s) (expect.executions); the trace has "
                         f"{total_executions}")
-    summary = (f"{total_delegations} fresh delegation(s), {total_executions} execution(s), "
-               f"{total_runs} results_processor run(s)")
+    how = f"delegations: {delegation_source(profile)}; executions: {execution_source(profile)}"
+    if no_execution:
+        how = (f"delegations: {delegation_source(profile)}, each counted as its execution; executions are not "
+               f"mapped ({no_execution}), so only the processor's runs are judged against delegations")
+    elif no_delegation:
+        how = (f"executions: {execution_source(profile)}; delegations are not mapped ({no_delegation}), so "
+               f"executions are not paired with delegations")
+    if processor is None:
+        summary = (f"{total_delegations} fresh delegation(s), {total_executions} execution(s) ({how}); the profile "
+                   f"maps no results_processor, so only delegation -> execution pairing is judged")
+    else:
+        summary = (f"{total_delegations} fresh delegation(s), {total_executions} execution(s), "
+                   f"{total_runs} {processor} run(s) ({how})")
     if problems:
         return failed(NAME, f"Stage gating is broken: {summary}.", capped(problems))
+    if processor is None:
+        return passed(NAME, f"Each execution followed a fresh delegation: {summary}.")
     return passed(NAME, f"Each execution followed a fresh delegation and was processed at most once: {summary}.")

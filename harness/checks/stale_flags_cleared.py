@@ -1,12 +1,14 @@
-"""(k) A turn's flags are cleared by an appended event before the next turn's agents run."""
+"""(k) A turn's flags are cleared by an appended event before the next turn's work starts."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..targets.profile import TargetProfile
+from ..trace.model import EventRecord, Trace
 from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
 from .evidence import capped, name_event, show
-from .timeline import agent_names, appended_events, last_snapshot_of_turn
+from .timeline import appended_events, delegation_count, is_execution, is_model_answer, last_snapshot_of_turn
 
 NAME = "stale_flags_cleared"
 
@@ -15,17 +17,33 @@ def _is_set(value: Any) -> bool:
     return value is not None and value is not False and value != ""
 
 
+def starts_work(event: EventRecord, profile: TargetProfile, models: set[str]) -> bool:
+    """Whether the turn's work has started with ``event``: a mapped role acts, or a model answers."""
+    roles = {profile.analyst, profile.job_builder, profile.results_processor, profile.summary_author} - {None}
+    return (event.author in roles or is_execution(event, profile) or delegation_count(event, profile) > 0
+            or (event.author in models and is_model_answer(event)))
+
+
+def model_authors(trace: Trace) -> set[str]:
+    """Agents that sent a model request: their text or calls are model answers (a loader's text is not)."""
+    return {r.agent for r in trace.llm_requests} - {"user"}
+
+
 @check(
     NAME,
     title="Stale flags are cleared by an appended event",
-    why="exit_requested, fatal_error, final_answer and termination_reason of a finished turn would end or "
-        "mislabel the next one. run_conversation must clear them by appending a cleanup event before the "
-        "agents run; mutating the fetched session instead is never persisted.",
+    why="Per-turn flags of a finished turn (profile stale_flag_keys: exit requested, fatal error, final answer, "
+        "termination reason) would end or mislabel the next one. Something must clear them through an appended "
+        "event before the turn's work starts (the first event of the analyst, executor or summariser, or the first "
+        "model answer): the target's driver, a root callback or a context-loading first sub-agent; mutating the "
+        "fetched session instead is never persisted.",
     dod_item="001-A: clear stale flags with a system cleanup event appended via the session service",
 )
 def stale_flags_cleared(ctx: CheckContext) -> CheckResult:
     trace, profile = ctx.trace, ctx.profile
-    agents = agent_names(trace, profile)
+    if reason := profile.unmapped("stale_flag_keys"):
+        return not_applicable(NAME, f"No per-turn flags to follow: {reason}.")
+    models = model_authors(trace)
     events = appended_events(trace)
     sessions: dict[str, list[int]] = {}
     for turn in sorted(trace.turns, key=lambda t: t.turn):
@@ -42,9 +60,8 @@ def stale_flags_cleared(ctx: CheckContext) -> CheckResult:
             if not flags:
                 continue
             turn_events = [e for e in events if e.session_id == sid and e.turn == current]
-            first_agent = next((e for e in turn_events if e.author in agents), None)
-            preamble = turn_events if first_agent is None else [e for e in turn_events if e.index < first_agent.index]
-            cleanups = [e for e in preamble if e.author not in agents]
+            first_agent = next((e for e in turn_events if starts_work(e, profile, models)), None)
+            cleanups = turn_events if first_agent is None else [e for e in turn_events if e.index < first_agent.index]
             limit = f"the first agent event {name_event(first_agent)}" if first_agent else "the end of the turn"
             for key, value in flags.items():
                 clearing = next((e for e in cleanups if key in e.emitted_delta

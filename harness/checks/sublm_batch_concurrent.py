@@ -12,9 +12,13 @@ BATCHED_CALL = "llm_query_batched("
 
 
 def _code_calls_batched(ctx: CheckContext) -> bool:
-    """Whether code the scenario's script delegates calls ``llm_query_batched`` (the scenario knows what it runs)."""
-    return any(getattr(step, "call", None) == ctx.profile.delegate_tool and BATCHED_CALL in json.dumps(step.args)
-               for steps in ctx.scenario.script.values() for step in steps)
+    """Whether code the scenario's script delegates calls ``llm_query_batched`` (the scenario knows what it runs).
+
+    The code is in the delegate tool's call arguments or, for a target that hands code over in an answer
+    (``delegation_key``), in the analyst's text; any scripted step of an agent (not the sub-LM) holding it counts.
+    """
+    return any(BATCHED_CALL in json.dumps(step.model_dump(), default=str)
+               for agent, steps in ctx.scenario.script.items() if agent != "sub_lm" for step in steps)
 
 
 def _split_batches(ctx: CheckContext) -> list[str]:
@@ -26,7 +30,7 @@ def _split_batches(ctx: CheckContext) -> list[str]:
         if x.sublm_batches or x.sublm_calls < 2 or metrics.get("sublm_batched_calls", 1) != 0:
             continue
         problems.append(f"artifact {x.artifact_id} (session {x.session_id}, iteration {x.iteration}): the delegated "
-                        f"code calls llm_query_batched, but Job_B's result reports no llm_query_batched call "
+                        f"code calls llm_query_batched, but the executor's result reports no llm_query_batched call "
                         f"(sublm_batches is empty) and {x.sublm_calls} single, unbatched sub-LM calls, "
                         f"{float(metrics.get('sublm_latency_s') or 0):.2f} s together: the batch was split into "
                         f"calls one after another")
@@ -56,7 +60,7 @@ def sublm_batch_concurrent(ctx: CheckContext) -> CheckResult:
     if not delays:
         return not_applicable(NAME, "The scenario scripts no sub-LM answer with a delay: batch timing says nothing.")
     if not batches and _code_calls_batched(ctx) and (split := _split_batches(ctx)):
-        return failed(NAME, f"{len(split)} Job_B run(s) sent the code's llm_query_batched as single calls, one "
+        return failed(NAME, f"{len(split)} execution(s) sent the code's llm_query_batched as single calls, one "
                             f"after another.", capped(split))
     if not batches:
         return not_applicable(NAME, "No execution made an llm_query_batched call of two or more prompts "

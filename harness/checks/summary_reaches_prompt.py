@@ -16,13 +16,27 @@ PREFIX = 200
     title="The summary reaches the analyst's prompt",
     why="Persisting the summary is not enough: ADK's {key?} templating leaves {rlm:last_results_summary?} "
         "verbatim (only app:/user:/temp: prefixes are templated), so the analyst may never see it. Every analyst "
-        "request after a results_processor run must carry the latest persisted summary in its system instruction: "
+        "request after the summary was written (profile summary_key, by summary_author or results_processor) "
+        "must carry the latest persisted summary in its system instruction: "
         "the conversation history may quote the processor's answer, but that is not the agent handing it over "
         "(history is cut, folded or absent in a new session).",
     dod_item="design: the handoff reaches the prompt (what seed 000 missed)",
 )
 def summary_reaches_prompt(ctx: CheckContext) -> CheckResult:
     trace, profile = ctx.trace, ctx.profile
+    reason = profile.unmapped("summary_key", "analyst")
+    if reason:
+        return not_applicable(NAME, f"No summary handoff to follow: {reason}.")
+    key, processor, writer_name = profile.summary_key, profile.results_processor, profile.summary_writer
+
+    def writes_summary(event) -> bool:
+        return key in event.emitted_delta and (writer_name is None or event.author == writer_name)
+
+    def triggers(event) -> bool:  # after this, the analyst's next request must show the summary
+        return event.author == processor if processor is not None else writes_summary(event)
+
+    after = (f"a {processor} run" if processor is not None
+             else f"a {writer_name} write of {key!r}" if writer_name is not None else f"a write of {key!r}")
     positions = request_positions(trace)
     rows = rows_by_event(trace)
     events = appended_events(trace)
@@ -34,20 +48,19 @@ def summary_reaches_prompt(ctx: CheckContext) -> CheckResult:
         if position is None or session is None:
             continue
         before = [e for e in events if e.session_id == session and e.index < position]
-        if not any(e.author == profile.results_processor for e in before):
+        if not any(triggers(e) for e in before):
             continue
-        writers = [e for e in before
-                   if e.author == profile.results_processor and profile.summary_key in e.emitted_delta]
+        writers = [e for e in before if writes_summary(e)]
         if not writers:
-            problems.append(f"{name_request(request)} follows a {profile.results_processor} run, but no "
-                            f"{profile.summary_key!r} was written before it (see summary_persisted)")
+            problems.append(f"{name_request(request)} follows a {processor} run, but no "
+                            f"{key!r} was written before it (see summary_persisted)")
             continue
         writer = writers[-1]
         located = rows.get(writer.index)
-        if located is not None and profile.summary_key in located[1].state_delta:
-            summary, source = located[1].state_delta[profile.summary_key], name_row(*located)
+        if located is not None and key in located[1].state_delta:
+            summary, source = located[1].state_delta[key], name_row(*located)
         else:
-            summary, source = writer.emitted_delta[profile.summary_key], f"{name_event(writer)} (not persisted)"
+            summary, source = writer.emitted_delta[key], f"{name_event(writer)} (not persisted)"
         needle = str(summary if summary is not None else "").strip()
         if len(needle) > LONG_SUMMARY:
             needle = needle[:PREFIX]
@@ -61,9 +74,9 @@ def summary_reaches_prompt(ctx: CheckContext) -> CheckResult:
             problems.append(f"{name_request(request)}: neither its system_instruction nor its contents holds the "
                             f"summary {show(needle)} persisted by {source}")
     if not checked and not problems:
-        return not_applicable(NAME, f"No {profile.analyst} request follows a {profile.results_processor} run.")
+        return not_applicable(NAME, f"No {profile.analyst} request follows {after}.")
     if problems:
-        return failed(NAME, f"{len(problems)} analyst request(s) after a processor run do not show the summary.",
+        return failed(NAME, f"{len(problems)} {profile.analyst} request(s) after a summary do not show it.",
                       capped(problems))
-    return passed(NAME, f"All {len(checked)} analyst request(s) after a processor run carry the latest summary.",
+    return passed(NAME, f"All {len(checked)} {profile.analyst} request(s) after a summary carry the latest one.",
                   capped(checked))

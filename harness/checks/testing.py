@@ -37,14 +37,16 @@ PROCESSOR_PROMPT = "You summarise the output of Python code that was just execut
 
 
 def reference_agents(profile: TargetProfile) -> list[AgentInfo]:
-    return [
-        AgentInfo(name=profile.loop_agent, kind="LoopAgent"),
-        AgentInfo(name=profile.analyst, kind="LlmAgent", parent=profile.loop_agent, instruction_kind="provider",
-                  tools=[profile.delegate_tool, profile.exit_tool]),
-        AgentInfo(name=profile.job_builder, kind="JobBuilderAgent", parent=profile.loop_agent),
-        AgentInfo(name=profile.results_processor, kind="StageGatedLlmAgent", parent=profile.loop_agent,
+    """The reference agent's tree under the profile's names (roles the profile leaves unmapped left out)."""
+    agents = [
+        AgentInfo(name=profile.loop_agent or "", kind="LoopAgent"),
+        AgentInfo(name=profile.analyst or "", kind="LlmAgent", parent=profile.loop_agent, instruction_kind="provider",
+                  tools=[t for t in (profile.delegate_tool, profile.exit_tool) if t]),
+        AgentInfo(name=profile.job_builder or "", kind="JobBuilderAgent", parent=profile.loop_agent),
+        AgentInfo(name=profile.results_processor or "", kind="StageGatedLlmAgent", parent=profile.loop_agent,
                   output_key=profile.summary_key, instruction_kind="provider"),
     ]
+    return [a for a in agents if a.name]
 
 
 def _invocation(label: str) -> str:
@@ -59,11 +61,11 @@ class TraceBuilder:
     """Builds a ``Trace`` step by step, the way the reference target would produce it."""
 
     def __init__(self, *, scenario: str = "unit", profile: TargetProfile | None = None,
-                 plugins: Iterable[str] = REFERENCE_PLUGINS) -> None:
+                 plugins: Iterable[str] = REFERENCE_PLUGINS, agents: Iterable[AgentInfo] | None = None) -> None:
         self.profile = profile or reference_profile().model_copy(update={"none_semantics": "delete"})
         self.trace = Trace(scenario=scenario, target="reference", llm_mode="scripted",
                            session_service="DeltaSessionService", plugins=list(plugins),
-                           agents=reference_agents(self.profile))
+                           agents=list(agents) if agents is not None else reference_agents(self.profile))
         self._session_state: dict[str, dict[str, Any]] = {}
         self._app_state: dict[str, Any] = {}
         self._user_state: dict[str, dict[str, Any]] = {}
@@ -170,7 +172,7 @@ class TraceBuilder:
                                            outcome=TurnOutcome()))
         stale = {k: None for k in self.profile.stale_flag_keys if k in self._session_state.get(session_id, {})}
         self.live = self.persisted_view()
-        if cleanup and stale:
+        if cleanup and stale and self.profile.run_conversation_author is not None:
             self.event(self.profile.run_conversation_author, delta=stale,
                        invocation_id=_invocation(f"cleanup-{self.turn}"))
         self.invocation_id = _invocation(f"{session_id}-{self.turn}")
@@ -248,18 +250,22 @@ class TraceBuilder:
                                                       invocation_id=self.invocation_id, state=dict(self.live),
                                                       persisted_state=self.persisted_view()))
         stored = self._session_state.get(self.session_id, {})
-        reason = stored.get(p.termination_key)
+        reason = stored.get(p.termination_key) if p.termination_key else None
         marker = _invocation(f"outcome-{self.turn}")
+        driver = p.run_conversation_author is not None and p.termination_key is not None
         if error is not None:
             reason = "model_error"
-            self.event(p.run_conversation_author, invocation_id=marker, delta={
-                p.termination_key: reason, keys.FATAL_ERROR: True, keys.FATAL_ERROR_MSG: error})
-        elif reason is None:
+            if driver:
+                self.event(p.run_conversation_author, invocation_id=marker, delta={
+                    p.termination_key: reason, keys.FATAL_ERROR: True, keys.FATAL_ERROR_MSG: error})
+        elif reason is None and driver:
             reason = "max_iterations"
             self.event(p.run_conversation_author, invocation_id=marker, delta={p.termination_key: reason})
-        delegations = sum(e.function_calls.count(p.delegate_tool) for e in self.trace.events if e.turn == self.turn)
+        delegations = (sum(e.function_calls.count(p.delegate_tool) for e in self.trace.events if e.turn == self.turn)
+                       if p.delegate_tool else None)
         turn = self.trace.turns[-1]
-        turn.outcome = outcome or TurnOutcome(termination=reason, final_answer=stored.get(p.final_answer_key),
+        final = stored.get(p.final_answer_key) if p.final_answer_key else None
+        turn.outcome = outcome or TurnOutcome(termination=p.termination_name(reason), final_answer=final,
                                               delegations=delegations, error=error)
         turn.run_error = run_error
         self.snapshot()

@@ -38,14 +38,64 @@ def session_of_turn(trace: Trace) -> dict[int, str]:
 
 
 def agent_names(trace: Trace, profile: TargetProfile) -> set[str]:
-    """Names of the target's agents: those the trace lists plus the profile's roles."""
-    return {a.name for a in trace.agents} | {profile.loop_agent, profile.analyst, profile.job_builder,
-                                               profile.results_processor}
+    """Names of the target's agents: those the trace lists plus the profile's roles (unmapped roles left out)."""
+    roles = (profile.loop_agent, profile.analyst, profile.job_builder, profile.results_processor,
+             profile.summary_author)
+    return {a.name for a in trace.agents} | {role for role in roles if role is not None}
+
+
+def unmapped_all(profile: TargetProfile, *fields: str) -> str | None:
+    """Why a check cannot apply when it needs any one of ``fields``: None if at least one is mapped."""
+    reasons = [profile.unmapped(name) for name in fields]
+    if not all(reasons):
+        return None
+    if len(fields) == 1:
+        return reasons[0]
+    described = "; ".join(f"{name}: {TargetProfile.model_fields[name].description}" for name in fields)
+    return (f"the target profile maps none of {', '.join(fields)} ({described}); set one of them in the profile "
+            f"to check this")
+
+
+def executions_unmapped(profile: TargetProfile) -> str | None:
+    """Why executions cannot be found: neither execution_key nor the executor (job_builder) is mapped."""
+    return unmapped_all(profile, "execution_key", "job_builder")
+
+
+def delegations_unmapped(profile: TargetProfile) -> str | None:
+    return unmapped_all(profile, "delegate_tool", "delegation_key")
+
+
+def execution_source(profile: TargetProfile) -> str:
+    """How executions are told apart, in the profile's words (for explanations)."""
+    if profile.execution_key is not None:
+        return f"an event writing {profile.execution_key!r}"
+    if profile.job_builder is not None:
+        return f"a {profile.job_builder} event with a state delta"
+    return "nothing (the profile maps no execution_key and no executor)"
+
+
+def delegation_source(profile: TargetProfile) -> str:
+    """How delegations are told apart, in the profile's words (for explanations)."""
+    if profile.delegate_tool is not None:
+        return f"a {profile.delegate_tool} response that wrote state"
+    if profile.delegation_key is not None:
+        return f"an event writing {profile.delegation_key!r}"
+    return "nothing (the profile maps no delegate_tool and no delegation_key)"
 
 
 def is_execution(event: EventRecord, profile: TargetProfile) -> bool:
-    """A Job_B run: a job_builder event that carries a state delta (a gated no-op carries none)."""
-    return event.author == profile.job_builder and bool(event.emitted_delta) and not event.partial
+    """One execution of delegated code.
+
+    With ``execution_key``: an event (of any author) whose delta writes that key. Otherwise an event of the
+    executor (``job_builder``) that carries a state delta (a gated no-op carries none). Neither mapped: none.
+    """
+    if event.partial:
+        return False
+    if profile.execution_key is not None:
+        return profile.execution_key in event.emitted_delta
+    if profile.job_builder is not None:
+        return event.author == profile.job_builder and bool(event.emitted_delta)
+    return False
 
 
 def executions(trace: Trace, profile: TargetProfile) -> list[EventRecord]:
@@ -77,6 +127,8 @@ class ProcessorRun:
 
 
 def processor_runs(trace: Trace, profile: TargetProfile) -> list[ProcessorRun]:
+    if profile.results_processor is None:
+        return []
     groups: list[ProcessorRun] = []
     for sid in session_ids(trace):
         current: list[EventRecord] = []
@@ -239,7 +291,42 @@ def last_snapshot_of_turn(trace: Trace, session_id: str, turn: int) -> Persisted
 
 
 def delegation_count(event: EventRecord, profile: TargetProfile) -> int:
-    """Fresh delegations in an analyst event: delegate_tool responses that wrote state (opened a stage)."""
-    if event.author != profile.analyst or event.partial or not event.emitted_delta:
+    """Fresh delegations in an event.
+
+    With ``delegate_tool``: its responses in an event that wrote state (opened a stage), in the analyst's events
+    when the analyst is mapped (any author's otherwise). With ``delegation_key``: one when the event's delta
+    writes that key (any author). Neither mapped: none.
+    """
+    if event.partial or not event.emitted_delta:
         return 0
-    return event.function_responses.count(profile.delegate_tool)
+    if profile.delegate_tool is not None:
+        if profile.analyst is not None and event.author != profile.analyst:
+            return 0
+        return event.function_responses.count(profile.delegate_tool)
+    if profile.delegation_key is not None:
+        return 1 if profile.delegation_key in event.emitted_delta else 0
+    return 0
+
+
+def summary_writes(trace: Trace, profile: TargetProfile) -> list[EventRecord]:
+    """Events of the summary writer (summary_author, else results_processor) whose delta holds summary_key."""
+    writer, key = profile.summary_writer, profile.summary_key
+    if writer is None or key is None:
+        return []
+    return [e for e in appended_events(trace) if e.author == writer and key in e.emitted_delta]
+
+
+def window_summaries(window: ExecutionWindow, trace: Trace, profile: TargetProfile) -> list[EventRecord]:
+    """The summary writes of ``window``: from its execution event (included) up to the next execution."""
+    end = window.next_execution.index if window.next_execution else math.inf
+    return [e for e in summary_writes(trace, profile) if e.session_id == window.execution.session_id
+            and window.execution.index <= e.index < end]
+
+
+def state_value(snapshot: PersistedSnapshot, key: str) -> tuple[bool, object]:
+    """(held, value) of ``key`` in a snapshot: user:/app: keys live in their own rows, without the prefix."""
+    for prefix, state in (("user:", snapshot.user_state), ("app:", snapshot.app_state)):
+        if key.startswith(prefix):
+            name = key[len(prefix):]
+            return name in state, state.get(name)
+    return key in snapshot.session_state, snapshot.session_state.get(key)

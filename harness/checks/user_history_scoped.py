@@ -58,6 +58,8 @@ def _found(questions: list[Question], text: str) -> list[Question]:
 )
 def user_history_scoped(ctx: CheckContext) -> CheckResult:
     trace, profile = ctx.trace, ctx.profile
+    if reason := profile.unmapped("history_key"):
+        return not_applicable(NAME, f"The target keeps no user history to scope: {reason}.")
     turns = sorted(trace.turns, key=lambda t: t.turn)
     users = list(dict.fromkeys(t.user_id for t in turns))
     asked: dict[str, set[str]] = {u: {needle_of(t.message) for t in turns if t.user_id == u} for u in users}

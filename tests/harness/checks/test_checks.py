@@ -452,6 +452,8 @@ def test_processor_answer_compared_whitespace_stripped() -> None:
 def test_instructions_render() -> None:
     assert_pass(run("instructions_render", two_turn_trace()))
     trace = happy_trace()
+    analyst = next(a for a in trace.agents if a.name == "databricks_analyst")
+    analyst.instruction_kind = "string"  # ADK templates a string instruction; a provider's text is not templated
     request = trace.requests_of("databricks_analyst")[1]
     request.system_instruction += "\nLast: {rlm:last_results_summary?}\nQuery {tbl} with {+app:x}. JSON {\"a\": 1}"
     trace.turns[0].outcome.error = "KeyError: 'Context variable not found: `row`.'"
