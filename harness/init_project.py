@@ -58,10 +58,7 @@ _PRUNING = re.compile(r"prun", re.IGNORECASE)
 _APP_KEY_WRITE = re.compile(r"""["']app:""")
 NOT_NEEDED = "not needed"
 
-SKIP_WHILE_UNMAPPED = {"minimal_deltas": "contract", "previews_bounded": "preview_chars",
-                       "history_folded_by_event": "history_key", "history_keeps_newest": "history_key"}
-"""Checks that cannot judge a run while the profile leaves a field null, and fail or crash instead of saying n/a
-(harness/checks/ on i16-core): the smoke scenario skips them, naming the field, until the profile sets it."""
+
 
 
 class InitError(HarnessError):
@@ -445,12 +442,6 @@ def render_smoke(draft: Draft, directory: Path) -> str:
         lines.append(f"  # {name}: not scripted — {why}; if your agent calls its model here, add a text step")
     if not draft.smoke_agents:
         lines.append("  {}  # the turn reaches no LlmAgent through workflow agents")
-    skips = [(check, name) for check, name in SKIP_WHILE_UNMAPPED.items() if draft.value(name) is None]
-    if skips:
-        lines += ["expect:", "  checks:",
-                  "    # Checks that cannot judge a run while the profile leaves a field null; delete a line once",
-                  f"    # {PROFILE_FILE} sets its field.", "    skip:"]
-        lines += [f"      {check}: {json.dumps(f'{PROFILE_FILE} maps no {name} yet')}" for check, name in skips]
     return "\n".join(lines) + "\n"
 
 

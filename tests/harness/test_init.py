@@ -13,7 +13,7 @@ import yaml
 
 import tests.init_fixture_agent as fixture
 from harness.cli import EXIT_OK, EXIT_USAGE, main
-from harness.init_project import (PROFILE_FILE, PYPROJECT, SKIP_WHILE_UNMAPPED, InitError, init_project,
+from harness.init_project import (PROFILE_FILE, PYPROJECT, InitError, init_project,
                                   write_atomic)
 from harness.llm.modes import LlmMode
 from harness.runner import RunOptions, run_scenario
@@ -96,7 +96,7 @@ def test_smoke_scenario_loads_and_scripts_the_agents_a_turn_reaches(tmp_path: Pa
     assert all(len(steps) == 1 and steps[0].text for steps in scenario.script.values())
     text = (tmp_path / "scenarios" / "smoke.yaml").read_text(encoding="utf-8")
     assert "# reviewer: not scripted — the results processor, gated by GatedReviewer._run_async_impl" in text
-    assert set(scenario.expect.checks.skip) == set(SKIP_WHILE_UNMAPPED)
+    assert not scenario.expect.checks.skip  # an unmapped concept is n/a, never a reason to skip a check
 
 
 def test_smoke_scenario_runs_green_in_scripted_mode(tmp_path: Path) -> None:
