@@ -7,6 +7,7 @@ broken variant, run against the same scenarios, fails the checks that name its d
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,11 +18,18 @@ BROKEN = "examples.seed004_rlm_broken.agent:app"
 DEFECT_CHECKS = {"stale_flags_cleared"}
 
 
+def _offline_env() -> dict[str, str]:
+    """This folder's conftest points google-genai at a dead port for in-process tests; the CLI replays on its own."""
+    drop = ("GOOGLE_GEMINI_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KEY")
+    return {k: v for k, v in os.environ.items() if k not in drop}
+
+
 def _run(tmp_path: Path, *flags: str) -> tuple[int, dict]:
     reports = tmp_path / "reports"
     done = subprocess.run([sys.executable, "-m", "harness", "run", "--scenarios-dir", SCENARIOS,
                            "--reports-dir", str(reports), "--format", "json", *flags],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+                          cwd=ROOT, capture_output=True, text=True, timeout=900, env=_offline_env())
+    assert (reports / "conformance.json").is_file(), done.stdout[-3000:] + done.stderr[-3000:]
     return done.returncode, json.loads((reports / "conformance.json").read_text(encoding="utf-8"))
 
 
