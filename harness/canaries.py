@@ -12,8 +12,9 @@ so a canary changes nothing they send; live mode and a workspace need the real v
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator
+
+from .environ import patched_environ
 
 CANARY_PREFIX = "rlm-conformance-canary"
 CREDENTIAL_VARIABLES = ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_CLOUD_PROJECT", "DATABRICKS_TOKEN",
@@ -28,14 +29,5 @@ def canary_value(variable: str) -> str:
 @contextlib.contextmanager
 def planted_credentials(variables: tuple[str, ...] = CREDENTIAL_VARIABLES) -> Iterator[list[str]]:
     """Set each variable to its canary value; restore the environment as it was afterwards."""
-    saved = {name: os.environ.get(name) for name in variables}
-    try:
-        for name in variables:
-            os.environ[name] = canary_value(name)
+    with patched_environ({name: canary_value(name) for name in variables}):
         yield list(variables)
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value

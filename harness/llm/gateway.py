@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import threading
 from collections.abc import Iterator
 from typing import Any
 
+from ..environ import patched_environ
 from ..errors import HarnessError
+from .loopback import LoopbackServer
 from .replay_delays import with_recorded_delay
 
 GEMINI_ORIGIN = "https://generativelanguage.googleapis.com"
@@ -36,56 +36,25 @@ class ModelGateway:
         self._upstream = (upstream or GEMINI_ORIGIN).rstrip("/")
         self._api_key = api_key
         self._replay = replay
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._port: int | None = None
-        self._error: BaseException | None = None
+        self._server = LoopbackServer(lambda app: app.router.add_route("*", "/{tail:.*}", self._handle),
+                                      name="model-gateway", client_max_size=64 * 1024 * 1024)
         self.forwarded = 0
 
     @property
     def base_url(self) -> str:
-        if self._port is None:
+        if self._server.port is None:
             raise HarnessError("ModelGateway.base_url is only known while the gateway runs.")
-        return f"http://127.0.0.1:{self._port}"
+        return f"http://127.0.0.1:{self._server.port}"
 
     def __enter__(self) -> ModelGateway:
-        ready = threading.Event()
-        self._thread = threading.Thread(target=self._serve, args=(ready,), name="model-gateway", daemon=True)
-        self._thread.start()
-        ready.wait()
-        if self._error is not None:
-            raise HarnessError(f"The model gateway could not listen on 127.0.0.1: {self._error!r}") from self._error
+        try:
+            self._server.start()
+        except BaseException as exc:
+            raise HarnessError(f"The model gateway could not listen on 127.0.0.1: {exc!r}") from exc
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        if self._loop is not None and self._thread is not None:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join()
-        self._thread = self._loop = self._port = None
-
-    def _serve(self, ready: threading.Event) -> None:
-        from aiohttp import web
-
-        loop = asyncio.new_event_loop()
-        app = web.Application(client_max_size=64 * 1024 * 1024)
-        app.router.add_route("*", "/{tail:.*}", self._handle)
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
-        try:
-            loop.run_until_complete(runner.setup())
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            loop.run_until_complete(site.start())
-            self._port, self._loop = runner.addresses[0][1], loop
-        except BaseException as exc:  # re-raised in the caller's thread by __enter__
-            self._error = exc
-            loop.close()
-            ready.set()
-            return
-        ready.set()
-        try:
-            loop.run_forever()
-        finally:
-            loop.run_until_complete(runner.cleanup())
-            loop.close()
+        self._server.stop()
 
     async def _handle(self, request: Any) -> Any:
         from aiohttp import web
@@ -116,15 +85,7 @@ class ModelGateway:
 @contextlib.contextmanager
 def routed_model_environment(gateway: ModelGateway) -> Iterator[None]:
     """Point google-genai clients created from the environment at ``gateway`` while the target runs."""
-    saved = {name: os.environ.get(name) for name in (BASE_URL_VARIABLE, API_KEY_VARIABLE, "GEMINI_API_KEY")}
-    os.environ[BASE_URL_VARIABLE] = gateway.base_url
-    os.environ[API_KEY_VARIABLE] = "rlm-gateway-key"  # the gateway sets the real one upstream
-    os.environ.pop("GEMINI_API_KEY", None)  # google-genai prefers GOOGLE_API_KEY; keep one source
-    try:
+    # GEMINI_API_KEY unset: google-genai prefers GOOGLE_API_KEY, and one source of the key is clearer.
+    with patched_environ({BASE_URL_VARIABLE: gateway.base_url, API_KEY_VARIABLE: "rlm-gateway-key",
+                          "GEMINI_API_KEY": None}):  # the gateway sets the mode's real key upstream
         yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value

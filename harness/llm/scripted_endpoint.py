@@ -43,7 +43,6 @@ JSON) is logged in ``refused``. ``harness/llm/script_fit.py`` reads both, and
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import re
 import threading
@@ -52,6 +51,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import ScriptedEndpointError
+from harness.llm.loopback import LoopbackServer
 from harness.llm.replay_delays import DELAY_HEADER
 from harness.scenario.script import SUB_LM, CallStep, FaultStep, ModelStep, TextStep
 
@@ -152,20 +152,18 @@ class ScriptedEndpoint:
         self._calls: list[ServedCall] = []
         self._refused: list[str] = []
         self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._port: int | None = None
-        self._startup_error: BaseException | None = None
+        self._server = LoopbackServer(
+            lambda app: app.router.add_post("/{version}/models/{model_action}", self._handle), name="scripted-gemini")
 
     # -- lifecycle -----------------------------------------------------------------
 
     @property
     def base_url(self) -> str:
         """``http://127.0.0.1:PORT`` while the endpoint runs."""
-        if self._port is None:
+        if self._server.port is None:
             raise ScriptedEndpointError("ScriptedEndpoint.base_url is only known while the endpoint runs: "
                                         "use it inside `with ScriptedEndpoint(script) as endpoint:`.")
-        return f"http://127.0.0.1:{self._port}"
+        return f"http://127.0.0.1:{self._server.port}"
 
     def __enter__(self) -> ScriptedEndpoint:
         self.start()
@@ -175,51 +173,15 @@ class ScriptedEndpoint:
         self.stop()
 
     def start(self) -> None:
-        if self._thread is not None:
+        if self._server.running:
             raise ScriptedEndpointError("ScriptedEndpoint.start() called twice; stop() it first.")
-        ready = threading.Event()
-        self._thread = threading.Thread(target=self._serve, args=(ready,), name="scripted-gemini", daemon=True)
-        self._thread.start()
-        ready.wait()
-        if self._startup_error is not None:
-            self._thread.join()
-            self._thread = None
-            raise ScriptedEndpointError(f"The scripted Gemini endpoint could not listen on 127.0.0.1: "
-                                        f"{self._startup_error!r}") from self._startup_error
+        try:
+            self._server.start()
+        except BaseException as exc:
+            raise ScriptedEndpointError(f"The scripted Gemini endpoint could not listen on 127.0.0.1: {exc!r}") from exc
 
     def stop(self) -> None:
-        if self._thread is None or self._loop is None:
-            return
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join()
-        self._thread, self._loop, self._port = None, None, None
-
-    def _serve(self, ready: threading.Event) -> None:
-        from aiohttp import web
-
-        loop = asyncio.new_event_loop()
-        app = web.Application()
-        app.router.add_post("/{version}/models/{model_action}", self._handle)
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
-        try:
-            loop.run_until_complete(runner.setup())
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            loop.run_until_complete(site.start())
-            self._port = runner.addresses[0][1]
-            self._loop = loop
-        except BaseException as exc:  # re-raised by start() in the caller's thread, with its traceback
-            self._startup_error = exc
-            with contextlib.suppress(Exception):
-                loop.run_until_complete(runner.cleanup())
-            loop.close()
-            ready.set()
-            return
-        ready.set()
-        try:
-            loop.run_forever()
-        finally:
-            loop.run_until_complete(runner.cleanup())
-            loop.close()
+        self._server.stop()
 
     # -- what was served ---------------------------------------------------------
 
