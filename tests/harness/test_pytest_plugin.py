@@ -111,7 +111,7 @@ def test_a_failing_check_fails_the_item_with_its_evidence(project: pytest.Pytest
     result = run(project, "scenarios", "--target", "legacy", "--llm-mode", "scripted")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
-        "*single_delegation on target legacy (llm-mode scripted, session-service delta): * checks failed",
+        "*single_delegation on target legacy (llm-mode scripted, session-service DatabaseSessionService): * checks failed",
         "  FAIL no_pruning_plugin: *",
         "      - plugin #1 'RlmContextPruningPlugin' is in App.plugins",
         "  FAIL summary_persisted: *",
