@@ -306,6 +306,10 @@ def _preflight(scenarios: list[Scenario], options: RunOptions) -> None:
     if options.session_service != "delta-databricks":  # the runner maps that one to --backend databricks
         resolve_session_service(options.session_service)
     if options.backend == "databricks" or options.session_service == "delta-databricks":  # the legacy target, or a real workspace without its settings: exit 2
+        from .extras import require_databricks
+
+        require_databricks(f"--backend {options.backend}" if options.backend == "databricks"
+                           else "--session-service delta-databricks")
         from .targets.databricks import preflight as databricks_preflight
 
         databricks_preflight([c.spec for c in choices], options)

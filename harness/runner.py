@@ -155,6 +155,9 @@ def _workspace(scenario: Scenario, options: RunOptions, target_name: str, home: 
     if options.backend == "local":
         return contextlib.nullcontext()
     if options.backend == "databricks":
+        from .extras import require_databricks
+
+        require_databricks("--backend databricks")
         from .targets.databricks import databricks_workspace
 
         return databricks_workspace(scenario, options, target_name, home)

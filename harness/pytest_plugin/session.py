@@ -234,6 +234,14 @@ def _check_startup(options: PluginOptions) -> TargetProfile | None:
             resolve_target(options.target)
         except HarnessError as exc:
             raise fail("target", exc) from None
+    if options.backend == "databricks" or options.session_service == "delta-databricks":
+        from ..extras import require_databricks
+
+        try:
+            require_databricks("--backend databricks" if options.backend == "databricks"
+                               else "--session-service delta-databricks")
+        except HarnessError as exc:
+            raise fail("backend" if options.backend == "databricks" else "session_service", exc) from None
     if options.session_service not in ("delta", "delta-databricks"):  # the runner maps the latter to a backend
         from ..targets.session_services import resolve_session_service
 

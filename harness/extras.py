@@ -1,0 +1,23 @@
+"""Optional parts of the suite and the extra that installs each: a clear message instead of an ImportError."""
+
+from __future__ import annotations
+
+import importlib.util
+
+from .errors import ConfigError
+
+DATABRICKS_EXTRA = "pip install 'rlm-conformance[databricks]'"
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # the parent package itself is missing
+        return False
+
+
+def require_databricks(what: str) -> None:
+    """Raise unless databricks-sdk is installed; ``what`` names the option that needs it."""
+    if not _installed("databricks.sdk"):
+        raise ConfigError(f"{what} needs the Databricks SDK, which is an optional extra of rlm-conformance: "
+                          f"{DATABRICKS_EXTRA} (local runs need none of it).")
