@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from google.adk.errors import StaleSessionError
+from adk_compat import StaleSessionError
 from google.adk.sessions.base_session_service import BaseSessionService
 
 from .case import Clock, contract_case, event, reload, short, texts

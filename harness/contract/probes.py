@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from google.adk.errors import StaleSessionError
+from adk_compat import StaleSessionError
 from google.adk.sessions.base_session_service import BaseSessionService
 from google.adk.sessions.session import Session
 from pydantic_core import to_jsonable_python

@@ -1,0 +1,102 @@
+"""The one place that knows which ADK line is installed (google-adk 1.x or 2.x).
+
+Everything here is decided by *feature detection* on ADK's public modules — never by comparing version
+strings — so a 1.x release that gains a 2.x feature (or a 2.x that drops one) is picked up as it is.
+Every shim names the ADK versions it bridges and why; nothing else in the repository may branch on what
+ADK has (``tests/test_adk_compat.py`` enforces that), and nothing imports a private ADK module.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from typing import Any
+
+import google.adk.errors as _adk_errors
+
+__all__ = ["HAS_ADK_STALE_SESSION_ERROR", "StaleSessionError", "canonical_model_request"]
+
+
+# --- StaleSessionError -----------------------------------------------------------------------------------
+# ADK 2.x: ``google.adk.errors.StaleSessionError`` (a ValueError) is what its Database/Sqlite services raise
+#   when a writer appends to a session that storage has moved past.
+# ADK 1.x (1.39.1): no such class; DatabaseSessionService and SqliteSessionService raise a bare ValueError
+#   for the same condition. Ours derives from ValueError too, so a caller written for 2.x (``except
+#   ValueError``) still catches it, and ``except StaleSessionError`` works for our own services on both lines.
+HAS_ADK_STALE_SESSION_ERROR = hasattr(_adk_errors, "StaleSessionError")
+
+if HAS_ADK_STALE_SESSION_ERROR:
+    StaleSessionError = _adk_errors.StaleSessionError
+else:
+    class StaleSessionError(ValueError):  # type: ignore[no-redef]
+        """Raised when a session write loses an optimistic concurrency race (ADK 1.x has no class for it)."""
+
+
+# --- What a model request looks like on the wire -----------------------------------------------------------
+# A cassette recorded on one ADK line is replayed on the other, and harness/llm/drift.py compares every request
+# sent with the one recorded. Two request-shape changes between ADK 1.x and 2.x carry the same content in
+# another encoding; ``canonical_model_request`` writes both in one form, so what is compared is the content
+# (the agent's prompt, tools, history) and not the ADK line that encoded it. Applied to both sides on every
+# line: a real change of a prompt, a tool or its docstring still differs after it.
+#
+# 1. Function declarations. ADK 2.x (feature JSON_SCHEMA_FOR_FUNC_DECL, stable and on) sends
+#    ``parameters_json_schema`` (pydantic's JSON schema: lowercase types, a ``title`` per property) and the
+#    docstring cleaned (``inspect.cleandoc``); ADK 1.39.1 (the same feature is WIP and off) sends ``parameters``
+#    (a genai Schema: uppercase types, no titles) and the docstring raw, indentation and trailing blank included.
+#    Canonical: ``parameters`` with lowercase types and no titles, the description cleandoc'd.
+# 2. Other agents' turns in an agent's history. ADK 2.x fences them as quoted data (a long "For context: below
+#    is a transcript ..." preamble, then "[agent] said:\n<<<BEGIN_QUOTED_AGENT_CONTENT>>>\n...\n<<<END_...>>>");
+#    ADK 1.x relays them as "For context:" and "[agent] said: ...". Canonical: ADK 1.x's form.
+QUOTED_CONTENT_BEGIN = "<<<BEGIN_QUOTED_AGENT_CONTENT>>>"
+QUOTED_CONTENT_END = "<<<END_QUOTED_AGENT_CONTENT>>>"
+_FENCED_PREAMBLE = re.compile(r"^For context: below is a transcript of what another agent did, quoted between "
+                              + re.escape(QUOTED_CONTENT_BEGIN) + r" .*$", re.DOTALL)
+_FENCED_QUOTE = re.compile(r"\n" + re.escape(QUOTED_CONTENT_BEGIN) + r"\n(.*?)\n" + re.escape(QUOTED_CONTENT_END),
+                           re.DOTALL)
+
+
+def _canonical_schema(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        return {key: (value.lower() if key == "type" and isinstance(value, str) else _canonical_schema(value))
+                for key, value in schema.items() if key != "title"}
+    if isinstance(schema, list):
+        return [_canonical_schema(value) for value in schema]
+    return schema
+
+
+def _canonical_declaration(declaration: dict[str, Any]) -> dict[str, Any]:
+    out = dict(declaration)
+    if isinstance(out.get("description"), str):
+        out["description"] = inspect.cleandoc(out["description"])
+    for key in ("parameters_json_schema", "parametersJsonSchema", "parameters"):
+        if key in out:
+            out["parameters"] = _canonical_schema(out.pop(key))
+    return out
+
+
+def _canonical_text(text: str) -> str:
+    if _FENCED_PREAMBLE.match(text):
+        return "For context:"
+    return _FENCED_QUOTE.sub(lambda m: " " + m.group(1), text)
+
+
+def _canonical(node: Any, key: str | None = None) -> Any:
+    if isinstance(node, dict):
+        return {k: ([_canonical_declaration(d) if isinstance(d, dict) else d for d in v]
+                    if k in ("functionDeclarations", "function_declarations") and isinstance(v, list)
+                    else _canonical(v, k)) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_canonical(value, key) for value in node]
+    if isinstance(node, str) and key == "text":
+        return _canonical_text(node)
+    return node
+
+
+def canonical_model_request(body: str) -> str:
+    """A model request's JSON body in a form both ADK lines encode alike (text that is not JSON: unchanged)."""
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return body
+    return json.dumps(_canonical(parsed), sort_keys=True, ensure_ascii=False)
