@@ -11,11 +11,14 @@ from __future__ import annotations
 import inspect
 import json
 import re
-from typing import Any
+from functools import cached_property
+from typing import Any, Optional
 
 import google.adk.errors as _adk_errors
+from google.adk.models.google_llm import Gemini
 
-__all__ = ["HAS_ADK_STALE_SESSION_ERROR", "StaleSessionError", "canonical_model_request"]
+__all__ = ["HAS_ADK_STALE_SESSION_ERROR", "HAS_GEMINI_CLIENT_KWARGS", "StaleSessionError", "canonical_model_request",
+           "gemini"]
 
 
 # --- StaleSessionError -----------------------------------------------------------------------------------
@@ -100,3 +103,41 @@ def canonical_model_request(body: str) -> str:
     except ValueError:
         return body
     return json.dumps(_canonical(parsed), sort_keys=True, ensure_ascii=False)
+
+
+# --- Gemini(client_kwargs=...) -----------------------------------------------------------------------------
+# ADK 2.x: ``Gemini(client_kwargs={...})`` passes api_key, vertexai and http_options (timeout, TLS) to the
+#   google-genai Client it builds, ADK's base_url and retry_options filling what the caller left unset.
+# ADK 1.x (1.39.1): ``Gemini`` has no such field, and pydantic drops the unknown keyword *silently*: the Client is
+#   built from the environment alone, so the key ("No API key was provided"), the client timeout and the shared
+#   TLS settings would all be lost. ``gemini()`` gives 1.x a Gemini whose ``api_client`` (a public cached
+#   property on both lines) honours client_kwargs the way 2.x does (without ADK's tracking headers).
+HAS_GEMINI_CLIENT_KWARGS = "client_kwargs" in Gemini.model_fields
+
+
+class GeminiWithClientKwargs(Gemini):
+    """ADK 1.x's Gemini plus 2.x's ``client_kwargs`` (used only where ADK's Gemini lacks the field)."""
+
+    client_kwargs: Optional[dict[str, Any]] = None
+
+    @cached_property
+    def api_client(self) -> Any:
+        from google.genai import Client, types
+
+        kwargs = dict(self.client_kwargs or {})
+        options = kwargs.get("http_options")
+        options = (types.HttpOptions() if options is None else types.HttpOptions.model_validate(options)
+                   if isinstance(options, dict) else options.model_copy())
+        if options.base_url is None:
+            options.base_url = self.base_url
+        if options.retry_options is None:
+            options.retry_options = self.retry_options
+        kwargs["http_options"] = options
+        return Client(**kwargs)
+
+
+def gemini(*, model: str, base_url: str | None = None, client_kwargs: dict[str, Any] | None = None,
+           **kwargs: Any) -> Gemini:
+    """ADK's ``Gemini`` with ``client_kwargs`` honoured on every ADK line."""
+    cls = Gemini if HAS_GEMINI_CLIENT_KWARGS else GeminiWithClientKwargs
+    return cls(model=model, base_url=base_url, client_kwargs=client_kwargs, **kwargs)
