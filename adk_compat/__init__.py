@@ -16,9 +16,10 @@ from typing import Any, Optional
 
 import google.adk.errors as _adk_errors
 from google.adk.models.google_llm import Gemini
+from google.adk.sessions.base_session_service import BaseSessionService
 
 __all__ = ["HAS_ADK_STALE_SESSION_ERROR", "HAS_GEMINI_CLIENT_KWARGS", "StaleSessionError", "canonical_model_request",
-           "gemini"]
+           "gemini", "is_stale_session_error", "ADK_SERVICES_HAVE_GET_USER_STATE", "ADK_LINE_SERVICE_DIVERGENCES"]
 
 
 # --- StaleSessionError -----------------------------------------------------------------------------------
@@ -34,6 +35,21 @@ if HAS_ADK_STALE_SESSION_ERROR:
 else:
     class StaleSessionError(ValueError):  # type: ignore[no-redef]
         """Raised when a session write loses an optimistic concurrency race (ADK 1.x has no class for it)."""
+
+# ADK 1.39.1's own services signal a stale writer with these bare ValueErrors (DatabaseSessionService, then
+# SqliteSessionService); 2.x raises StaleSessionError with the same texts.
+_ADK1_STALE_MESSAGES = (
+    "The session has been modified in storage since it was loaded.",
+    "The last_update_time provided in the session object is earlier than the update_time in storage.",
+)
+
+
+def is_stale_session_error(error: BaseException) -> bool:
+    """A stale writer rejected: StaleSessionError, or (ADK 1.x, no such class) ADK's ValueError saying so."""
+    if isinstance(error, StaleSessionError):
+        return True
+    return (not HAS_ADK_STALE_SESSION_ERROR and type(error) is ValueError
+            and str(error).startswith(_ADK1_STALE_MESSAGES))
 
 
 # --- What a model request looks like on the wire -----------------------------------------------------------
@@ -141,3 +157,23 @@ def gemini(*, model: str, base_url: str | None = None, client_kwargs: dict[str, 
     """ADK's ``Gemini`` with ``client_kwargs`` honoured on every ADK line."""
     cls = Gemini if HAS_GEMINI_CLIENT_KWARGS else GeminiWithClientKwargs
     return cls(model=model, base_url=base_url, client_kwargs=client_kwargs, **kwargs)
+
+
+# --- ADK's own session services (the contract suite's adk-memory and adk-sqlite profiles) ---------------------
+# ADK 2.x added ``BaseSessionService.get_user_state``; 1.x services have none (the contract then skips its
+# get_user_state assertions, as for any service that declares it unsupported).
+ADK_SERVICES_HAVE_GET_USER_STATE = hasattr(BaseSessionService, "get_user_state")
+
+# Contract cases ADK 1.x's services fail where 2.x's pass: merged into harness/contract/profiles.py's
+# DECLARED_DIVERGENCES (strict xfail: a 1.x release that fixes one fails the run until its row goes).
+# Detected with StaleSessionError: the typed session errors and the num_recent_events fix came with it (2.0).
+_ADK1_SERVICE_DIVERGENCES = {
+    "already_exists_and_not_found": "ADK 1.x: append_event to a missing session raises a bare ValueError "
+                                    "('Session ... not found.'), not SessionNotFoundError.",
+}
+ADK_LINE_SERVICE_DIVERGENCES: dict[str, dict[str, str]] = {} if HAS_ADK_STALE_SESSION_ERROR else {
+    "adk-memory": dict(_ADK1_SERVICE_DIVERGENCES),
+    "adk-sqlite": {**_ADK1_SERVICE_DIVERGENCES,
+                   "get_session_config": "ADK 1.x DatabaseSessionService: GetSessionConfig(num_recent_events=0) "
+                                         "returns every event (0 is read as 'no limit'), not none."},
+}
