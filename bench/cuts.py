@@ -66,10 +66,10 @@ def _shared_ssl() -> Iterator[None]:
     original_gemini, original_client = modes.ModelEndpoint.gemini, modes.ModelEndpoint.genai_client
 
     def gemini(self: Any, **kwargs: Any) -> Any:
-        from google.adk.models.google_llm import Gemini
+        from adk_compat import gemini as adk_gemini
 
         client_kwargs = {**self.client_kwargs(), "http_options": shared_http_options()}
-        return Gemini(model=self.model, base_url=self.base_url, client_kwargs=client_kwargs, **kwargs)
+        return adk_gemini(model=self.model, base_url=self.base_url, client_kwargs=client_kwargs, **kwargs)
 
     def genai_client(self: Any, *, http_options: Any = None) -> Any:
         options = shared_http_options(http_options or types.HttpOptions())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from google.adk.errors import StaleSessionError
+from adk_compat import is_stale_session_error
 from google.adk.sessions.base_session_service import BaseSessionService
 
 from .case import Clock, contract_case, event, reload, short, texts
@@ -24,7 +24,9 @@ async def stale_writer_rejected(service: BaseSessionService, profile: ServicePro
     stale_errors = 0
     try:
         await service.append_event(writer_b, event(clock, {"writer_b": "B"}, author="writer_b", text="B"))
-    except StaleSessionError:
+    except ValueError as error:  # StaleSessionError is a ValueError; ADK 1.x raises a bare one
+        if not is_stale_session_error(error):
+            raise
         stale_errors += 1
         between = await reload(service, created)
         if "writer_b" in between.state or "B" in texts(between):

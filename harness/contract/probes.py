@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from google.adk.errors import StaleSessionError
+from adk_compat import is_stale_session_error
 from google.adk.sessions.base_session_service import BaseSessionService
 from google.adk.sessions.session import Session
 from pydantic_core import to_jsonable_python
@@ -53,8 +53,8 @@ class ProbeRecorder:
         """Append; with ``step``, a StaleSessionError is recorded as that step's outcome instead of raised."""
         try:
             appended = await self.service.append_event(session, event(self.clock, delta, author=author))
-        except StaleSessionError:
-            if step is None:
+        except ValueError as error:  # StaleSessionError is a ValueError; ADK 1.x raises a bare one
+            if step is None or not is_stale_session_error(error):
                 raise
             self.outcomes[step] = STALE
             return False

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from adk_compat import ADK_LINE_SERVICE_DIVERGENCES, ADK_SERVICES_HAVE_GET_USER_STATE
 from google.adk.sessions.base_session_service import BaseSessionService
 
 from ..targets.session_services import (
@@ -55,6 +56,11 @@ DECLARED_DIVERGENCES: dict[str, dict[str, str]] = {
                                     "scoped keys (no row locks on SQLite).",
     },
 }
+
+# The ADK line installed adds its own rows (adk_compat: e.g. ADK 1.x's services raise ValueError, not
+# SessionNotFoundError), so a team moving between ADK 1.x and 2.x sees here exactly what ADK changed.
+for _name, _rows in ADK_LINE_SERVICE_DIVERGENCES.items():
+    DECLARED_DIVERGENCES.setdefault(_name, {}).update(_rows)
 
 
 class ContractError(SessionServiceError):
@@ -96,7 +102,8 @@ class ServiceProfile:
 def _builtin(name: str, factory: Callable[[Path], BaseSessionService], description: str) -> ServiceProfile:
     divergences = DECLARED_DIVERGENCES.get(name, {})
     return ServiceProfile(name=name, factory=factory, divergences=divergences, description=description,
-                          none_semantics="store" if NONE_DELETES in divergences else "delete")
+                          none_semantics="store" if NONE_DELETES in divergences else "delete",
+                          supports_get_user_state=not name.startswith("adk-") or ADK_SERVICES_HAVE_GET_USER_STATE)
 
 
 def _delta_memory(folder: Path) -> BaseSessionService:

@@ -5,7 +5,8 @@ sub-LM prompt), so a call whose prompt, tools or settings changed since recordin
 recorded answer: the answer to another request. Replay would then pass on evidence that no longer
 describes the agent. So after each played model call the request sent is compared with the one
 recorded. Values every run makes afresh (UUIDs, hex ids, temporary paths) are masked on both sides;
-what is left must be equal. Only model calls are compared: a Databricks REST call carries
+what is left must be equal, once both are written in the form ADK 1.x and 2.x encode alike
+(``adk_compat.canonical_model_request``: a cassette recorded on one ADK line replays on the other). Only model calls are compared: a Databricks REST call carries
 timestamps and row ids by nature, and its recorded answers are matched by their own rules.
 """
 
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Callable
+
+from adk_compat import canonical_model_request
 
 from .fresh_values import mask_fresh_values
 from .matchers import caller_of
@@ -25,11 +28,11 @@ def is_model_call(path: str) -> bool:
 
 
 def normalized_body(body: Any) -> str:
-    """The request body as text with the run's fresh values masked."""
+    """The request body as text, in the ADK lines' common form, with the run's fresh values masked."""
     if body is None:
         return ""
     text = body.decode("utf-8", errors="replace") if isinstance(body, (bytes, bytearray)) else str(body)
-    return mask_fresh_values(text)
+    return mask_fresh_values(canonical_model_request(text))
 
 
 @dataclass(frozen=True)

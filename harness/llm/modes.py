@@ -61,7 +61,7 @@ class ModelEndpoint:
         ``timeout_s`` is the client timeout of each model request (google-genai's
         ``HttpOptions.timeout``, in milliseconds there); None keeps the library default.
         """
-        from google.adk.models.google_llm import Gemini
+        from adk_compat import gemini
         from google.genai import types
 
         from .tls import with_shared_tls
@@ -69,7 +69,7 @@ class ModelEndpoint:
         client_kwargs = self.client_kwargs()
         options = types.HttpOptions(timeout=round(timeout_s * 1000)) if timeout_s is not None else None
         client_kwargs["http_options"] = with_shared_tls(options)
-        return Gemini(model=self.model, base_url=self.base_url, client_kwargs=client_kwargs, **kwargs)
+        return gemini(model=self.model, base_url=self.base_url, client_kwargs=client_kwargs, **kwargs)
 
     def genai_client(self, *, http_options: types.HttpOptions | None = None) -> Client:
         """A google-genai ``Client`` (sync, and ``.aio``) for this endpoint, e.g. for sub-LM calls."""

@@ -7,6 +7,12 @@ so the guard ends the loop with that event (``escalate``), and
 ``run_conversation`` reports the turn as a clean ``model_error`` naming the
 reason (``blocked_answer``); the session keeps what the turn did before.
 
+The escalation is set twice, the same way on every ADK line: in ``after_model_callback`` (ADK 2.x binds a
+plugin's callback context to the answer's event, so its actions are the event's) and again on the event itself
+in ``on_event_callback``, which the Runner calls before it persists the event and before the LoopAgent reads
+``escalate``. ADK 1.x (1.39.1) hands a plugin's ``after_model_callback`` a context of its own, whose actions
+reach no event: without the second hook a block would be asked again on 1.x (see adk_compat's table).
+
 It does not raise: an exception out of a plugin callback is what ADK treats as
 a broken plugin — its plugin manager logs it as an ERROR with a traceback and
 re-raises it wrapped in "Error in plugin ..." — while a block is an answer of the
@@ -18,6 +24,7 @@ from __future__ import annotations
 from typing import Optional
 
 from google.adk.agents.callback_context import CallbackContext
+from google.adk.agents.invocation_context import InvocationContext
 from google.adk.events import Event
 from google.adk.models.llm_response import LlmResponse
 from google.adk.plugins.base_plugin import BasePlugin
@@ -54,4 +61,9 @@ class RlmModelGuardPlugin(BasePlugin):
     ) -> Optional[LlmResponse]:
         if blocked_reason(llm_response.error_code, llm_response.finish_reason):
             callback_context.actions.escalate = True  # the loop stops after this (blocked) answer's event
+        return None
+
+    async def on_event_callback(self, *, invocation_context: InvocationContext, event: Event) -> Optional[Event]:
+        if blocked_reason(event.error_code, event.finish_reason):
+            event.actions.escalate = True  # in place: the LoopAgent holds this very event
         return None

@@ -9,7 +9,7 @@ transactions, every statement an HTTP round trip, results in 3-row chunks).
 from __future__ import annotations
 
 import pytest
-from google.adk.errors import StaleSessionError
+from adk_compat import StaleSessionError
 
 from reference_agent.registry import (
     ArtifactRegistry,

@@ -44,7 +44,7 @@ def _run_green(directory: Path, target: str) -> None:
     assert path == (directory / PROFILE_FILE).resolve()
     result = run_scenario(scenario, RunOptions(llm_mode=LlmMode.SCRIPTED, target=target, profile=load_profile(path),
                                                profile_path=path))
-    failed = [f"{c.name}: {c.summary} {c.evidence}" for c in result.checks if c.status.value == "fail"]
+    failed = [f"{c.name}: {c.explanation} {c.evidence}" for c in result.checks if c.status.value == "fail"]
     assert result.status == "pass", result.error or failed or [str(t.outcome) for t in result.crashed_turns]
     assert next(c for c in result.checks if c.name == "script").status.value == "pass"
 

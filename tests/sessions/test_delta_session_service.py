@@ -9,7 +9,7 @@ import threading
 import time
 
 import pytest
-from google.adk.errors import StaleSessionError
+from adk_compat import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events.event import Event
