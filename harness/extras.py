@@ -12,7 +12,7 @@ DATABRICKS_EXTRA = "pip install 'rlm-conformance[databricks]'"
 def _installed(module: str) -> bool:
     try:
         return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:  # the parent package itself is missing
+    except (ModuleNotFoundError, ValueError):  # the parent package is missing, or blocked in sys.modules
         return False
 
 

@@ -37,5 +37,6 @@ def test_the_databricks_backend_names_the_extra_without_the_sdk(tmp_path: Path) 
 def test_require_databricks_passes_when_installed_and_fails_when_not(monkeypatch: pytest.MonkeyPatch) -> None:
     require_databricks("--backend databricks")  # the dev environment has the extra
     monkeypatch.setitem(sys.modules, "databricks", None)
+    monkeypatch.setitem(sys.modules, "databricks.sdk", None)  # as if never installed, even after an import
     with pytest.raises(ConfigError, match=r"rlm-conformance\[databricks\]"):
         require_databricks("--backend databricks")
