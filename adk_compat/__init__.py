@@ -16,10 +16,11 @@ from typing import Any, Optional
 
 import google.adk.errors as _adk_errors
 from google.adk.models.google_llm import Gemini
-from google.adk.sessions.base_session_service import BaseSessionService
+from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig
 
 __all__ = ["HAS_ADK_STALE_SESSION_ERROR", "HAS_GEMINI_CLIENT_KWARGS", "StaleSessionError", "canonical_model_request",
-           "gemini", "is_stale_session_error", "ADK_SERVICES_HAVE_GET_USER_STATE", "ADK_LINE_SERVICE_DIVERGENCES"]
+           "gemini", "is_stale_session_error", "ADK_SERVICES_HAVE_GET_USER_STATE", "ADK_LINE_SERVICE_DIVERGENCES",
+           "GET_SESSION_CONFIG_REJECTS_NEGATIVE"]
 
 
 # --- StaleSessionError -----------------------------------------------------------------------------------
@@ -177,3 +178,12 @@ ADK_LINE_SERVICE_DIVERGENCES: dict[str, dict[str, str]] = {} if HAS_ADK_STALE_SE
                    "get_session_config": "ADK 1.x DatabaseSessionService: GetSessionConfig(num_recent_events=0) "
                                          "returns every event (0 is read as 'no limit'), not none."},
 }
+
+
+# ADK 2.x validates GetSessionConfig(num_recent_events=-1) (pydantic: >= 0); ADK 1.x accepts it.
+try:
+    GetSessionConfig(num_recent_events=-1)
+except ValueError:
+    GET_SESSION_CONFIG_REJECTS_NEGATIVE = True
+else:
+    GET_SESSION_CONFIG_REJECTS_NEGATIVE = False
