@@ -4,6 +4,15 @@ Everything here is decided by *feature detection* on ADK's public modules — ne
 strings — so a 1.x release that gains a 2.x feature (or a 2.x that drops one) is picked up as it is.
 Every shim names the ADK versions it bridges and why; nothing else in the repository may branch on what
 ADK has (``tests/test_adk_compat.py`` enforces that), and nothing imports a private ADK module.
+
+Differences handled without a branch (the same code works on both lines), listed here so the table is whole:
+
+* a plugin's ``after_model_callback``: ADK 2.x binds its CallbackContext to the model answer's event, so
+  ``callback_context.actions.escalate`` reaches the event; ADK 1.x (1.39.1) gives the plugin a context of its
+  own whose actions reach no event. reference_agent/plugins/model_guard.py also sets ``escalate`` on the
+  event in ``on_event_callback`` (before the Runner persists it and the LoopAgent reads it).
+* ADK 1.39.1 declares ``sqlalchemy`` without the ``[asyncio]`` extra (2.x's ``[db]`` extra has it), and
+  SQLAlchemy 2.1 no longer brings ``greenlet``: DatabaseSessionService needs ``greenlet`` installed by us.
 """
 
 from __future__ import annotations
