@@ -45,11 +45,21 @@ OWNED_BY = {"--profile": "pytest_profiling"}
 DEFAULT = "the built-in default"
 
 
+def _registered_names(group: Any) -> set[str]:
+    """Option strings other plugins registered so far, in any group. pytest has no public listing, so this
+    reads its parser's groups defensively (an attribute it lacks reads as none registered)."""
+    parser = getattr(group, "parser", None)
+    groups = [*getattr(parser, "_groups", ()), getattr(parser, "_anonymous", None)]
+    return {n for g in groups if g is not None for option in getattr(g, "options", ()) for n in option.names()}
+
+
 def _add(group: Any, name: str, **kwargs: Any) -> None:
     twin = "--rlm-" + name.removeprefix("--").removeprefix("rlm-")
     names = [name, twin] if twin != name else [name]
     if name in OWNED_BY and importlib.util.find_spec(OWNED_BY[name]) is not None:
         names = [twin]
+    if name in _registered_names(group):
+        names = [twin]  # pytest 8 raises such a clash only later, when it builds its argparse parser
     try:
         group.addoption(*names, **kwargs)
     except (ValueError, argparse.ArgumentError):  # the short name is another plugin's: keep our twin

@@ -91,7 +91,7 @@ PROOFS: tuple[Proof, ...] = (
     Proof("processor_model_runs", "legacy", "single_delegation",
           "results_processor sent no model request after this execution"),
     Proof("processor_model_runs", "processor_injected_via_before_agent", "single_delegation",
-          "the agent was skipped (a before_agent_callback returning Content?)"),
+          "results_processor sent no model request after this execution"),  # 2.x adds: "the agent was skipped"
     Proof("instructions_render", "legacy", "single_delegation", "leftover placeholder(s) {rlm:last_results_summary?}"),
     Proof("instructions_render", "analyst_fstring_prompt", "single_delegation", "Context variable not found: `tbl`"),
     Proof("outcome_from_storage", "legacy", "single_delegation",
