@@ -30,5 +30,7 @@ def test_no_private_google_module_is_imported(path: Path) -> None:
 
 def test_the_scan_sees_a_private_import(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
-    bad.write_text("from google.adk.errors._stale_session_error import StaleSessionError\n", encoding="utf-8")
-    assert _private_imports(bad, tmp_path) == ["bad.py:1: google.adk.errors._stale_session_error"]
+    # The deliberate defect is written at run time (a file in tmp_path), not spelled as an import in this module.
+    private = ".".join(("google", "adk", "errors", "_stale_session_error"))
+    bad.write_text(f"from {private} import StaleSessionError\n", encoding="utf-8")
+    assert _private_imports(bad, tmp_path) == [f"bad.py:1: {private}"]
