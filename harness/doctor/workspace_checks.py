@@ -24,8 +24,9 @@ def check_identity(ctx: DoctorContext) -> list[Finding]:
                       "ask a workspace admin to add the user or service principal to the workspace")]
     except DatabricksError as exc:
         return [error("identity", f"SCIM Me failed: {reason(exc)}", "check DATABRICKS_HOST")]
-    except RequestException as exc:
-        return [error("identity", f"cannot reach {ctx.settings.host}: {exc}",
+    except (RequestException, TimeoutError) as exc:  # the SDK retries connection errors, then times out
+        cause = f" ({type(exc.__cause__).__name__})" if exc.__cause__ is not None else ""
+        return [error("identity", f"cannot reach {ctx.settings.host}: {exc}{cause}",
                       "check DATABRICKS_HOST (the workspace URL, https://<name>.cloud.databricks.com) and the network")]
     ctx.user = me.user_name or ""
     groups = {g.display for g in me.groups or () if g.display}
