@@ -85,6 +85,8 @@ class UnityCatalogApi:
         for level_kind, name in reversed(self.objects.lineage(kind, full_name)):
             if not self.objects.exists(level_kind, name):
                 raise ApiError(404, _MISSING[level_kind], f"{level_kind.capitalize()} '{name}' does not exist.")
+        if self.objects.effective_permissions_self_only and principal != self.objects.user:
+            raise ApiError(403, "PERMISSION_DENIED", f"User does not have MANAGE on {kind.capitalize()} '{full_name}'.")
         assignments: dict[str, list[dict[str, str]]] = {}
         for who, privilege, inherited in self.objects.effective(kind, full_name):
             if principal is not None and who != principal:

@@ -75,6 +75,8 @@ class WorkspaceObjects:
     acls: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
     # False: GET /api/2.0/permissions/... answers 403, as for a user without CAN MANAGE on the object
     acls_readable: bool = True
+    # True: effective-permissions answers 403 unless filtered to the caller (principal=<user>)
+    effective_permissions_self_only: bool = False
     secret_scopes: dict[str, SecretScope] = field(
         default_factory=lambda: {"rlm": SecretScope(keys={"google_api_key"})})
 

@@ -26,7 +26,14 @@ def effective_privileges(ctx: DoctorContext, kind: str, full_name: str, owner: s
     else:
         try:
             listing = ctx.client.grants.get_effective(kind, full_name)
+        except PermissionDenied:  # some callers may read only their own assignments
+            try:
+                listing = ctx.client.grants.get_effective(kind, full_name, principal=ctx.user)
+            except DatabricksError:
+                listing = None
         except DatabricksError:
+            listing = None
+        if listing is None:
             held = None
         else:
             held = {p.privilege.value for a in listing.privilege_assignments or () if a.principal in ctx.principals
@@ -80,6 +87,9 @@ def check_tables(ctx: DoctorContext) -> list[Finding]:
     schema = f"{s.catalog}.{s.schema}"
     if (gap := ctx.lacks_parent(s.catalog, s.schema)) is not None:
         return [skipped("tables", gap)]
+    if False in (ctx.holds("catalog", s.catalog, "USE_CATALOG"), ctx.holds("schema", schema, "USE_SCHEMA")):
+        # without them every table answers 403, whether it exists or not
+        return [skipped("tables", "not checked until USE CATALOG and USE SCHEMA are granted (see above)")]
     absent, problems, owned = [], [], []
     for table in TABLES:
         full = f"{schema}.{table}"

@@ -452,3 +452,15 @@ def test_without_the_sdk_the_local_doctor_runs_and_databricks_names_the_extra() 
                           text=True, capture_output=True, timeout=120)
     assert done.returncode == 2 and "pip install 'rlm-conformance[databricks]'" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_effective_privileges_readable_only_for_oneself(healthy: FakeWorkspace) -> None:
+    healthy.objects.effective_permissions_self_only = True
+    report = doctor(healthy)
+    assert report.exit_code == 0, levels(report)
+    assert any("principal=user%40example.com" in p or "principal=user@example.com" in p
+               for _, p in healthy.requests if "effective-permissions" in p)
+    healthy.objects.schemas["main.rlm"].grants[FAKE_USER].discard("USE_SCHEMA")
+    report = doctor(healthy)
+    assert report.exit_code == 1 and report.level_of("schema") is Level.ERROR
+    assert report.level_of("tables") is Level.SKIPPED
