@@ -67,7 +67,7 @@ def _existing_cluster(ctx: DoctorContext) -> list[Finding]:
 
 def _may_start(ctx: DoctorContext, cluster_id: str) -> list[Finding]:
     try:
-        levels = object_levels(ctx, "clusters", cluster_id) or set()
+        levels = object_levels(ctx, "clusters", cluster_id)
     except DatabricksError:
         return []
     if levels & CLUSTER_STARTERS:

@@ -14,7 +14,7 @@ WAREHOUSE_USERS = {"CAN_USE", "CAN_MANAGE", "IS_OWNER"}
 
 
 def check_identity(ctx: DoctorContext) -> list[Finding]:
-    """``current_user.me()``; every later check needs it (False-y user: stop)."""
+    """``current_user.me()``: who the token is. Every later check needs it; on an error ``ctx.user`` stays empty."""
     try:
         me = ctx.client.current_user.me()
     except Unauthenticated as exc:
@@ -70,8 +70,8 @@ def check_warehouse(ctx: DoctorContext) -> list[Finding]:
     return findings
 
 
-def object_levels(ctx: DoctorContext, object_type: str, object_id: str) -> set[str] | None:
-    """The identity's permission levels on a warehouse or cluster (None: the ACL could not be read)."""
+def object_levels(ctx: DoctorContext, object_type: str, object_id: str) -> set[str]:
+    """The identity's permission levels on a warehouse or cluster (raises when the ACL cannot be read)."""
     acl = ctx.client.permissions.get(object_type, object_id)
     levels: set[str] = set()
     for entry in acl.access_control_list or ():
