@@ -90,7 +90,7 @@ def check_tables(ctx: DoctorContext) -> list[Finding]:
     if False in (ctx.holds("catalog", s.catalog, "USE_CATALOG"), ctx.holds("schema", schema, "USE_SCHEMA")):
         # without them every table answers 403, whether it exists or not
         return [skipped("tables", "not checked until USE CATALOG and USE SCHEMA are granted (see above)")]
-    absent, problems, owned = [], [], []
+    absent, problems, usable = [], [], []
     for table in TABLES:
         full = f"{schema}.{table}"
         owner = None
@@ -115,7 +115,7 @@ def check_tables(ctx: DoctorContext) -> list[Finding]:
             problems.append(error("tables", f"table {full} exists (owner {owner or 'unknown'}) and {ctx.user} lacks "
                                             f"{', '.join(missing)} on it", grant_sql(missing, "table", full, ctx.user)))
         else:
-            owned.append(table)
+            usable.append(table)
     if absent:
         create = ctx.holds("schema", schema, "CREATE_TABLE")
         if create is False:
@@ -129,7 +129,7 @@ def check_tables(ctx: DoctorContext) -> list[Finding]:
     if problems:
         return problems
     parts = ([f"created at the first run (CREATE TABLE): {', '.join(absent)}"] if absent else []) + (
-        [f"exist, readable and writable: {', '.join(owned)}"] if owned else [])
+        [f"exist, readable and writable: {', '.join(usable)}"] if usable else [])
     return [ok("tables", "; ".join(parts))]
 
 
