@@ -10,6 +10,8 @@ traceback. Exit codes:
   that crashed): a scenario that cannot be judged is a failed scenario;
 * 2 — the command itself cannot start: bad arguments, scenario files, target,
   session service, profile, report format or report file.
+
+``doctor`` exits 1 when a finding would break a recording (an error), 0 otherwise (warnings allowed).
 """
 
 from __future__ import annotations
@@ -175,12 +177,37 @@ def build_parser() -> argparse.ArgumentParser:
                       help="print the JSON Schema of profile files instead (python -m harness.targets.profile_schema "
                            "writes or checks it)")
 
+    doctor = commands.add_parser(
+        "doctor", help="check the setup before recording; --databricks checks the workspace",
+        description="Check what a recording needs and say what to fix. Without --databricks: the local install. "
+                    "With --databricks: the workspace of DATABRICKS_HOST / DATABRICKS_TOKEN (or "
+                    "DATABRICKS_CONFIG_PROFILE) and the backend's RLM_DATABRICKS_* settings — identity, warehouse, "
+                    "catalog, schema, tables, volume, privileges, Job_B compute and payload, the llm_query secret — "
+                    "read-only unless --write-probe. Exit 0 when nothing would break a recording (warnings "
+                    "allowed), 1 when something would, 2 on bad arguments. See docs/databricks.md.")
+    doctor.add_argument("--databricks", action="store_true", help="check the Databricks workspace and settings")
+    doctor.add_argument("--json", action="store_true", help="print the findings as JSON instead of a table")
+    doctor.add_argument("--write-probe", action="store_true",
+                        help="with --databricks: also upload a small file under <volume root>/_rlm/ and delete it")
+    _add_databricks_settings(doctor)
+
     differential = commands.add_parser(
         "differential", add_help=False,
         help="run the scenarios on several session services and compare what each persisted "
              "(arguments: see `rlm-conformance differential --help`)")
     differential.add_argument("arguments", nargs=argparse.REMAINDER)
     return parser
+
+
+def _add_databricks_settings(parser: argparse.ArgumentParser) -> None:
+    """The backend's ``--databricks-*`` flags, when databricks-sdk is installed (the module that declares them
+    imports it); without it ``doctor --databricks`` says which extra to install."""
+    from .extras import databricks_installed
+
+    if databricks_installed():
+        from .doctor.settings_flags import add_databricks_flags
+
+        add_databricks_flags(parser)
 
 
 # --- helpers -----------------------------------------------------------------------------------------------------
@@ -552,6 +579,27 @@ def cmd_init(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from .doctor import render_json, render_table, run_local_doctor
+
+    if args.write_probe and not args.databricks:
+        raise HarnessError("--write-probe checks the Databricks volume: use it with --databricks.")
+    if args.databricks:
+        from .extras import require_databricks
+
+        require_databricks("doctor --databricks")
+        from .doctor.databricks import run_databricks_doctor
+
+        report = run_databricks_doctor(args=args, write_probe=args.write_probe)
+    else:
+        report = run_local_doctor()
+    if args.json:
+        sys.stdout.write(render_json(report))
+    else:
+        render_table(report, _stdout_console())
+    return report.exit_code
+
+
 VERDICT_ROWS = {
     "cassette": "Replay only. The cassette must carry this scenario's identity (its name, target, and hashes of "
                 "the script, inputs and profile it was recorded with) and replay exactly: every recorded call "
@@ -570,7 +618,7 @@ VERDICT_ROWS = {
 }
 
 COMMANDS = {"run": cmd_run, "record": cmd_record, "list": cmd_list, "report": cmd_report, "explain": cmd_explain,
-            "init": cmd_init}
+            "init": cmd_init, "doctor": cmd_doctor}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

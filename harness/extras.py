@@ -16,8 +16,12 @@ def _installed(module: str) -> bool:
         return False
 
 
+def databricks_installed() -> bool:
+    return _installed("databricks.sdk")
+
+
 def require_databricks(what: str) -> None:
     """Raise unless databricks-sdk is installed; ``what`` names the option that needs it."""
-    if not _installed("databricks.sdk"):
+    if not databricks_installed():
         raise ConfigError(f"{what} needs the Databricks SDK, which is an optional extra of rlm-conformance: "
                           f"{DATABRICKS_EXTRA} (local runs need none of it).")

@@ -22,6 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 MAY_IMPORT_THE_AGENT = {
     "harness/targets/reference.py", "harness/targets/reference_common.py", "harness/targets/legacy.py",
     "harness/targets/databricks.py", "harness/targets/reference_profile.py", "harness/checks/testing.py",
+    # the doctor checks the reference agent's Databricks backend: its settings, flags and payload
+    "harness/doctor/databricks.py", "harness/doctor/context.py", "harness/doctor/payload.py",
+    "harness/doctor/settings_flags.py",
 }
 # Lazy imports that close a cycle on purpose; each names why.
 DECLARED_CYCLE_EDGES = {

@@ -7,6 +7,9 @@ It implements exactly what the backend calls, as the REST docs describe it:
 * Jobs API 2.2: ``POST runs/submit``, ``GET runs/get``, ``GET runs/get-output``, ``POST runs/cancel``
 * SQL: ``POST /api/2.0/sql/statements``, ``GET .../{id}``, ``GET .../{id}/result/chunks/{n}``,
   ``POST .../{id}/cancel``
+* what ``rlm-conformance doctor --databricks`` reads (``workspace_api.py``, ``unity_catalog.py``): SCIM Me,
+  ``GET`` of a warehouse, a cluster, a catalog, schema, volume or table, effective UC permissions, object
+  permissions, secret keys — from ``FakeWorkspace.objects`` (``workspace_objects.py``)
 
 Every ``/api/`` call needs ``Authorization: Bearer <token>``. Anything else is
 a 404 ``ENDPOINT_NOT_FOUND``, so a backend change that starts calling a new
@@ -33,7 +36,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from .faults import Faults
 from .files import PREFIX as FILES_PREFIX
@@ -43,6 +46,11 @@ from .jobs import JobsApi
 from .replies import ApiError, Reply, error, ok
 from .sql import PREFIX as SQL_PREFIX
 from .sql import SqlApi
+from .unity_catalog import PREFIX as UC_PREFIX
+from .unity_catalog import UnityCatalogApi
+from .workspace_api import WorkspaceApi
+from .workspace_api import serves as workspace_api_serves
+from .workspace_objects import Warehouse, WorkspaceObjects
 
 FAKE_TOKEN = "dapi" + "0123456789abcdef" * 2  # shaped like a PAT so cassette scrubbers recognise it
 FAKE_WORKSPACE_ID = "1234567890123456"
@@ -67,6 +75,8 @@ class FakeWorkspace:
         # True: runs/submit answers once Job_B has ended (the harness records cassettes this way).
         self.complete_runs_on_submit = complete_runs_on_submit
         self.faults = Faults()
+        # Identity, warehouses, clusters, UC securables and grants, secret scopes: healthy; see workspace_objects.py.
+        self.objects = WorkspaceObjects(warehouses={w: Warehouse() for w in warehouses})
         # Extra environment of every Job_B subprocess (a cluster's spark_env_vars), e.g. GOOGLE_API_KEY.
         self.job_env: dict[str, str] = {}
         self.requests: list[tuple[str, str]] = []  # (method, path?query) of every request, in order
@@ -133,7 +143,12 @@ class FakeWorkspace:
             return error(401, "UNAUTHENTICATED", "Credential was not sent or was of an unsupported type for this API.")
         try:
             if path.startswith(FILES_PREFIX + "/"):
+                UnityCatalogApi(self.objects).files_guard(method, unquote(path[len(FILES_PREFIX):]))
                 return self.files.handle(method, path, query, body)
+            if path.startswith(UC_PREFIX + "/"):
+                return UnityCatalogApi(self.objects).handle(method, path, query)
+            if workspace_api_serves(method, path):
+                return WorkspaceApi(self.objects).handle(method, path, query)
             if path.startswith(JOBS_PREFIX + "/"):
                 return self.jobs.handle(method, path, query, _json(body))
             if path == SQL_PREFIX or path.startswith(SQL_PREFIX + "/"):
