@@ -155,6 +155,11 @@ def reproducible_ids(seed: str) -> Iterator[IdStream]:
 # --- the workspace of one scenario run ---------------------------------------------------------------------
 
 
+def say_progress(message: str) -> None:
+    """A wait on the real workspace, on the console (stderr; above the progress bar, which redirects it)."""
+    print(f"databricks: {message}", file=sys.stderr, flush=True)
+
+
 def _no_sleep(seconds: float) -> None:
     return None
 
@@ -199,7 +204,7 @@ class DatabricksWorkspace:
             return {"sleep": _no_sleep}
         if self.kind == "fake":
             return {"backoff": Backoff(initial_s=0.02, factor=1.5, max_s=0.1)}
-        return {}
+        return {"on_wait": say_progress}  # a real warehouse may take minutes to start: say so on the console
 
     def runner_options(self) -> dict[str, Any]:
         from reference_agent.backends.databricks.polling import Backoff

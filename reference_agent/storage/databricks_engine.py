@@ -7,6 +7,14 @@ its ``:name`` markers and adds ``USING DELTA`` to DDL. Each ``execute`` is one
 its result chunks fetched by ``next_chunk_index``. Values arrive as strings
 and are converted by the manifest's column types.
 
+Two waits, set apart: a statement is PENDING while the warehouse starts (or
+queues it), which can take minutes on a stopped classic warehouse —
+``warehouse_wait_s`` (``RLM_DATABRICKS_WAREHOUSE_WAIT_S``), with a progress
+message every ``progress_every_s`` to ``on_wait`` (default: this module's
+logger at INFO) saying what it waits for and for how long; once RUNNING, the
+statement itself has ``timeout_s`` (``RLM_DATABRICKS_SQL_TIMEOUT_S``). Either
+running out cancels the statement and names its setting.
+
 **``transaction()`` is a no-op.** The Statement Execution API runs each
 statement on its own; there is no multi-statement transaction to open. The
 storage code does not rely on one: every write that must not race is a
@@ -19,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import decimal
+import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -46,6 +55,7 @@ from .dialect import DATABRICKS, Dialect
 
 _WAITING = (StatementState.PENDING, StatementState.RUNNING)
 DEFAULT_BACKOFF = Backoff(initial_s=0.25, factor=1.5, max_s=5.0)
+logger = logging.getLogger(__name__)
 
 
 def _bool(text: str) -> bool:
@@ -90,6 +100,9 @@ class DatabricksSqlEngine:
         catalog: str | None = None,
         schema: str | None = None,
         timeout_s: float = 300.0,
+        warehouse_wait_s: float = 600.0,
+        progress_every_s: float = 15.0,
+        on_wait: Callable[[str], None] | None = None,
         wait_timeout: str = "10s",
         backoff: Backoff = DEFAULT_BACKOFF,
         sleep: Callable[[float], None] = time.sleep,
@@ -99,7 +112,10 @@ class DatabricksSqlEngine:
         self.warehouse_id = warehouse_id
         self.catalog = catalog
         self.schema = schema
-        self.timeout_s = timeout_s
+        self.timeout_s = timeout_s  # a RUNNING statement's limit
+        self.warehouse_wait_s = warehouse_wait_s  # how long a statement may stay PENDING (warehouse starting)
+        self.progress_every_s = progress_every_s
+        self._on_wait = on_wait or logger.info
         self.wait_timeout = wait_timeout
         self.backoff = backoff
         self._sleep = sleep
@@ -111,6 +127,7 @@ class DatabricksSqlEngine:
         text, bound = self.dialect.bind(sql, params)
         parameters = [parameter(n, value) for n, value in bound.items()]
         api = self.client.statement_execution
+        started = self._clock()
         try:
             response = api.execute_statement(
                 statement=text,
@@ -131,7 +148,7 @@ class DatabricksSqlEngine:
                     "(or --databricks-warehouse-id) to an existing warehouse id (SQL Warehouses -> Connection details)"
                 ) from exc
             raise translate(exc, "executing a SQL statement") from exc
-        response = self._wait(response, text)
+        response = self._wait(response, text, started=started)
         return list(self._rows(response, text))
 
     @contextlib.contextmanager
@@ -144,23 +161,39 @@ class DatabricksSqlEngine:
 
     # --- internals -----------------------------------------------------------------
 
-    def _wait(self, response: StatementResponse, text: str) -> StatementResponse:
-        deadline = self._clock() + self.timeout_s
+    def _wait(self, response: StatementResponse, text: str, *, started: float | None = None) -> StatementResponse:
+        started = self._clock() if started is None else started
+        next_report = started + self.progress_every_s
+        running_deadline: float | None = None  # timeout_s from the first poll that sees it RUNNING
         delays = self.backoff.delays()
         api = self.client.statement_execution
         while _state(response) in _WAITING:
-            if self._clock() >= deadline:
-                self._cancel(response.statement_id)
-                if _state(response) is StatementState.PENDING:
+            now = self._clock()
+            if _state(response) is StatementState.PENDING:
+                waited = now - started
+                if waited >= self.warehouse_wait_s:
+                    self._cancel(response.statement_id)
                     raise DatabricksTimeoutError(
-                        f"SQL warehouse {self.warehouse_id!r} is starting: the statement stayed PENDING for "
-                        f"{self.timeout_s:g} s and was cancelled; retry once the warehouse is running, or raise the "
-                        "timeout (RLM_DATABRICKS_SQL_TIMEOUT_S / --databricks-sql-timeout)"
+                        f"SQL warehouse {self.warehouse_id!r} did not start: the statement stayed PENDING for "
+                        f"{waited:.0f} s (the limit is {self.warehouse_wait_s:g} s) and was cancelled. Start the "
+                        "warehouse (SQL Warehouses -> Start) and retry, or wait longer for it: "
+                        "RLM_DATABRICKS_WAREHOUSE_WAIT_S / --databricks-warehouse-wait (seconds)"
                     )
-                raise DatabricksTimeoutError(
-                    f"SQL statement still RUNNING after {self.timeout_s:g} s on warehouse {self.warehouse_id!r} and "
-                    f"was cancelled (raise RLM_DATABRICKS_SQL_TIMEOUT_S if it is expected): {text.strip()[:200]}"
-                )
+                if now >= next_report:
+                    self._on_wait(
+                        f"waiting for SQL warehouse {self.warehouse_id!r} to start (or to take the statement off "
+                        f"its queue): statement {response.statement_id} PENDING for {waited:.0f} s, giving up after "
+                        f"{self.warehouse_wait_s:g} s (RLM_DATABRICKS_WAREHOUSE_WAIT_S)")
+                    next_report = now + self.progress_every_s
+            else:
+                running_deadline = now + self.timeout_s if running_deadline is None else running_deadline
+                if now >= running_deadline:
+                    self._cancel(response.statement_id)
+                    raise DatabricksTimeoutError(
+                        f"SQL statement still RUNNING after {self.timeout_s:g} s on warehouse {self.warehouse_id!r} "
+                        "and was cancelled (raise RLM_DATABRICKS_SQL_TIMEOUT_S / --databricks-sql-timeout if it is "
+                        f"expected): {text.strip()[:200]}"
+                    )
             self._sleep(next(delays))
             try:
                 response = api.get_statement(response.statement_id)
