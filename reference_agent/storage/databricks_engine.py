@@ -51,6 +51,7 @@ from reference_agent.backends.databricks.errors import (
 )
 from reference_agent.backends.databricks.polling import Backoff
 
+from .databricks_links import INLINE_LIMIT_EXCEEDED, external_rows
 from .dialect import DATABRICKS, Dialect
 
 _WAITING = (StatementState.PENDING, StatementState.RUNNING)
@@ -126,6 +127,20 @@ class DatabricksSqlEngine:
     def execute(self, sql: str, params: Mapping[str, Any] | None = None) -> list[tuple]:
         text, bound = self.dialect.bind(sql, params)
         parameters = [parameter(n, value) for n, value in bound.items()]
+        try:
+            response = self._statement(text, parameters, Disposition.INLINE)
+        except DatabricksSqlError as exc:
+            if INLINE_LIMIT_EXCEEDED not in str(exc):
+                raise
+            # Documented: an INLINE result over 25 MiB aborts the statement, leaving no result; only a query can
+            # produce one, so running it again for external links (chunks fetched from cloud storage) is safe.
+            logger.info("SQL result over the INLINE limit; fetching it through EXTERNAL_LINKS: %s", text[:120])
+            response = self._statement(text, parameters, Disposition.EXTERNAL_LINKS)
+        return list(self._rows(response, text))
+
+    def _statement(self, text: str, parameters: list[StatementParameterListItem],
+                   disposition: Disposition) -> StatementResponse:
+        """One statement, run to its end (``_wait``)."""
         api = self.client.statement_execution
         started = self._clock()
         try:
@@ -135,7 +150,7 @@ class DatabricksSqlEngine:
                 catalog=self.catalog,
                 schema=self.schema,
                 parameters=parameters or None,
-                disposition=Disposition.INLINE,
+                disposition=disposition,
                 format=Format.JSON_ARRAY,
                 wait_timeout=self.wait_timeout,
                 on_wait_timeout=ExecuteStatementRequestOnWaitTimeout.CONTINUE,
@@ -148,8 +163,7 @@ class DatabricksSqlEngine:
                     "(or --databricks-warehouse-id) to an existing warehouse id (SQL Warehouses -> Connection details)"
                 ) from exc
             raise translate(exc, "executing a SQL statement") from exc
-        response = self._wait(response, text, started=started)
-        return list(self._rows(response, text))
+        return self._wait(response, text, started=started)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
@@ -222,15 +236,24 @@ class DatabricksSqlEngine:
     def _rows(self, response: StatementResponse, text: str) -> Iterator[tuple]:
         manifest = response.manifest
         if manifest is not None and manifest.truncated:
-            raise DatabricksSqlError("the statement's INLINE result was truncated (over the 25 MiB limit); "
-                                     f"select fewer rows or columns: {text.strip()[:200]}")
+            # We set no row_limit or byte_limit; EXTERNAL_LINKS results are cut at 100 GiB.
+            raise DatabricksSqlError("the statement's result was truncated (over the 100 GiB EXTERNAL_LINKS "
+                                     f"limit); select fewer rows or columns: {text.strip()[:200]}")
         columns = (manifest.schema.columns if manifest and manifest.schema and manifest.schema.columns else []) or []
         converters = [_CONVERTERS.get(c.type_name.value if c.type_name else "", str) for c in columns]
+
+        def typed(raw: list[Any]) -> tuple:
+            return tuple(None if v is None else (converters[i](v) if i < len(converters) else v)
+                         for i, v in enumerate(raw))
+
         chunk = response.result
+        if chunk is not None and chunk.external_links:  # EXTERNAL_LINKS (INLINE results have none)
+            for raw in external_rows(self.client, response.statement_id or "", chunk):
+                yield typed(raw)
+            return
         while chunk is not None:
             for raw in chunk.data_array or []:
-                yield tuple(None if v is None else (converters[i](v) if i < len(converters) else v)
-                            for i, v in enumerate(raw))
+                yield typed(raw)
             if chunk.next_chunk_index is None:
                 break
             try:
