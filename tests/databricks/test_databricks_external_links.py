@@ -127,3 +127,35 @@ def test_downloads_are_recorded_under_a_placeholder_and_replayed(tmp_path, caplo
     with block_network(), use_cassette(replay, "large_result") as cassette:
         assert _run(PUBLIC_HOST, token) == EXPECTED
     assert cassette.all_played
+
+
+def test_a_live_scenario_with_large_reads_records_its_downloads_and_replays(tmp_path) -> None:
+    """A whole scenario whose session reads exceed a small inline limit: the live cassette replays offline."""
+    from pathlib import Path
+
+    from harness.checks.base import Status
+    from harness.llm.modes import LlmMode
+    from harness.runner import RunOptions, run_scenario
+    from harness.scenario.loader import load_scenarios
+
+    root = Path(__file__).resolve().parents[2]
+    scenario = next(s for s in load_scenarios(root / "scenarios") if s.name == "single_delegation")
+    token = "dapi" + "0f1e2d3c4b5a6978" * 2
+    with FakeWorkspace(tmp_path / "ws", token=token, complete_runs_on_submit=True, inline_byte_limit=2_000) as fake:
+        real = DatabricksSettings(host=fake.host, token=token, warehouse_id=DEFAULT_WAREHOUSE, catalog="acme",
+                                  schema="analytics", volume="scratch", cluster_id="0612-123456-abcdefgh",
+                                  retry_timeout_s=10)
+        recorded = run_scenario(scenario, RunOptions(backend="databricks", llm_mode=LlmMode.SCRIPTED, record=True,
+                                                     cassette_dir=tmp_path / "c", databricks_live=True,
+                                                     databricks=real))
+        downloads = len(fake.links.requests)
+    assert recorded.error is None, recorded.error
+    assert not [c.name for c in recorded.checks if c.status is Status.FAIL]
+    assert downloads > 0, downloads  # some reads went over the limit
+    text = (tmp_path / "c" / "databricks" / "single_delegation.yaml").read_text(encoding="utf-8")
+    assert text.count(LINKS_HOST) >= 2 * downloads and "127.0.0.1" not in text  # each link: answer + download
+
+    replayed = run_scenario(scenario, RunOptions(backend="databricks", llm_mode=LlmMode.REPLAY,
+                                                 cassette_dir=tmp_path / "c"))
+    assert replayed.error is None, replayed.error
+    assert not [c.name for c in replayed.checks if c.status is Status.FAIL]
