@@ -14,8 +14,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from reference_agent.executor.files import VOLUMES_MOUNT_VARIABLE
-
+VOLUMES_MOUNT_VARIABLE = "RLM_VOLUMES_MOUNT"  # = reference_agent.executor.files.VOLUMES_MOUNT_VARIABLE
 SITE = Path(__file__).resolve().parent / "volume_mount_site"
 
 

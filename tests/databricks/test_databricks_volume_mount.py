@@ -108,6 +108,14 @@ def test_on_the_mount_a_failed_write_leaves_no_half_file(tmp_path: Path, monkeyp
     assert not target.exists()
 
 
+def test_the_fake_and_the_executor_name_the_same_variable() -> None:
+    from harness.databricks_fake import volume_mount
+
+    site = (volume_mount.SITE / "sitecustomize.py").read_text(encoding="utf-8")
+    assert volume_mount.VOLUMES_MOUNT_VARIABLE == agent_files.VOLUMES_MOUNT_VARIABLE
+    assert f'_VARIABLE = "{agent_files.VOLUMES_MOUNT_VARIABLE}"' in site
+
+
 def test_only_paths_on_a_mount_count(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.delenv(agent_files.VOLUMES_MOUNT_VARIABLE, raising=False)
     assert agent_files.on_volume_mount(Path("/Volumes/main/rlm/vol/x.json"))
