@@ -5,7 +5,9 @@ its ``:name`` markers and adds ``USING DELTA`` to DDL. Each ``execute`` is one
 ``POST /api/2.0/sql/statements`` (INLINE, JSON_ARRAY, ``wait_timeout``, then
 ``on_wait_timeout=CONTINUE``), polled with backoff while PENDING/RUNNING, and
 its result chunks fetched by ``next_chunk_index``. Values arrive as strings
-and are converted by the manifest's column types.
+and are converted by the manifest's column types. A result over the 25 MiB
+INLINE limit fails the statement; it is then run again with
+``EXTERNAL_LINKS`` and read from cloud storage (``databricks_links.py``).
 
 Two waits, set apart: a statement is PENDING while the warehouse starts (or
 queues it), which can take minutes on a stopped classic warehouse —
