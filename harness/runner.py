@@ -196,7 +196,9 @@ async def _drive_on(scenario: Scenario, options: RunOptions, choice: TargetChoic
         built = resolve_target(choice.spec)(env)
         built.profile = with_none_semantics(choice.profile or built.profile, built.session_service)
         try:
-            with _credential_canaries(options) as planted, _model_routes(built, llm, scenario, options) as route:
+            nonce = getattr(workspace, "run_nonce", None)  # a live workspace run's (harness/targets/databricks.py)
+            with _credential_canaries(options) as planted, _model_routes(built, llm, scenario, options,
+                                                                         nonce=nonce) as route:
                 trace = await _run_sessions(scenario, built, options, llm.mode_label)
             trace.model_route = route
             trace.planted_credentials = planted
@@ -276,9 +278,11 @@ async def _run_sessions(scenario: Scenario, built: BuiltTarget, options: RunOpti
 
 
 @contextlib.contextmanager
-def _model_routes(built: BuiltTarget, llm: Any, scenario: Scenario, options: RunOptions) -> Iterator[str]:
+def _model_routes(built: BuiltTarget, llm: Any, scenario: Scenario, options: RunOptions, *,
+                  nonce: str | None = None) -> Iterator[str]:
     """Where the target's model calls go, said in words for the report; for targets built from an App or agent,
-    the model gateway for the agent's own clients and, offline, deterministic ids (harness/determinism.py)."""
+    the model gateway for the agent's own clients and, offline, deterministic ids (harness/determinism.py),
+    seeded also by a live workspace run's nonce (``nonce``: ids unique per run there, and the same on its replay)."""
     route = {LlmMode.REPLAY: f"replay of the cassettes in {options.cassette_dir}/",
              LlmMode.SCRIPTED: "the scenario's script on a local Gemini-compatible endpoint",
              LlmMode.LIVE: f"Gemini API ({options.model})"}[options.llm_mode]
@@ -292,7 +296,8 @@ def _model_routes(built: BuiltTarget, llm: Any, scenario: Scenario, options: Run
     offline = options.llm_mode is not LlmMode.LIVE
     with ModelGateway(upstream=endpoint.base_url, api_key=endpoint.api_key,
                       replay=options.llm_mode is LlmMode.REPLAY) as gateway, routed_model_environment(gateway), (
-            deterministic_ids(scenario.name) if offline else contextlib.nullcontext()):
+            deterministic_ids(f"{scenario.name}:{nonce}" if nonce else scenario.name) if offline
+            else contextlib.nullcontext()):
         yield (f"{route}, for every LlmAgent (the harness's model set on each) and the agent's own google-genai "
                f"clients (GOOGLE_GEMINI_BASE_URL -> the harness's model gateway)")
 

@@ -14,11 +14,19 @@ the matcher and the provenance-first persister are the LLM cassettes'
 (``harness.llm.cassettes``); the provenance says ``recorded_against:
 databricks-fake`` (or ``databricks-live``), so a cassette recorded against
 the fake can never pass for one recorded against a real workspace.
+
+``EXTERNAL_LINKS`` results (large SQL results) are fetched from presigned
+cloud-storage URLs, which carry a credential: each ``external_link`` seen in a
+response becomes ``LINKS_HOST/chunk-<n>-<hash of its path>`` (learnt there, so
+the download that follows is recorded under the same placeholder), and the
+values of its ``http_headers`` and of the download's headers become
+``<scrubbed>``. Replay then fetches the placeholder from the cassette.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 from collections.abc import Iterable, Mapping
@@ -34,6 +42,8 @@ if TYPE_CHECKING:
     from vcr.request import Request
 
 PUBLIC_HOST = "https://fake-workspace.cloud.databricks.com"
+LINKS_HOST = "https://result-links.fake-storage.invalid"  # EXTERNAL_LINKS downloads (presigned URLs) in cassettes
+_SCRUBBED = "<scrubbed>"  # = harness.llm.cassettes.SCRUBBED
 RECORDED_AGAINST = "databricks-fake"
 RECORDED_AGAINST_LIVE = "databricks-live"
 API_LABEL = "databricks-rest (no model)"
@@ -105,10 +115,13 @@ class WorkspaceRewrite:
         if self.request_fields and body:
             body = _set_fields(body, self.request_fields)
         request.body = body
-        workspace = request.uri.startswith(tuple(self.public_hosts))
+        workspace = request.uri.startswith((*self.public_hosts, LINKS_HOST))
+        link = request.uri.startswith(LINKS_HOST)
         for name in list(request.headers):
             if workspace and name.lower() in NOISE_REQUEST_HEADERS:
                 del request.headers[name]
+            elif link:  # the link's http_headers (e.g. a decryption key) are credentials
+                request.headers[name] = _SCRUBBED
             elif isinstance(request.headers[name], str):
                 request.headers[name] = self.text(request.headers[name])
         return request
@@ -119,6 +132,7 @@ class WorkspaceRewrite:
         if self.learn_workspace_id:
             self._learn(data, response.get("headers") or {})
         if isinstance(data, (bytes, str)):
+            data = _scrub_links(self._learn_links(data))
             data = _scrub_user_fields(self._body(data))
             if data != body["string"]:
                 body["string"] = data
@@ -141,6 +155,35 @@ class WorkspaceRewrite:
         parsed = _json(data)
         if isinstance(parsed, dict) and "oidc_endpoint" in parsed and parsed.get("workspace_id"):
             self.add(str(parsed["workspace_id"]), FAKE_WORKSPACE_ID)
+
+
+    def _learn_links(self, data: Any) -> Any:
+        """Each presigned ``external_link`` in a SQL result becomes a placeholder, from now on (its download too)."""
+        if b"external_link" not in (data if isinstance(data, bytes) else data.encode("utf-8", "replace")):
+            return data
+        parsed = _json(data)
+        result = parsed.get("result", parsed) if isinstance(parsed, dict) else None
+        for link in (result.get("external_links") or []) if isinstance(result, dict) else []:
+            url = link.get("external_link") if isinstance(link, dict) else None
+            if isinstance(url, str) and url and not url.startswith(LINKS_HOST):
+                digest = hashlib.sha256(urlsplit(url).path.encode("utf-8")).hexdigest()[:12]
+                self.add(url, f"{LINKS_HOST}/chunk-{link.get('chunk_index', 0)}-{digest}")
+        return data
+
+
+def _scrub_links(body: Any) -> Any:
+    """The values of every external link's ``http_headers`` (credentials such as decryption keys)."""
+    parsed = _json(body) if isinstance(body, (bytes, str)) and b"http_headers" in (
+        body if isinstance(body, bytes) else body.encode("utf-8", "replace")) else None
+    result = parsed.get("result", parsed) if isinstance(parsed, dict) else None
+    links = result.get("external_links") if isinstance(result, dict) else None
+    if not isinstance(links, list) or not any(isinstance(x, dict) and x.get("http_headers") for x in links):
+        return body
+    for link in links:
+        if isinstance(link, dict) and isinstance(link.get("http_headers"), dict):
+            link["http_headers"] = {name: _SCRUBBED for name in link["http_headers"]}
+    text = json.dumps(parsed)
+    return text.encode("utf-8") if isinstance(body, bytes) else text
 
 
 def _json(data: Any) -> Any:

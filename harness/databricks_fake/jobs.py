@@ -31,6 +31,7 @@ from typing import Any
 from .faults import Faults
 from .files import VolumeMap
 from .replies import Reply, bad_request, ok
+from .volume_mount import mount_environment
 
 PREFIX = "/api/2.2/jobs/runs"
 FAKE_JOB_ID = 424242
@@ -137,6 +138,7 @@ class JobsApi:
         env = {name: os.environ[name] for name in ("PATH", "LANG") if name in os.environ}
         env.update(self.job_env)
         env.update(HOME=str(run.workdir), PYTHONPATH=_PACKAGE_PARENT, PYTHONHASHSEED="0", PYTHONIOENCODING="utf-8")
+        env.update(mount_environment(self.volumes.root, env))  # the /Volumes FUSE mount's limits (volume_mount.py)
         with open(run.workdir / "stdout", "wb") as out, open(run.workdir / "stderr", "wb") as err:
             run.proc = subprocess.Popen([sys.executable, "-s", script, *args], stdin=subprocess.DEVNULL, stdout=out,
                                         stderr=err, cwd=run.workdir, env=env, start_new_session=True)

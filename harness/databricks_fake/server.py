@@ -6,7 +6,8 @@ It implements exactly what the backend calls, as the REST docs describe it:
 * Files API: ``PUT|GET|HEAD|DELETE /api/2.0/fs/files/Volumes/<c>/<s>/<v>/...``
 * Jobs API 2.2: ``POST runs/submit``, ``GET runs/get``, ``GET runs/get-output``, ``POST runs/cancel``
 * SQL: ``POST /api/2.0/sql/statements``, ``GET .../{id}``, ``GET .../{id}/result/chunks/{n}``,
-  ``POST .../{id}/cancel``
+  ``POST .../{id}/cancel``; ``EXTERNAL_LINKS`` results on a second loopback server (``links.py``,
+  ``fake.links.origin``) that refuses the workspace's ``Authorization`` header, as presigned URLs do
 * what ``rlm-conformance doctor --databricks`` reads (``workspace_api.py``, ``unity_catalog.py``): SCIM Me,
   ``GET`` of a warehouse, a cluster, a catalog, schema, volume or table, effective UC permissions, object
   permissions, secret keys — from ``FakeWorkspace.objects`` (``workspace_objects.py``)
@@ -44,8 +45,9 @@ from .files import FilesApi, VolumeMap
 from .jobs import PREFIX as JOBS_PREFIX
 from .jobs import JobsApi
 from .replies import ApiError, Reply, error, ok
+from .links import ResultLinks
+from .sql import INLINE_BYTE_LIMIT, SqlApi
 from .sql import PREFIX as SQL_PREFIX
-from .sql import SqlApi
 from .unity_catalog import PREFIX as UC_PREFIX
 from .unity_catalog import UnityCatalogApi
 from .workspace_api import WorkspaceApi
@@ -66,12 +68,15 @@ class FakeWorkspace:
         warehouses: tuple[str, ...] = (DEFAULT_WAREHOUSE,),
         chunk_rows: int = 1000,
         complete_runs_on_submit: bool = False,
+        inline_byte_limit: int = INLINE_BYTE_LIMIT,
     ) -> None:
         self._own_root = root is None
         self.root = Path(tempfile.mkdtemp(prefix="fake-workspace-")) if root is None else Path(root)
         self.token = token
         self.warehouses = set(warehouses)
         self.chunk_rows = chunk_rows
+        self.inline_byte_limit = inline_byte_limit  # INLINE results over it fail, as over 25 MiB on a workspace
+        self.links = ResultLinks()  # where EXTERNAL_LINKS results are fetched from (another origin)
         # True: runs/submit answers once Job_B has ended (the harness records cassettes this way).
         self.complete_runs_on_submit = complete_runs_on_submit
         self.faults = Faults()
@@ -98,7 +103,8 @@ class FakeWorkspace:
         self.files = FilesApi(self.volumes, self.faults)
         self.jobs = JobsApi(self.volumes, self.faults, self.host, FAKE_WORKSPACE_ID,
                             complete_runs_on_submit=self.complete_runs_on_submit, job_env=self.job_env)
-        self.sql = SqlApi(self.faults, self.warehouses, self.chunk_rows)
+        self.sql = SqlApi(self.faults, self.warehouses, self.chunk_rows, links=self.links.start(),
+                          inline_byte_limit=self.inline_byte_limit)
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="fake-workspace", daemon=True)
         self._thread.start()
@@ -113,6 +119,7 @@ class FakeWorkspace:
             self.jobs.close()
         if self.sql is not None:
             self.sql.close()
+        self.links.stop()
         self.files = self.jobs = self.sql = None
         if self._own_root:
             shutil.rmtree(self.root, ignore_errors=True)

@@ -7,6 +7,13 @@ in-memory database. Responses follow the REST shapes: ``status.state``,
 ``manifest`` (``schema.columns[].type_name``, ``chunks``), ``result.data_array``
 of strings, ``next_chunk_index`` when a result spans chunks, and DML results
 as ``num_affected_rows`` (plus the per-kind columns Databricks returns).
+
+Dispositions as documented: ``INLINE`` results are limited to 25 MiB
+(``inline_byte_limit``, smaller in tests; counted here as the compact JSON of
+the rows) and a statement over it FAILS with ``BAD_REQUEST`` "Inline byte limit
+exceeded ..." and no result; ``EXTERNAL_LINKS`` (``JSON_ARRAY``) answers with
+``result.external_links`` per chunk, presigned URLs on the fake's separate
+link server (``links.py``), a fresh link each time a chunk is asked for.
 """
 
 from __future__ import annotations
@@ -14,17 +21,24 @@ from __future__ import annotations
 import datetime
 import decimal
 import itertools
+import json
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
 
 from .faults import Faults
+from .links import ResultLinks
 from .replies import ApiError, Reply, bad_request, ok
 
 PREFIX = "/api/2.0/sql/statements"
+INLINE_BYTE_LIMIT = 25 * 1024 * 1024  # "Statements with disposition=INLINE are limited to 25 MiB"
+_INLINE_LIMIT_MESSAGE = ("Inline byte limit exceeded. Statements executed with disposition=INLINE can have a result "
+                         "size of at most {limit} bytes. Please execute the statement with "
+                         "disposition=EXTERNAL_LINKS if you want to download the full result.")
 # A ``:name`` marker that is not part of a ``::`` cast. Quoted literals and identifiers ('...', "...", `...`)
 # are matched first and kept as they are, so a colon inside quotes is never a marker.
 _MARKER = re.compile(r"""'(?:[^']|'')*'|"(?:[^"]|"")*"|`(?:[^`]|``)*`|(?<!:):([A-Za-z_][A-Za-z0-9_]*)\b""")
@@ -58,6 +72,11 @@ class _Statement:
     error: dict[str, Any] | None = None
     manifest: dict[str, Any] | None = None
     chunks: list[dict[str, Any]] = field(default_factory=list)
+    disposition: str = "INLINE"
+    linked: Callable[[int], dict[str, Any]] | None = None  # EXTERNAL_LINKS: chunk index -> {"external_links": [...]}
+
+    def chunk(self, index: int) -> dict[str, Any]:
+        return self.linked(index) if self.linked is not None else self.chunks[index]
 
     def response(self) -> dict[str, Any]:
         status: dict[str, Any] = {"state": self.state}
@@ -67,15 +86,18 @@ class _Statement:
         body: dict[str, Any] = {"statement_id": self.statement_id, "status": status}
         if self.state == "SUCCEEDED":
             body["manifest"] = self.manifest
-            body["result"] = self.chunks[0]
+            body["result"] = self.chunk(0)
         return body
 
 
 class SqlApi:
-    def __init__(self, faults: Faults, warehouses: set[str], chunk_rows: int) -> None:
+    def __init__(self, faults: Faults, warehouses: set[str], chunk_rows: int, *, links: ResultLinks | None = None,
+                 inline_byte_limit: int = INLINE_BYTE_LIMIT) -> None:
         self.faults = faults
         self.warehouses = warehouses
         self.chunk_rows = max(1, chunk_rows)
+        self.links = links
+        self.inline_byte_limit = inline_byte_limit  # set it any time (tests use a small one)
         self.conn = duckdb.connect(":memory:")
         self._lock = threading.RLock()
         self._ids = itertools.count(1)
@@ -107,7 +129,7 @@ class SqlApi:
             index = int(rest[3])
             if statement.state != "SUCCEEDED" or index >= len(statement.chunks):
                 raise bad_request(f"Chunk {index} is not available for statement {statement.statement_id}.")
-            return ok(statement.chunks[index])
+            return ok(statement.chunk(index))
         raise ApiError(404, "ENDPOINT_NOT_FOUND", f"No API found for '{method} {path}'")
 
     # --- requests ------------------------------------------------------------------
@@ -120,8 +142,14 @@ class SqlApi:
             raise ApiError(404, "RESOURCE_DOES_NOT_EXIST", f"SQL warehouse {warehouse} does not exist.")
         if not isinstance(body.get("statement"), str) or not body["statement"].strip():
             raise bad_request("statement is required")
-        if body.get("format", "JSON_ARRAY") != "JSON_ARRAY" or body.get("disposition", "INLINE") != "INLINE":
-            raise bad_request("the fake workspace serves format JSON_ARRAY with disposition INLINE only")
+        disposition = body.get("disposition", "INLINE")
+        if disposition not in ("INLINE", "EXTERNAL_LINKS"):
+            raise bad_request(f"disposition must be INLINE or EXTERNAL_LINKS, got {disposition!r}")
+        if body.get("format", "JSON_ARRAY") != "JSON_ARRAY":
+            raise bad_request("the fake workspace serves format JSON_ARRAY only (ARROW_STREAM and CSV are "
+                              "EXTERNAL_LINKS formats it does not implement)")
+        if disposition == "EXTERNAL_LINKS" and self.links is None:
+            raise bad_request("EXTERNAL_LINKS disposition is not enabled for this workspace")
         wait = _WAIT.match(str(body.get("wait_timeout", "10s")))
         if not wait or not (int(wait.group(1)) == 0 or 5 <= int(wait.group(1)) <= 50):
             raise bad_request("wait_timeout must be 0s or between 5s and 50s")
@@ -129,7 +157,8 @@ class SqlApi:
         if on_timeout not in ("CONTINUE", "CANCEL"):
             raise bad_request("on_wait_timeout must be CONTINUE or CANCEL")
         parameters = list(body.get("parameters") or [])
-        statement = _Statement(f"fake-stmt-{next(self._ids):06d}", body["statement"], parameters)
+        statement = _Statement(f"fake-stmt-{next(self._ids):06d}", body["statement"], parameters,
+                               disposition=disposition)
         self.statements[statement.statement_id] = statement
         if self.faults.warehouse_pending_polls > 0:
             statement.polls_left = self.faults.warehouse_pending_polls
@@ -185,7 +214,13 @@ class SqlApi:
 
     def _succeed(self, statement: _Statement, columns: list[tuple[str, str, str]], rows: list[tuple]) -> None:
         data = [[_text(v) for v in row] for row in rows]
+        if statement.disposition == "INLINE" and _size(data) > self.inline_byte_limit:
+            # Documented: the statement is aborted and no result set is available.
+            return self._fail(statement, "BAD_REQUEST", _INLINE_LIMIT_MESSAGE.format(limit=self.inline_byte_limit),
+                              None)
         pieces = [data[i:i + self.chunk_rows] for i in range(0, len(data), self.chunk_rows)] or [[]]
+        if statement.disposition == "EXTERNAL_LINKS":
+            return self._succeed_with_links(statement, columns, pieces)
         link = f"{PREFIX}/{statement.statement_id}/result/chunks/"
         chunks, offset = [], 0
         for index, piece in enumerate(pieces):
@@ -208,6 +243,44 @@ class SqlApi:
             "truncated": False,
         }
         statement.state = "SUCCEEDED"
+
+    def _succeed_with_links(self, statement: _Statement, columns: list[tuple[str, str, str]],
+                            pieces: list[list[list[str | None]]]) -> None:
+        link = f"{PREFIX}/{statement.statement_id}/result/chunks/"
+        bodies = [json.dumps(piece, separators=(",", ":")).encode("utf-8") for piece in pieces]
+        chunks, offset = [], 0
+        for index, (piece, data) in enumerate(zip(pieces, bodies, strict=True)):
+            chunk: dict[str, Any] = {"chunk_index": index, "row_offset": offset, "row_count": len(piece),
+                                     "byte_count": len(data)}
+            if index + 1 < len(pieces):
+                chunk.update(next_chunk_index=index + 1, next_chunk_internal_link=f"{link}{index + 1}")
+            chunks.append(chunk)
+            offset += len(piece)
+        links = self.links
+        assert links is not None
+
+        def linked(index: int) -> dict[str, Any]:  # a fresh presigned URL each time a chunk is asked for
+            published = links.publish(f"{statement.statement_id}/{index}", bodies[index])
+            return {"external_links": [{**chunks[index], **published}]}
+
+        statement.chunks, statement.linked = chunks, linked
+        statement.manifest = {
+            "format": "JSON_ARRAY",
+            "schema": {"column_count": len(columns), "columns": [
+                {"name": name, "position": i, "type_name": type_name, "type_text": type_text}
+                for i, (name, type_name, type_text) in enumerate(columns)]},
+            "total_chunk_count": len(chunks),
+            "chunks": [{k: c[k] for k in ("chunk_index", "row_offset", "row_count", "byte_count")} for c in chunks],
+            "total_row_count": offset,
+            "total_byte_count": sum(len(b) for b in bodies),
+            "truncated": False,
+        }
+        statement.state = "SUCCEEDED"
+
+
+def _size(data: list[list[str | None]]) -> int:
+    """A result's size as the fake counts it for the INLINE limit: its rows as compact JSON, in bytes."""
+    return len(json.dumps(data, separators=(",", ":")).encode("utf-8"))
 
 
 def _param_value(parameter: dict[str, Any]) -> Any:

@@ -29,10 +29,15 @@ workspace replays like one recorded against the fake.
 Reproducible runs: a replayed SQL read hands back what was stored when the
 cassette was recorded, so the ids the agent makes (artifact ids, which are also
 in volume paths, ADK's invocation, event and function-call ids) must come out
-the same in the replay. ``reproducible_ids`` seeds ``uuid.uuid4`` per scenario
-for callers in ``reference_agent`` and ``google.adk`` (nobody else) while a
-databricks run lasts, in every mode. Waiting is stubbed on replay: the SQL
-engine's and the job runner's sleeps are no-ops.
+the same in the replay. ``reproducible_ids`` seeds ``uuid.uuid4`` for callers in
+``reference_agent`` and ``google.adk`` (nobody else) while a databricks run
+lasts, in every mode, from ``id_seed``: the scenario's name, and on a real
+workspace a nonce drawn per run. A live workspace keeps what earlier runs made
+(the ``artifacts`` table is keyed by artifact id across apps), so a second live
+run of a scenario, or two at once, must make other ids; the nonce is stored in
+the cassette's ``metadata.databricks.run_nonce`` and replay seeds with it again.
+The fake and cassettes without a nonce use the name alone. Waiting is stubbed
+on replay: the SQL engine's and the job runner's sleeps are no-ops.
 
 ``DIVERGENCES`` lists the scenarios that cannot pass on this backend yet, with
 the reason; the databricks scenario tests mark them ``xfail(strict=True)``.
@@ -94,32 +99,65 @@ def declared_divergence(scenario: str) -> str | None:
 _ID_CALLERS = ("reference_agent.", "google.adk.")
 
 
+NONCE_KEY = "run_nonce"  # metadata.databricks.<this>: the live run's nonce, which replay seeds with again
+
+
+def id_seed(scenario: str, nonce: str | None = None) -> str:
+    """The seed of a scenario run's ids: its name, plus a live run's nonce (None: the fake, or an old cassette)."""
+    return f"rlm-conformance:{scenario}" + (f":{nonce}" if nonce else "")
+
+
+def new_run_nonce() -> str:
+    """A live run's nonce: its ids (and so its artifact rows and volume paths) differ from every other run's."""
+    return _secrets.token_hex(8)
+
+
+class IdStream:
+    """The ids ``reproducible_ids`` hands out; ``reseed`` starts over from another seed (replay of a live run)."""
+
+    def __init__(self, seed: str) -> None:
+        self._lock = threading.Lock()
+        self.reseed(seed)
+
+    def reseed(self, seed: str) -> None:
+        with self._lock:
+            self.seed = seed
+            self._rng = random.Random(hashlib.sha256(seed.encode("utf-8")).digest())
+
+    def next(self) -> uuid.UUID:
+        with self._lock:
+            return uuid.UUID(int=self._rng.getrandbits(128), version=4)
+
+
 @contextlib.contextmanager
-def reproducible_ids(seed: str) -> Iterator[None]:
+def reproducible_ids(seed: str) -> Iterator[IdStream]:
     """``uuid.uuid4`` seeded by ``seed`` for callers in ``reference_agent`` and ``google.adk`` while it lasts.
 
     Record and replay then make the same artifact ids (they are in volume paths, so in request URLs) and the
     same invocation/event/function-call ids (they are in the SQL rows replay reads back).
     """
     original = uuid.uuid4
-    rng = random.Random(hashlib.sha256(seed.encode("utf-8")).digest())
-    lock = threading.Lock()
+    stream = IdStream(seed)
 
     def uuid4() -> uuid.UUID:
         caller = sys._getframe(1).f_globals.get("__name__", "")
         if not caller.startswith(_ID_CALLERS):
             return original()
-        with lock:
-            return uuid.UUID(int=rng.getrandbits(128), version=4)
+        return stream.next()
 
     uuid.uuid4 = uuid4  # type: ignore[assignment]
     try:
-        yield
+        yield stream
     finally:
         uuid.uuid4 = original  # type: ignore[assignment]
 
 
 # --- the workspace of one scenario run ---------------------------------------------------------------------
+
+
+def say_progress(message: str) -> None:
+    """A wait on the real workspace, on the console (stderr; above the progress bar, which redirects it)."""
+    print(f"databricks: {message}", file=sys.stderr, flush=True)
 
 
 def _no_sleep(seconds: float) -> None:
@@ -141,6 +179,14 @@ class DatabricksWorkspace:
     fake: FakeWorkspace | None = None
     app_name: str | None = None  # live: this run's own app name (fresh rows in shared tables)
     secrets: tuple[str, ...] = field(default=(), repr=False)
+    scenario: str = ""
+    # live: drawn per run and stored in the cassette; replay: read back from it (None: the fake, an old cassette)
+    run_nonce: str | None = None
+    ids: IdStream | None = field(default=None, repr=False)
+
+    @property
+    def id_seed(self) -> str:
+        return id_seed(self.scenario, self.run_nonce)
 
     @property
     def hermetic(self) -> bool:
@@ -158,7 +204,7 @@ class DatabricksWorkspace:
             return {"sleep": _no_sleep}
         if self.kind == "fake":
             return {"backoff": Backoff(initial_s=0.02, factor=1.5, max_s=0.1)}
-        return {}
+        return {"on_wait": say_progress}  # a real warehouse may take minutes to start: say so on the console
 
     def runner_options(self) -> dict[str, Any]:
         from reference_agent.backends.databricks.polling import Backoff
@@ -206,21 +252,45 @@ class DatabricksWorkspace:
     def attach(self, cassette: Cassette) -> None:
         """Recording: say in the metadata what replay needs. Replay: index the interactions for fast playback."""
         if cassette.write_protected:
+            self.follow(cassette)
             index_playback(cassette)
         else:
             self.annotate(cassette)
 
     def annotate(self, cassette: Cassette) -> None:
-        """Say in the cassette's metadata which settings replay must use (the placeholders)."""
-        cassette.get_metadata("databricks", {
+        """Say in the cassette's metadata which settings replay must use (the placeholders), and a live run's nonce."""
+        values = {
             "workspace": self.kind, "llm_mode": self.llm_mode, "host": PUBLIC_HOST, "volume_root": VOLUME_ROOT,
             "warehouse_id": WAREHOUSE, "catalog": CATALOG, "schema": SCHEMA, "app_name": APP_NAME,
             "scrubbed": "token, host, workspace/warehouse/cluster ids, catalog/schema/volume names and user names "
                         "are placeholders; replay uses exactly these settings",
-        })
+        }
+        if self.run_nonce:
+            values[NONCE_KEY] = self.run_nonce
+        block = cassette.get_metadata("databricks", values)
+        if block is not values:  # re-recording over an older cassette: this run's settings, not the old ones
+            block.clear()
+            block.update(values)
+
+    def follow(self, cassette: Cassette) -> None:
+        """Replay: make the ids the recorded run made (a live recording's nonce; none: the scenario's name alone)."""
+        from vcr.errors import MissingMetadataError
+
+        try:
+            block = cassette.get_metadata("databricks", None)
+        except MissingMetadataError:
+            block = None
+        nonce = block.get(NONCE_KEY) if isinstance(block, dict) else None
+        if nonce is not None and not (isinstance(nonce, str) and nonce.strip()):
+            raise HarnessError(f"cassette {getattr(cassette, '_path', '?')}: metadata.databricks.{NONCE_KEY} must be "
+                               f"the recorded run's nonce (a hex string), got {nonce!r}; re-record the scenario")
+        self.run_nonce = nonce
+        if self.ids is not None:
+            self.ids.reseed(self.id_seed)
 
 
 _WORKSPACE_NETLOC = PUBLIC_HOST.split("://", 1)[1]
+_LINKS_NETLOC = "result-links.fake-storage.invalid"  # = harness.databricks_fake.cassettes.LINKS_HOST's
 
 
 def index_playback(cassette: Cassette) -> None:
@@ -262,7 +332,7 @@ def _workspace_aware_caller(r1: Any, r2: Any, *, caller: Any) -> None:
     """
     if r1.path != r2.path or r1.method.upper() != r2.method.upper():
         raise AssertionError(f"{r1.method} {r1.path} != {r2.method} {r2.path}")
-    if r1.host == _WORKSPACE_NETLOC.split(":")[0]:
+    if r1.host in (_WORKSPACE_NETLOC.split(":")[0], _LINKS_NETLOC):  # the workspace, or its result links
         return
     caller(r1, r2)
 
@@ -335,7 +405,9 @@ def databricks_workspace(scenario: Scenario, options: RunOptions, target_name: s
                                             secrets=(fake.token,))
         else:
             workspace = _live_workspace(scenario, options)
-        stack.enter_context(reproducible_ids(f"rlm-conformance:{scenario.name}"))
+            workspace.run_nonce = new_run_nonce()  # ids unique to this run: rows and paths of earlier runs stay
+        workspace.scenario = scenario.name
+        workspace.ids = stack.enter_context(reproducible_ids(workspace.id_seed))
         yield workspace
 
 

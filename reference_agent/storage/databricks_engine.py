@@ -5,7 +5,17 @@ its ``:name`` markers and adds ``USING DELTA`` to DDL. Each ``execute`` is one
 ``POST /api/2.0/sql/statements`` (INLINE, JSON_ARRAY, ``wait_timeout``, then
 ``on_wait_timeout=CONTINUE``), polled with backoff while PENDING/RUNNING, and
 its result chunks fetched by ``next_chunk_index``. Values arrive as strings
-and are converted by the manifest's column types.
+and are converted by the manifest's column types. A result over the 25 MiB
+INLINE limit fails the statement; it is then run again with
+``EXTERNAL_LINKS`` and read from cloud storage (``databricks_links.py``).
+
+Two waits, set apart: a statement is PENDING while the warehouse starts (or
+queues it), which can take minutes on a stopped classic warehouse —
+``warehouse_wait_s`` (``RLM_DATABRICKS_WAREHOUSE_WAIT_S``), with a progress
+message every ``progress_every_s`` to ``on_wait`` (default: this module's
+logger at INFO) saying what it waits for and for how long; once RUNNING, the
+statement itself has ``timeout_s`` (``RLM_DATABRICKS_SQL_TIMEOUT_S``). Either
+running out cancels the statement and names its setting.
 
 **``transaction()`` is a no-op.** The Statement Execution API runs each
 statement on its own; there is no multi-statement transaction to open. The
@@ -19,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import decimal
+import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -42,10 +53,12 @@ from reference_agent.backends.databricks.errors import (
 )
 from reference_agent.backends.databricks.polling import Backoff
 
+from .databricks_links import INLINE_LIMIT_EXCEEDED, external_rows
 from .dialect import DATABRICKS, Dialect
 
 _WAITING = (StatementState.PENDING, StatementState.RUNNING)
 DEFAULT_BACKOFF = Backoff(initial_s=0.25, factor=1.5, max_s=5.0)
+logger = logging.getLogger(__name__)
 
 
 def _bool(text: str) -> bool:
@@ -90,6 +103,9 @@ class DatabricksSqlEngine:
         catalog: str | None = None,
         schema: str | None = None,
         timeout_s: float = 300.0,
+        warehouse_wait_s: float = 600.0,
+        progress_every_s: float = 15.0,
+        on_wait: Callable[[str], None] | None = None,
         wait_timeout: str = "10s",
         backoff: Backoff = DEFAULT_BACKOFF,
         sleep: Callable[[float], None] = time.sleep,
@@ -99,7 +115,10 @@ class DatabricksSqlEngine:
         self.warehouse_id = warehouse_id
         self.catalog = catalog
         self.schema = schema
-        self.timeout_s = timeout_s
+        self.timeout_s = timeout_s  # a RUNNING statement's limit
+        self.warehouse_wait_s = warehouse_wait_s  # how long a statement may stay PENDING (warehouse starting)
+        self.progress_every_s = progress_every_s
+        self._on_wait = on_wait or logger.info
         self.wait_timeout = wait_timeout
         self.backoff = backoff
         self._sleep = sleep
@@ -110,7 +129,22 @@ class DatabricksSqlEngine:
     def execute(self, sql: str, params: Mapping[str, Any] | None = None) -> list[tuple]:
         text, bound = self.dialect.bind(sql, params)
         parameters = [parameter(n, value) for n, value in bound.items()]
+        try:
+            response = self._statement(text, parameters, Disposition.INLINE)
+        except DatabricksSqlError as exc:
+            if INLINE_LIMIT_EXCEEDED not in str(exc):
+                raise
+            # Documented: an INLINE result over 25 MiB aborts the statement, leaving no result; only a query can
+            # produce one, so running it again for external links (chunks fetched from cloud storage) is safe.
+            logger.info("SQL result over the INLINE limit; fetching it through EXTERNAL_LINKS: %s", text[:120])
+            response = self._statement(text, parameters, Disposition.EXTERNAL_LINKS)
+        return list(self._rows(response, text))
+
+    def _statement(self, text: str, parameters: list[StatementParameterListItem],
+                   disposition: Disposition) -> StatementResponse:
+        """One statement, run to its end (``_wait``)."""
         api = self.client.statement_execution
+        started = self._clock()
         try:
             response = api.execute_statement(
                 statement=text,
@@ -118,7 +152,7 @@ class DatabricksSqlEngine:
                 catalog=self.catalog,
                 schema=self.schema,
                 parameters=parameters or None,
-                disposition=Disposition.INLINE,
+                disposition=disposition,
                 format=Format.JSON_ARRAY,
                 wait_timeout=self.wait_timeout,
                 on_wait_timeout=ExecuteStatementRequestOnWaitTimeout.CONTINUE,
@@ -131,8 +165,7 @@ class DatabricksSqlEngine:
                     "(or --databricks-warehouse-id) to an existing warehouse id (SQL Warehouses -> Connection details)"
                 ) from exc
             raise translate(exc, "executing a SQL statement") from exc
-        response = self._wait(response, text)
-        return list(self._rows(response, text))
+        return self._wait(response, text, started=started)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
@@ -144,23 +177,39 @@ class DatabricksSqlEngine:
 
     # --- internals -----------------------------------------------------------------
 
-    def _wait(self, response: StatementResponse, text: str) -> StatementResponse:
-        deadline = self._clock() + self.timeout_s
+    def _wait(self, response: StatementResponse, text: str, *, started: float | None = None) -> StatementResponse:
+        started = self._clock() if started is None else started
+        next_report = started + self.progress_every_s
+        running_deadline: float | None = None  # timeout_s from the first poll that sees it RUNNING
         delays = self.backoff.delays()
         api = self.client.statement_execution
         while _state(response) in _WAITING:
-            if self._clock() >= deadline:
-                self._cancel(response.statement_id)
-                if _state(response) is StatementState.PENDING:
+            now = self._clock()
+            if _state(response) is StatementState.PENDING:
+                waited = now - started
+                if waited >= self.warehouse_wait_s:
+                    self._cancel(response.statement_id)
                     raise DatabricksTimeoutError(
-                        f"SQL warehouse {self.warehouse_id!r} is starting: the statement stayed PENDING for "
-                        f"{self.timeout_s:g} s and was cancelled; retry once the warehouse is running, or raise the "
-                        "timeout (RLM_DATABRICKS_SQL_TIMEOUT_S / --databricks-sql-timeout)"
+                        f"SQL warehouse {self.warehouse_id!r} did not start: the statement stayed PENDING for "
+                        f"{waited:.0f} s (the limit is {self.warehouse_wait_s:g} s) and was cancelled. Start the "
+                        "warehouse (SQL Warehouses -> Start) and retry, or wait longer for it: "
+                        "RLM_DATABRICKS_WAREHOUSE_WAIT_S / --databricks-warehouse-wait (seconds)"
                     )
-                raise DatabricksTimeoutError(
-                    f"SQL statement still RUNNING after {self.timeout_s:g} s on warehouse {self.warehouse_id!r} and "
-                    f"was cancelled (raise RLM_DATABRICKS_SQL_TIMEOUT_S if it is expected): {text.strip()[:200]}"
-                )
+                if now >= next_report:
+                    self._on_wait(
+                        f"waiting for SQL warehouse {self.warehouse_id!r} to start (or to take the statement off "
+                        f"its queue): statement {response.statement_id} PENDING for {waited:.0f} s, giving up after "
+                        f"{self.warehouse_wait_s:g} s (RLM_DATABRICKS_WAREHOUSE_WAIT_S)")
+                    next_report = now + self.progress_every_s
+            else:
+                running_deadline = now + self.timeout_s if running_deadline is None else running_deadline
+                if now >= running_deadline:
+                    self._cancel(response.statement_id)
+                    raise DatabricksTimeoutError(
+                        f"SQL statement still RUNNING after {self.timeout_s:g} s on warehouse {self.warehouse_id!r} "
+                        "and was cancelled (raise RLM_DATABRICKS_SQL_TIMEOUT_S / --databricks-sql-timeout if it is "
+                        f"expected): {text.strip()[:200]}"
+                    )
             self._sleep(next(delays))
             try:
                 response = api.get_statement(response.statement_id)
@@ -189,15 +238,24 @@ class DatabricksSqlEngine:
     def _rows(self, response: StatementResponse, text: str) -> Iterator[tuple]:
         manifest = response.manifest
         if manifest is not None and manifest.truncated:
-            raise DatabricksSqlError("the statement's INLINE result was truncated (over the 25 MiB limit); "
-                                     f"select fewer rows or columns: {text.strip()[:200]}")
+            # We set no row_limit or byte_limit; EXTERNAL_LINKS results are cut at 100 GiB.
+            raise DatabricksSqlError("the statement's result was truncated (over the 100 GiB EXTERNAL_LINKS "
+                                     f"limit); select fewer rows or columns: {text.strip()[:200]}")
         columns = (manifest.schema.columns if manifest and manifest.schema and manifest.schema.columns else []) or []
         converters = [_CONVERTERS.get(c.type_name.value if c.type_name else "", str) for c in columns]
+
+        def typed(raw: list[Any]) -> tuple:
+            return tuple(None if v is None else (converters[i](v) if i < len(converters) else v)
+                         for i, v in enumerate(raw))
+
         chunk = response.result
+        if chunk is not None and chunk.external_links:  # EXTERNAL_LINKS (INLINE results have none)
+            for raw in external_rows(self.client, response.statement_id or "", chunk):
+                yield typed(raw)
+            return
         while chunk is not None:
             for raw in chunk.data_array or []:
-                yield tuple(None if v is None else (converters[i](v) if i < len(converters) else v)
-                            for i, v in enumerate(raw))
+                yield typed(raw)
             if chunk.next_chunk_index is None:
                 break
             try:

@@ -51,11 +51,11 @@ def test_warehouse_still_starting_past_the_timeout_is_cancelled(client, settings
     def virtual_sleep(seconds: float) -> None:
         clock[0] += seconds
 
-    engine = DatabricksSqlEngine(client, settings.warehouse_id, timeout_s=30.0, sleep=virtual_sleep,
+    engine = DatabricksSqlEngine(client, settings.warehouse_id, warehouse_wait_s=30.0, sleep=virtual_sleep,
                                  clock=lambda: clock[0])
     fake.faults.warehouse_pending_polls = 10_000
-    with pytest.raises(DatabricksTimeoutError, match=r"warehouse .* is starting.*PENDING for 30 s.*cancelled.*"
-                                                     r"retry.*RLM_DATABRICKS_SQL_TIMEOUT_S"):
+    with pytest.raises(DatabricksTimeoutError, match=r"warehouse .* did not start.*PENDING for 3\d s.*cancelled.*"
+                                                     r"RLM_DATABRICKS_WAREHOUSE_WAIT_S / --databricks-warehouse-wait"):
         engine.execute("SELECT 1")
     (statement,) = fake.sql.statements.values()
     assert statement.state == "CANCELED" and clock[0] >= 30.0

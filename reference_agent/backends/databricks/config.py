@@ -23,6 +23,7 @@ serverless environment version  RLM_DATABRICKS_ENVIRONMENT_VERSION   --databrick
 project wheel on the volume     RLM_DATABRICKS_WHEEL                 --databricks-wheel
 GOOGLE_API_KEY secret           RLM_DATABRICKS_GENAI_SECRET          (scope/key; see jobs.py on llm_query)
 SQL timeout (s)                 RLM_DATABRICKS_SQL_TIMEOUT_S         --databricks-sql-timeout
+SQL warehouse start-up wait (s) RLM_DATABRICKS_WAREHOUSE_WAIT_S      --databricks-warehouse-wait
 job start-up allowance (s)      RLM_DATABRICKS_JOB_STARTUP_S         --databricks-job-startup
 ==============================  ===================================  ===========================================
 """
@@ -75,7 +76,9 @@ _SOURCES: dict[str, _Source] = {
     "wheel": _S("RLM_DATABRICKS_WHEEL", "--databricks-wheel", "/Volumes path of the rlm-conformance wheel for Job_B"),
     "genai_secret": _S("RLM_DATABRICKS_GENAI_SECRET", None, "secret scope/key holding GOOGLE_API_KEY for Job_B"),
     "sql_timeout_s": _S("RLM_DATABRICKS_SQL_TIMEOUT_S", "--databricks-sql-timeout",
-                        "seconds a statement may stay PENDING/RUNNING", float),
+                        "seconds a statement may stay RUNNING", float),
+    "warehouse_wait_s": _S("RLM_DATABRICKS_WAREHOUSE_WAIT_S", "--databricks-warehouse-wait",
+                           "seconds a statement may wait (PENDING) for the SQL warehouse to start", float),
     "job_startup_s": _S("RLM_DATABRICKS_JOB_STARTUP_S", "--databricks-job-startup",
                         "seconds allowed for Job_B compute to start", float),
 }
@@ -98,6 +101,7 @@ class DatabricksSettings:
     wheel: str | None = None
     genai_secret: str | None = None
     sql_timeout_s: float = 300.0
+    warehouse_wait_s: float = 600.0  # a stopped classic warehouse takes minutes; serverless, seconds
     job_startup_s: float = 900.0
     # SDK retry budget for transient errors; None: the SDK default (300 s). Hermetic clients use 10 s.
     retry_timeout_s: int | None = None
@@ -212,9 +216,12 @@ def _parse(name: str, source: _Source, raw: Any) -> Any:
         raise DatabricksConfigError(f"{source.env}={raw!r} is not a boolean; use 1 or 0")
     if source.kind is float:
         try:
-            return float(raw)
+            seconds = float(raw)
         except ValueError:
             raise DatabricksConfigError(f"{source.env}={raw!r} is not a number of seconds") from None
+        if not 0 < seconds < float("inf"):
+            raise DatabricksConfigError(f"{source.env}={raw!r} must be a positive number of seconds")
+        return seconds
     if name == "new_cluster":
         return _parse_cluster_spec(source.env, raw)
     return str(raw).strip()

@@ -49,7 +49,8 @@ def build_databricks_services(
     databricks.require("workspace", "sql", "volume", "jobs", hermetic=hermetic)
     client = client or make_client(databricks, hermetic=hermetic)
     engine = DatabricksSqlEngine(client, databricks.warehouse_id or "", catalog=databricks.catalog,
-                                 schema=databricks.schema, timeout_s=databricks.sql_timeout_s, **(sql_options or {}))
+                                 schema=databricks.schema, timeout_s=databricks.sql_timeout_s,
+                                 warehouse_wait_s=databricks.warehouse_wait_s, **(sql_options or {}))
     volume = UcVolumeStore(client, databricks.volume_root)
     runner = DatabricksJobRunner(client, volume, job_compute(databricks), startup_s=databricks.job_startup_s,
                                  **{"model": settings.model, **(runner_options or {})})
