@@ -2,6 +2,6 @@
 
 from .dialect import DATABRICKS, DUCKDB, Dialect
 from .duckdb_engine import DuckDBEngine
-from .sql import SqlEngine, affected_rows, ensure_tables
+from .sql import SqlEngine, WriteConflictError, affected_rows, ensure_tables
 
-__all__ = ["DATABRICKS", "DUCKDB", "Dialect", "DuckDBEngine", "SqlEngine", "affected_rows", "ensure_tables"]
+__all__ = ["DATABRICKS", "DUCKDB", "Dialect", "DuckDBEngine", "SqlEngine", "WriteConflictError", "affected_rows", "ensure_tables"]
