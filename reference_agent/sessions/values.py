@@ -31,14 +31,18 @@ _HINTS = {
 }
 
 
+def _a(kind: str) -> str:
+    return ("an " if kind[:1].lower() in "aeiou" else "a ") + kind
+
+
 class StateValueError(TypeError):
     """A state value is not JSON-native; the message names the key path, the type and the fix."""
 
     def __init__(self, path: str, value: Any, problem: str | None = None) -> None:
         kind = type(value).__name__
-        problem = problem or f"is a {kind}, which JSON does not hold as it is"
+        problem = problem or f"is {_a(kind)}, which JSON does not hold as it is"
         hint = _HINTS.get(kind) or ("convert it to JSON data first (e.g. a pydantic model's .model_dump(mode='json'))"
-                                    if problem.startswith("is a") else "")
+                                    if problem.endswith("as it is") else "")
         super().__init__(f"{path} {problem}; {hint + '; ' if hint else ''}session state is stored as JSON "
                          "(dict with str keys, list, str, int, finite float, bool, None). Nothing was written.")
         self.path = path
@@ -48,7 +52,7 @@ def check_storable(delta: Mapping[str, Any], *, name: str = "state") -> None:
     """Raise ``StateValueError`` for the first value of ``delta`` (``temp:`` keys aside) JSON cannot hold."""
     for key, value in delta.items():
         if not isinstance(key, str):
-            raise StateValueError(f"{name} key {key!r}", key, f"is a {type(key).__name__}, not a str")
+            raise StateValueError(f"{name} key {key!r}", key, f"is {_a(type(key).__name__)}, not a str")
         if not key.startswith(TEMP_PREFIX):
             _check(value, f"{name}[{key!r}]")
 
@@ -68,7 +72,7 @@ def _check(value: Any, path: str) -> None:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise StateValueError(f"{path} key {key!r}", key,
-                                      f"is a {type(key).__name__}; JSON object keys are str (it would come back "
+                                      f"is {_a(type(key).__name__)}; JSON object keys are str (it would come back "
                                       f"as {str(key)!r})")
             _check(item, f"{path}[{key!r}]")
         return
