@@ -72,6 +72,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import hashlib
 import json
 import logging
 import uuid
@@ -102,12 +103,10 @@ from .values import check_storable
 
 logger = logging.getLogger(__name__)
 
-_ABSENT = object()
-
-
-def _canonical(value: Any) -> Any:
-    """A value as stored (JSON text), so a tuple and the list storage returned compare equal."""
-    return value if value is _ABSENT else json.dumps(to_jsonable_python(value), sort_keys=True)
+def _fingerprint(value: Any) -> str:
+    """A short digest of a value's canonical JSON (what a session saw of a scope key; see _check_scope_keys)."""
+    text = json.dumps(to_jsonable_python(value), sort_keys=True, ensure_ascii=False)
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
 
 _STALE_MESSAGE = (
@@ -261,6 +260,10 @@ class DeltaSessionService(BaseSessionService):
         # append_event uses it instead of reading the row first; its UPDATE compares both, so a row changed
         # by anyone else (even deleted and recreated at the same version) falls back to reading it.
         self._known_rows: OrderedDict[tuple[str, str, str], tuple[int, str]] = OrderedDict()
+        # (app, user, session) -> (marker, {"app:k"/"user:k": fingerprint}): the app:/user: values the session
+        # was loaded with, plus its own writes since. ADK's State writes through to session.state before
+        # append_event, so the live session cannot say what it had seen; this can (see _check_scope_keys).
+        self._scope_views: OrderedDict[tuple[str, str, str], tuple[str, dict[str, str]]] = OrderedDict()
         self.retry.run("creating the session tables", lambda: ensure_schema(engine))
 
     @classmethod
@@ -298,6 +301,24 @@ class DeltaSessionService(BaseSessionService):
 
     def _forget_row(self, keys: Mapping[str, str]) -> None:
         self._known_rows.pop((keys["app_name"], keys["user_id"], keys["session_id"]), None)
+        self._scope_views.pop((keys["app_name"], keys["user_id"], keys["session_id"]), None)
+
+    def _remember_view(self, keys: Mapping[str, str], marker: int, app_state: Mapping[str, Any],
+                       user_state: Mapping[str, Any], *, update: bool = False) -> None:
+        key = (keys["app_name"], keys["user_id"], keys["session_id"])
+        if update and key not in self._scope_views:
+            return  # no view to update: the next append of this session writes blind (or get_session loads one)
+        seen = dict(self._scope_views[key][1]) if update else {}
+        for prefix, state in ((State.APP_PREFIX, app_state), (State.USER_PREFIX, user_state)):
+            for name, value in state.items():
+                if value is None:
+                    seen.pop(prefix + name, None)
+                else:
+                    seen[prefix + name] = _fingerprint(value)
+        self._scope_views[key] = (str(marker), seen)
+        self._scope_views.move_to_end(key)
+        while len(self._scope_views) > _KNOWN_ROWS:
+            self._scope_views.popitem(last=False)
 
     # --- BaseSessionService ---------------------------------------------------
 
@@ -336,6 +357,7 @@ class DeltaSessionService(BaseSessionService):
                                        row=self._scopes.read(scope, keys))
             app_state, user_state = self._scoped_states(app_name, user_id)
         self._remember_row(keys, 0, session_state_json)
+        self._remember_view(keys, 0, app_state, user_state)
         # Built from the JSON written, so the result equals what a later get_session returns.
         return self._build_session(keys, _loads(session_state_json, {}), app_state, user_state, 0, now, [])
 
@@ -363,6 +385,7 @@ class DeltaSessionService(BaseSessionService):
                 state_json, version, update_time, app_json, user_json, pending_json, last_seq = rows[0]
             events = self._read_events(keys, config)
         self._remember_row(keys, version, state_json)
+        self._remember_view(keys, version, _loads(app_json, {}), _loads(user_json, {}))
         return self._build_session(keys, _loads(state_json, {}), _loads(app_json, {}), _loads(user_json, {}),
                                    version, update_time, events)
 
@@ -486,6 +509,7 @@ class DeltaSessionService(BaseSessionService):
                 _INSERT_EVENT, {**keys, "seq": version + 1, **event_row}))  # seq = the version this append made
 
         self._remember_row(keys, version + 1, state_json)  # committed: the row is now what was written
+        self._remember_view(keys, version + 1, scopes["app"], scopes["user"], update=True)
         # Base class: apply temp: to the live session, trim it from the event, then
         # commit the rest (through _update_session_state below) and append.
         await super().append_event(session, event)
@@ -497,19 +521,26 @@ class DeltaSessionService(BaseSessionService):
                           rows: Mapping[str, ScopeRow | None]) -> None:
         """StaleSessionError if a scope key the event writes holds, in storage, another value than ``session`` saw.
 
-        Sessions built elsewhere (no storage marker) have no view to compare: their scope writes are blind.
+        What the session saw is this service's view of it (loaded by get_session/create_session, updated by its
+        appends). A session this service has no view of (built elsewhere, or evicted) writes its scope keys
+        blind, as ADK's own services do.
         """
-        if session._storage_update_marker is None:
+        view = self._scope_views.get((session.app_name, session.user_id, session.id))
+        if view is None or view[0] != session._storage_update_marker:
             return
+        seen = view[1]
+        changed = []
         for scope, delta in scoped.items():
             prefix = State.APP_PREFIX if scope == "app" else State.USER_PREFIX
             stored = rows[scope].state if rows[scope] else {}
-            changed = [prefix + key for key in delta
-                       if _canonical(stored.get(key, _ABSENT)) != _canonical(session.state.get(prefix + key, _ABSENT))]
-            if changed:
-                raise StaleSessionError(
-                    f"{_STALE_MESSAGE} (another session changed {', '.join(sorted(changed))} since this one "
-                    "loaded it; this append would overwrite that change)")
+            for key in delta:
+                now = _fingerprint(stored[key]) if key in stored else None
+                if now != seen.get(prefix + key):
+                    changed.append(prefix + key)
+        if changed:
+            raise StaleSessionError(
+                f"{_STALE_MESSAGE} (another session changed {', '.join(sorted(changed))} since this one "
+                "loaded it; this append would overwrite that change)")
 
     def _write_session_row(self, session: Session, keys: Mapping[str, str], delta: Mapping[str, Any],
                            update_time: float, pending: str) -> tuple[int, str]:

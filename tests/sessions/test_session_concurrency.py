@@ -211,3 +211,18 @@ async def test_a_cut_append_is_completed_by_the_next_append_of_a_stale_copy_too(
                               inner.execute("SELECT pending_json FROM sessions")[0][0])
     rows = await other.persisted_rows(app_name=APP, user_id="u", session_id="s")
     assert len(rows.events) == 3 and inner.execute("SELECT version FROM user_states") == [(4,)]
+
+
+async def test_adk_state_writes_through_to_the_live_session_before_the_append_and_that_is_no_conflict(svc):
+    """ADK's State sets session.state[key] when a tool writes it, before append_event: the check compares storage
+    with what the session was loaded with, not with the live dict."""
+    a = await svc.create_session(app_name=APP, user_id="u", session_id="a", state={"app:snips": {"x": 1}})
+    a.state["app:snips"] = {"x": 1, "y": 2}  # what State.__setitem__ does
+    await svc.append_event(a, ev({"app:snips": {"x": 1, "y": 2}}))
+    b = await svc.create_session(app_name=APP, user_id="v", session_id="b")
+    b.state["app:snips"] = {**b.state["app:snips"], "z": 3}
+    await svc.append_event(b, ev({"app:snips": b.state["app:snips"]}))
+    a.state["app:snips"] = {**a.state["app:snips"], "w": 4}  # computed from a's stale view: would drop z
+    with pytest.raises(StaleSessionError, match="app:snips"):
+        await svc.append_event(a, ev({"app:snips": a.state["app:snips"]}))
+    assert (await reload(svc, b)).state["app:snips"] == {"x": 1, "y": 2, "z": 3}
