@@ -75,7 +75,6 @@ import gc
 import hashlib
 import json
 import logging
-import uuid
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -350,7 +349,9 @@ class DeltaSessionService(BaseSessionService):
             if not inserted:
                 raise AlreadyExistsError(f"Session with id {session_id} already exists.")
             # Initial app:/user: state is a blind write (ADK's semantics), applied by compare-and-set.
-            token = f"create:{uuid.uuid4().hex}"
+            # The applied_json token of this write (unique per creation; no uuid drawn, so ids made after it and
+            # the recordings that hold them stay as they were).
+            token = f"create:{session_id}:{now!r}"
             for scope in ("app", "user"):
                 if scopes[scope]:
                     self._scopes.write(scope, keys, scopes[scope], event_id=token, now=now,
