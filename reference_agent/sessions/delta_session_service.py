@@ -34,11 +34,17 @@ correct on both because no step relies on the transaction:
 * *Scope rows, compare-and-set per key.* Before the commit point the
   ``app_states``/``user_states`` rows the event writes are read; if a key the
   event sets or deletes holds, in storage, another value than the writer's
-  session saw (another session changed it since this one loaded it), the
-  append is stale: ``StaleSessionError``, nothing written. Keys of the row the
-  event does not touch may have changed: that is no conflict. After the
-  commit point each row is written ``WHERE version = :read`` (re-read and
-  re-applied if another writer got in between — see ``scope_rows.py``).
+  session was loaded with (another session changed it since), the append is
+  stale: ``StaleSessionError``, nothing written. (What a session saw is kept
+  by this service per session — ADK's ``State`` writes through to
+  ``session.state`` before ``append_event``, so the live dict cannot tell; a
+  session this service did not load writes its scope keys blind, as ADK's
+  services do.) Keys of the row the event does not touch may have changed:
+  no conflict, they are merged. After the commit point each row is written
+  ``WHERE version = :read``, re-read and re-applied if another writer got in
+  between (``scope_rows.py``). The one window left: another session changing
+  the *same* key between this append's read of the row and its write of it
+  (a few statements apart) — the later write wins and a warning is logged.
 * *Roll-forward.* After the commit point come the scope writes, then the
   event ``INSERT``, which comes last: an event row with ``seq = version``
   means the append is complete. A writer that dies (or whose statement fails)
