@@ -111,3 +111,20 @@ async def test_a_failed_event_insert_is_completed_by_the_next_read(svc, fake) ->
     assert fake.faults.fail_statement_matching is None
     got = await DeltaSessionService(svc.engine).get_session(app_name=APP, user_id="u", session_id="s")
     assert [e.content.parts[0].text for e in got.events] == ["e1"] and got.state == {"k": 1}
+
+
+async def test_delta_tables_of_the_previous_schema_gain_the_columns(engine, fake) -> None:
+    from tests.sessions.test_state_values_and_storage_files import OLD_SCHEMA
+
+    for statement in filter(str.strip, OLD_SCHEMA.split(";")):  # the tables as the previous schema made them
+        engine.execute(statement.replace("VARCHAR", "STRING"))
+    svc = DeltaSessionService(engine)
+    altered = [s.sql for s in fake.sql.statements.values() if s.sql.startswith("ALTER TABLE")]
+    assert sorted(altered) == sorted([
+        "ALTER TABLE sessions ADD COLUMN pending_json STRING",
+        "ALTER TABLE app_states ADD COLUMN version BIGINT", "ALTER TABLE app_states ADD COLUMN applied_json STRING",
+        "ALTER TABLE user_states ADD COLUMN version BIGINT", "ALTER TABLE user_states ADD COLUMN applied_json STRING"])
+    s = await svc.get_session(app_name=APP, user_id="u", session_id="s")
+    assert s.state == {"k": 1, "user:lang": "fr"}
+    await svc.append_event(s, ev({"user:lang": "de"}))
+    assert await svc.get_user_state(app_name=APP, user_id="u") == {"lang": "de"}
