@@ -85,15 +85,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="rlm-agent", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="run the agent end to end offline (scripted model, local executor, DuckDB)")
-    demo.add_argument("--home", type=Path, default=Path(".rlm"), help="folder for the DuckDB file and the volume")
+    demo.add_argument("--home", type=Path, default=Path(".rlm"),
+                      help="folder for the DuckDB file and the volume (default .rlm). DuckDB lets one process use a "
+                           "file at a time: give runs that overlap their own --home (RLM_HOME for ask)")
     ask = sub.add_parser("ask", help="ask a question with live Gemini (needs GOOGLE_API_KEY and the network)")
     ask.add_argument("question")
     ask.add_argument("--session", default=f"cli-{uuid.uuid4().hex[:8]}")
     ask.add_argument("--user", default="cli_user")
     args = parser.parse_args(argv)
-    if args.command == "demo":
-        return asyncio.run(_demo(args.home))
-    return asyncio.run(_ask(args.question, args.session, args.user))
+    from .storage import DatabaseLockedError
+
+    try:
+        if args.command == "demo":
+            return asyncio.run(_demo(args.home))
+        return asyncio.run(_ask(args.question, args.session, args.user))
+    except DatabaseLockedError as exc:  # a user error: the message says what to do, no traceback
+        print(f"rlm-agent: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

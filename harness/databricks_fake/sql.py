@@ -102,6 +102,7 @@ class SqlApi:
         self._lock = threading.RLock()
         self._ids = itertools.count(1)
         self.statements: dict[str, _Statement] = {}
+        self._conflicts_fired: dict[str, int] = {}
 
     def close(self) -> None:
         with self._lock:
@@ -178,6 +179,8 @@ class SqlApi:
     # --- running on DuckDB --------------------------------------------------------------
 
     def _run(self, statement: _Statement) -> None:
+        if self._injected_failure(statement):
+            return
         sql = _USING_DELTA.sub(")", statement.sql.strip())
         text, names = duckdb_markers(sql)
         try:
@@ -207,6 +210,33 @@ class SqlApi:
             columns = [(d[0], *_TYPES.get(str(d[1]), ("DECIMAL", str(d[1])) if str(d[1]).startswith("DECIMAL")
                                            else ("STRING", "STRING"))) for d in description]
             self._succeed(statement, columns, rows)
+
+    def _injected_failure(self, statement: _Statement) -> bool:
+        """Apply the SQL fault switches (faults.py); True if the statement was failed instead of run."""
+        faults = self.faults
+        if faults.fail_statements_after is not None:
+            if faults.fail_statements_after <= 0:
+                self._fail(statement, "INTERNAL_ERROR",
+                           "[INTERNAL_ERROR] injected failure: the client stopped (Faults.fail_statements_after).",
+                           "XX000")
+                return True
+            faults.fail_statements_after -= 1
+        if faults.fail_statement_matching and re.search(faults.fail_statement_matching, statement.sql):
+            faults.fail_statement_matching = None
+            self._fail(statement, "INTERNAL_ERROR",
+                       "[INTERNAL_ERROR] injected failure (Faults.fail_statement_matching).", "XX000")
+            return True
+        for pattern, error_class in list(faults.conflict_on.items()):
+            if re.search(pattern, statement.sql):
+                fired = self._conflicts_fired.get(pattern, 0) + 1
+                self._conflicts_fired[pattern] = fired
+                if fired >= max(1, faults.conflicts_per_match):
+                    del faults.conflict_on[pattern]
+                    self._conflicts_fired.pop(pattern, None)
+                self._fail(statement, "BAD_REQUEST", conflict_message(error_class, _target_table(statement.sql)),
+                           CONFLICT_SQLSTATE)
+                return True
+        return False
 
     def _fail(self, statement: _Statement, code: str, message: str, sql_state: str) -> None:
         statement.state = "FAILED"
@@ -281,6 +311,42 @@ class SqlApi:
 def _size(data: list[list[str | None]]) -> int:
     """A result's size as the fake counts it for the INLINE limit: its rows as compact JSON, in bytes."""
     return len(json.dumps(data, separators=(",", ":")).encode("utf-8"))
+
+
+# Delta's write-conflict errors as a warehouse reports them: the message starts with the error class, then the
+# exception and its text ("Isolation levels and write conflicts on Databricks"; error-classes reference);
+# every one has SQLSTATE 2D521.
+CONFLICT_SQLSTATE = "2D521"
+_CONFLICT_TEXT = {
+    "DELTA_CONCURRENT_APPEND": "ConcurrentAppendException: Files were added to {table} by a concurrent update.",
+    "DELTA_CONCURRENT_DELETE_READ": "ConcurrentDeleteReadException: This transaction attempted to read one or more "
+                                    "files that were deleted (for example part-00000.snappy.parquet in {table}) "
+                                    "by a concurrent update.",
+    "DELTA_CONCURRENT_DELETE_DELETE": "ConcurrentDeleteDeleteException: This transaction attempted to delete one or "
+                                      "more files that were deleted (for example part-00000.snappy.parquet in "
+                                      "{table}) by a concurrent update.",
+    "DELTA_CONCURRENT_TRANSACTION": "ConcurrentTransactionException: This error occurs when multiple streaming "
+                                    "queries are using the same checkpoint to write into {table}.",
+    "DELTA_CONCURRENT_WRITE": "ConcurrentWriteException: A concurrent transaction has written new data to {table} "
+                              "since the current transaction read the table.",
+    "DELTA_METADATA_CHANGED": "MetadataChangedException: The metadata of {table} has been changed by a concurrent "
+                              "update.",
+    "DELTA_PROTOCOL_CHANGED": "ProtocolChangedException: The protocol version of {table} has been changed by a "
+                              "concurrent update.",
+}
+
+
+def conflict_message(error_class: str, table: str) -> str:
+    if error_class not in _CONFLICT_TEXT:
+        raise ValueError(f"Faults.conflict_on: unknown Delta conflict class {error_class!r}; "
+                         f"use one of {', '.join(_CONFLICT_TEXT)}")
+    return (f"[{error_class}] " + _CONFLICT_TEXT[error_class].format(table=table)
+            + " Please try the operation again.")
+
+
+def _target_table(sql: str) -> str:
+    match = re.search(r"\b(?:INTO|UPDATE|FROM|TABLE)\s+([\w.`]+)", sql, re.IGNORECASE)
+    return f"the table {match.group(1)}" if match else "the root of the table"
 
 
 def _param_value(parameter: dict[str, Any]) -> Any:

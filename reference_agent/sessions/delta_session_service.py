@@ -14,17 +14,71 @@ Other rules:
 
 * ``temp:`` keys are applied to the live session and never persisted (the
   base class helpers do the applying and trimming).
-* Optimistic concurrency: every session row has a ``version``, carried on the
-  returned ``Session`` as ``_storage_update_marker``. ``append_event`` updates
-  the row only ``WHERE version = :expected``; a stale writer gets ADK's
-  ``StaleSessionError`` and nothing is written or appended in memory.
+* Values must be JSON-native (``values.py``): a set, bytes, a datetime, an
+  object, NaN... is refused with ``StateValueError`` naming the key path,
+  before anything is written, and the caller's session is left unchanged.
 * Returned sessions are built from storage on each call, so they are copies.
+
+**Concurrency and crashes.** DuckDB runs each call in one transaction; on
+Databricks ``transaction()`` is a no-op (every statement commits alone, on
+Delta tables that detect conflicting concurrent commits). The same code is
+correct on both because no step relies on the transaction:
+
+* *Session row, compare-and-set.* Every session row has a ``version``
+  (carried on the returned ``Session`` as ``_storage_update_marker``);
+  ``append_event`` updates it only ``WHERE version = :expected``. A stale
+  writer gets ADK's ``StaleSessionError`` and nothing is written. This
+  ``UPDATE`` is the append's **commit point**: it also stores the append's
+  redo record (``pending_json``: the event row and its ``app:``/``user:``
+  deltas).
+* *Scope rows, compare-and-set per key.* Before the commit point the
+  ``app_states``/``user_states`` rows the event writes are read; if a key the
+  event sets or deletes holds, in storage, another value than the writer's
+  session was loaded with (another session changed it since), the append is
+  stale: ``StaleSessionError``, nothing written. (What a session saw is kept
+  by this service per session — ADK's ``State`` writes through to
+  ``session.state`` before ``append_event``, so the live dict cannot tell; a
+  session this service did not load writes its scope keys blind, as ADK's
+  services do.) Keys of the row the event does not touch may have changed:
+  no conflict, they are merged. After the commit point each row is written
+  ``WHERE version = :read``, re-read and re-applied if another writer got in
+  between (``scope_rows.py``). The one window left: another session changing
+  the *same* key between this append's read of the row and its write of it
+  (a few statements apart) — the later write wins and a warning is logged.
+* *Roll-forward.* After the commit point come the scope writes, then the
+  event ``INSERT``, which comes last: an event row with ``seq = version``
+  means the append is complete. A writer that dies (or whose statement fails)
+  after the commit point leaves a session row whose last append has no event
+  row; the next ``get_session`` or ``append_event`` of that session (any
+  process) finds that, and completes it from ``pending_json``: the scope
+  writes (skipped where the row's ``applied_json`` already lists the event)
+  and the event row (insert-if-absent). A writer that dies *before* the
+  commit point has written nothing. So a session always reads back as a
+  whole number of appends, and an acknowledged append (``append_event``
+  returned) is never lost. ``list_sessions`` and ``get_user_state`` read the
+  scope rows as stored (a crashed append's ``app:``/``user:`` keys appear
+  once the session is next read).
+* *Delta conflicts.* A statement that FAILED with a Delta concurrent-write
+  error (``WriteConflictError``, e.g. ``DELTA_CONCURRENT_APPEND``) did not
+  commit. Retried (bounded, logged, backoff with an injectable sleep —
+  ``ConflictRetry``) where that is safe: the session compare-and-set (its
+  guard re-checks; once the attempts are used up: ``StaleSessionError``), the
+  insert-if-absent ``MERGE`` of ``create_session`` (re-checks; then
+  ``AlreadyExistsError`` if another writer made it), scope-row writes
+  (re-read and re-applied), the event ``INSERT`` (a blind append; it conflicts
+  only with a schema/protocol change), ``DELETE``s and DDL (idempotent).
+  Reads never conflict.
+
+The happy path runs as many statements as before this design: per scope
+written one ``SELECT`` and one ``UPDATE`` (a ``MERGE`` when the row is new),
+the session ``UPDATE`` and the event ``INSERT``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
+import hashlib
 import json
 import logging
 from collections import OrderedDict
@@ -42,14 +96,23 @@ from google.adk.platform import uuid as platform_uuid
 from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig, ListSessionsResponse
 from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
-from pydantic_core import PydanticSerializationError, to_jsonable_python
+from pydantic_core import to_jsonable_python
 from typing_extensions import override
 
-from reference_agent.storage.sql import SqlEngine, affected_rows
+from reference_agent.storage.sql import SqlEngine, WriteConflictError, affected_rows
 
+from .conflicts import ConflictRetry
 from .schema import ensure_schema
+from .scope_rows import ScopeRow, ScopeRows, apply_delta
+from .values import check_storable
 
 logger = logging.getLogger(__name__)
+
+def _fingerprint(value: Any) -> str:
+    """A short digest of a value's canonical JSON (what a session saw of a scope key; see _check_scope_keys)."""
+    text = json.dumps(to_jsonable_python(value), sort_keys=True, ensure_ascii=False)
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
 
 _STALE_MESSAGE = (
     "The session has been modified in storage since it was loaded. "
@@ -86,13 +149,9 @@ class PersistedSession:
 
 
 def _dumps(value: Any) -> str:
-    try:
-        data = to_jsonable_python(value)
-    except PydanticSerializationError:
-        # Same trade-off as ADK: a lossy write (repr) beats failing the turn; warn so it is visible.
-        logger.warning("state value is not JSON-serializable; storing its repr", exc_info=True)
-        data = to_jsonable_python(value, fallback=repr)
-    return json.dumps(data, ensure_ascii=False)
+    # Values were checked by check_storable; to_jsonable_python only turns str/int enums and the like into
+    # their plain JSON form. allow_nan=False: a NaN that slipped through fails here, before it is stored.
+    return json.dumps(to_jsonable_python(value), ensure_ascii=False, allow_nan=False)
 
 
 def _loads(text: str | None, default: Any) -> Any:
@@ -112,15 +171,7 @@ def _split_scopes(delta: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return scopes
 
 
-def _apply_delta(stored: Mapping[str, Any], delta: Mapping[str, Any]) -> dict[str, Any]:
-    """``stored`` updated by ``delta``, where None deletes (the declared divergence)."""
-    result = dict(stored)
-    for key, value in delta.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = value
-    return result
+_apply_delta = apply_delta
 
 
 def _merge(session_state: dict[str, Any], app_state: Mapping[str, Any], user_state: Mapping[str, Any]) -> dict[str, Any]:
@@ -164,23 +215,38 @@ def _event_from_row(row: tuple) -> Event:
     return Event.model_validate(data)
 
 
-_SCOPE_TABLES = {
-    # scope: (table, key columns)
-    "app": ("app_states", ("app_name",)),
-    "user": ("user_states", ("app_name", "user_id")),
-}
-
 _EVENT_COLUMNS = "seq, id, invocation_id, author, timestamp, state_delta_json, deleted_keys_json, event_json"
 _SESSION_KEY = "app_name = :app_name AND user_id = :user_id AND id = :session_id"
 _EVENT_KEY = "app_name = :app_name AND user_id = :user_id AND session_id = :session_id"
 _KNOWN_ROWS = 1024  # sessions whose row append_event may write without reading it first
 # The session row with its app and user state in one statement (one round trip, not three).
+# The last event's seq; equal to the row's version once its last append is complete (see the module docstring).
+_LAST_SEQ = ("(SELECT max(e.seq) FROM events e WHERE e.app_name = :app_name AND e.user_id = :user_id"
+             " AND e.session_id = :session_id)")
 _SESSION_WITH_SCOPES = (
     "SELECT s.state_json, s.version, s.update_time,"
     " (SELECT a.state_json FROM app_states a WHERE a.app_name = :app_name),"
-    " (SELECT u.state_json FROM user_states u WHERE u.app_name = :app_name AND u.user_id = :user_id)"
+    " (SELECT u.state_json FROM user_states u WHERE u.app_name = :app_name AND u.user_id = :user_id),"
+    f" s.pending_json, {_LAST_SEQ}"
     " FROM sessions s WHERE s.app_name = :app_name AND s.user_id = :user_id AND s.id = :session_id"
 )
+_SESSION_ROW = (f"SELECT state_json, version, update_time, pending_json, {_LAST_SEQ} FROM sessions s"
+                " WHERE s.app_name = :app_name AND s.user_id = :user_id AND s.id = :session_id")
+_INSERT_EVENT = (f"INSERT INTO events (app_name, user_id, session_id, {_EVENT_COLUMNS})"
+                 " VALUES (:app_name, :user_id, :session_id, :seq, :id, :invocation_id, :author, :timestamp,"
+                 " :state_delta_json, :deleted_keys_json, :event_json)")
+_INSERT_EVENT_IF_ABSENT = (
+    "MERGE INTO events t USING (SELECT :app_name AS app_name, :user_id AS user_id, :session_id AS session_id,"
+    " :seq AS seq) s ON t.app_name = s.app_name AND t.user_id = s.user_id AND t.session_id = s.session_id"
+    f" AND t.seq = s.seq WHEN NOT MATCHED THEN INSERT (app_name, user_id, session_id, {_EVENT_COLUMNS})"
+    " VALUES (:app_name, :user_id, :session_id, :seq, :id, :invocation_id, :author, :timestamp,"
+    " :state_delta_json, :deleted_keys_json, :event_json)"
+)
+
+
+def _incomplete(version: int, pending_json: str | None, last_seq: int | None) -> bool:
+    """Whether the row's last append committed but its event row was never stored (its writer died)."""
+    return bool(version) and bool(pending_json) and (last_seq or 0) < version
 
 
 class DeltaSessionService(BaseSessionService):
@@ -189,14 +255,21 @@ class DeltaSessionService(BaseSessionService):
     # None in a delta deletes the key (ADK's own services store None); conformance harnesses read this.
     none_semantics = "delete"
 
-    def __init__(self, engine: SqlEngine) -> None:
+    def __init__(self, engine: SqlEngine, *, retry: ConflictRetry | None = None) -> None:
         self.engine = engine
         self._owns_engine = False
+        # Bounded retries of statements that lost a Delta write conflict (see the module docstring).
+        self.retry = retry or ConflictRetry()
+        self._scopes = ScopeRows(engine, self.retry, _dumps)
         # (app, user, session) -> (version, state_json) of the row as this service last read or wrote it.
         # append_event uses it instead of reading the row first; its UPDATE compares both, so a row changed
         # by anyone else (even deleted and recreated at the same version) falls back to reading it.
         self._known_rows: OrderedDict[tuple[str, str, str], tuple[int, str]] = OrderedDict()
-        ensure_schema(engine)
+        # (app, user, session) -> (marker, {"app:k"/"user:k": fingerprint}): the app:/user: values the session
+        # was loaded with, plus its own writes since. ADK's State writes through to session.state before
+        # append_event, so the live session cannot say what it had seen; this can (see _check_scope_keys).
+        self._scope_views: OrderedDict[tuple[str, str, str], tuple[str, dict[str, str]]] = OrderedDict()
+        self.retry.run("creating the session tables", lambda: ensure_schema(engine))
 
     @classmethod
     def duckdb(cls, path: str | Path | None = None) -> DeltaSessionService:
@@ -215,26 +288,8 @@ class DeltaSessionService(BaseSessionService):
     # --- scoped state ---------------------------------------------------------
 
     def _read_scope(self, scope: str, keys: Mapping[str, str]) -> dict[str, Any] | None:
-        table, columns = _SCOPE_TABLES[scope]
-        where = " AND ".join(f"{c} = :{c}" for c in columns)
-        rows = self.engine.execute(f"SELECT state_json FROM {table} WHERE {where}", {c: keys[c] for c in columns})
-        return _loads(rows[0][0], {}) if rows else None
-
-    def _write_scope(self, scope: str, keys: Mapping[str, str], delta: Mapping[str, Any], now: float) -> None:
-        """Read-modify-write one app/user state row (call inside a transaction)."""
-        table, columns = _SCOPE_TABLES[scope]
-        new_state = _apply_delta(self._read_scope(scope, keys) or {}, delta)
-        source = ", ".join(f":{c} AS {c}" for c in columns)
-        on = " AND ".join(f"t.{c} = s.{c}" for c in columns)
-        insert_cols = ", ".join((*columns, "state_json", "update_time"))
-        insert_vals = ", ".join(f"s.{c}" for c in (*columns, "state_json", "update_time"))
-        self.engine.execute(
-            f"MERGE INTO {table} t USING (SELECT {source}, :state_json AS state_json, :now AS update_time) s"
-            f" ON {on}"
-            " WHEN MATCHED THEN UPDATE SET state_json = s.state_json, update_time = s.update_time"
-            f" WHEN NOT MATCHED THEN INSERT ({insert_cols}) VALUES ({insert_vals})",
-            {**{c: keys[c] for c in columns}, "state_json": _dumps(new_state), "now": now},
-        )
+        row = self._scopes.read(scope, keys)
+        return row.state if row else None
 
     def _scoped_states(self, app_name: str, user_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
         keys = {"app_name": app_name, "user_id": user_id}
@@ -251,6 +306,24 @@ class DeltaSessionService(BaseSessionService):
 
     def _forget_row(self, keys: Mapping[str, str]) -> None:
         self._known_rows.pop((keys["app_name"], keys["user_id"], keys["session_id"]), None)
+        self._scope_views.pop((keys["app_name"], keys["user_id"], keys["session_id"]), None)
+
+    def _remember_view(self, keys: Mapping[str, str], marker: int, app_state: Mapping[str, Any],
+                       user_state: Mapping[str, Any], *, update: bool = False) -> None:
+        key = (keys["app_name"], keys["user_id"], keys["session_id"])
+        if update and key not in self._scope_views:
+            return  # no view to update: the next append of this session writes blind (or get_session loads one)
+        seen = dict(self._scope_views[key][1]) if update else {}
+        for prefix, state in ((State.APP_PREFIX, app_state), (State.USER_PREFIX, user_state)):
+            for name, value in state.items():
+                if value is None:
+                    seen.pop(prefix + name, None)
+                else:
+                    seen[prefix + name] = _fingerprint(value)
+        self._scope_views[key] = (str(marker), seen)
+        self._scope_views.move_to_end(key)
+        while len(self._scope_views) > _KNOWN_ROWS:
+            self._scope_views.popitem(last=False)
 
     # --- BaseSessionService ---------------------------------------------------
 
@@ -264,26 +337,34 @@ class DeltaSessionService(BaseSessionService):
         session_id: str | None = None,
     ) -> Session:
         session_id = session_id or platform_uuid.new_uuid()
+        check_storable(state or {})
         scopes = _split_scopes(state or {})
         session_state_json = _dumps(_apply_delta({}, scopes["session"]))
         now = platform_time.get_time()
         keys = {"app_name": app_name, "user_id": user_id, "session_id": session_id}
         with self.engine.transaction():
-            # MERGE ... WHEN NOT MATCHED is an atomic insert-if-absent on both engines (no enforced keys on Delta).
-            inserted = affected_rows(self.engine.execute(
+            # MERGE ... WHEN NOT MATCHED is an atomic insert-if-absent on both engines (no enforced keys on Delta);
+            # run again after a Delta conflict, it re-checks, so a session another writer made is not overwritten.
+            inserted = affected_rows(self.retry.run("creating a session row", lambda: self.engine.execute(
                 "MERGE INTO sessions t USING (SELECT :app_name AS app_name, :user_id AS user_id,"
                 " :session_id AS id) s ON t.app_name = s.app_name AND t.user_id = s.user_id AND t.id = s.id"
                 " WHEN NOT MATCHED THEN INSERT (app_name, user_id, id, state_json, version, create_time, update_time)"
                 " VALUES (s.app_name, s.user_id, s.id, :state_json, 0, :now, :now)",
                 {**keys, "state_json": session_state_json, "now": now},
-            ))
+            )))
             if not inserted:
                 raise AlreadyExistsError(f"Session with id {session_id} already exists.")
+            # Initial app:/user: state is a blind write (ADK's semantics), applied by compare-and-set.
+            # The applied_json token of this write (unique per creation; no uuid drawn, so ids made after it and
+            # the recordings that hold them stay as they were).
+            token = f"create:{session_id}:{now!r}"
             for scope in ("app", "user"):
                 if scopes[scope]:
-                    self._write_scope(scope, keys, scopes[scope], now)
+                    self._scopes.write(scope, keys, scopes[scope], event_id=token, now=now,
+                                       row=self._scopes.read(scope, keys))
             app_state, user_state = self._scoped_states(app_name, user_id)
         self._remember_row(keys, 0, session_state_json)
+        self._remember_view(keys, 0, app_state, user_state)
         # Built from the JSON written, so the result equals what a later get_session returns.
         return self._build_session(keys, _loads(session_state_json, {}), app_state, user_state, 0, now, [])
 
@@ -302,9 +383,16 @@ class DeltaSessionService(BaseSessionService):
             rows = self.engine.execute(_SESSION_WITH_SCOPES, keys)
             if not rows:
                 return None
-            state_json, version, update_time, app_json, user_json = rows[0]
+            state_json, version, update_time, app_json, user_json, pending_json, last_seq = rows[0]
+            if _incomplete(version, pending_json, last_seq):
+                self._roll_forward(keys, version, pending_json)
+                rows = self.engine.execute(_SESSION_WITH_SCOPES, keys)
+                if not rows:
+                    return None
+                state_json, version, update_time, app_json, user_json, pending_json, last_seq = rows[0]
             events = self._read_events(keys, config)
         self._remember_row(keys, version, state_json)
+        self._remember_view(keys, version, _loads(app_json, {}), _loads(user_json, {}))
         return self._build_session(keys, _loads(state_json, {}), _loads(app_json, {}), _loads(user_json, {}),
                                    version, update_time, events)
 
@@ -377,9 +465,11 @@ class DeltaSessionService(BaseSessionService):
     @override
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         keys = {"app_name": app_name, "user_id": user_id, "session_id": session_id}
-        with self.engine.transaction():
-            self.engine.execute(f"DELETE FROM events WHERE {_EVENT_KEY}", keys)
-            self.engine.execute(f"DELETE FROM sessions WHERE {_SESSION_KEY}", keys)
+        with self.engine.transaction():  # idempotent DELETEs: safe to run again after a conflict
+            self.retry.run("deleting a session's events",
+                           lambda: self.engine.execute(f"DELETE FROM events WHERE {_EVENT_KEY}", keys))
+            self.retry.run("deleting a session row",
+                           lambda: self.engine.execute(f"DELETE FROM sessions WHERE {_SESSION_KEY}", keys))
         self._forget_row(keys)
 
     @override
@@ -397,32 +487,36 @@ class DeltaSessionService(BaseSessionService):
         persisted = event.model_copy(update={"actions": event.actions.model_copy()})
         self._trim_temp_delta_state(persisted)
         delta = dict(persisted.actions.state_delta or {})
+        check_storable(delta)  # before any statement: a refused value leaves storage and the session as they were
         scopes = _split_scopes(delta)
         keys = {"app_name": session.app_name, "user_id": session.user_id, "session_id": session.id}
+        event_row = {
+            "id": event.id,
+            "invocation_id": event.invocation_id,
+            "author": event.author,
+            "timestamp": event.timestamp,
+            "state_delta_json": _dumps({k: v for k, v in delta.items() if v is not None}),
+            "deleted_keys_json": _dumps([k for k, v in delta.items() if v is None]),
+            "event_json": _event_to_json(persisted),
+        }
+        scoped = {scope: scopes[scope] for scope in ("app", "user") if scopes[scope]}
 
         with self.engine.transaction():
-            version, state_json = self._write_session_row(session, keys, scopes["session"], event.timestamp)
-            for scope in ("app", "user"):
-                if scopes[scope]:
-                    self._write_scope(scope, keys, scopes[scope], event.timestamp)
-            self.engine.execute(
-                f"INSERT INTO events (app_name, user_id, session_id, {_EVENT_COLUMNS})"
-                " VALUES (:app_name, :user_id, :session_id, :seq, :id, :invocation_id, :author, :timestamp,"
-                " :state_delta_json, :deleted_keys_json, :event_json)",
-                {
-                    **keys,
-                    "seq": version + 1,  # versions advance once per event, so seq is unique per session
-                    "id": event.id,
-                    "invocation_id": event.invocation_id,
-                    "author": event.author,
-                    "timestamp": event.timestamp,
-                    "state_delta_json": _dumps({k: v for k, v in delta.items() if v is not None}),
-                    "deleted_keys_json": _dumps([k for k, v in delta.items() if v is None]),
-                    "event_json": _event_to_json(persisted),
-                },
-            )
+            # Reads only, before the commit point: the scope rows as they are, checked against what this session saw.
+            rows = {scope: self._scopes.read(scope, keys) for scope in scoped}
+            self._check_scope_keys(session, scoped, rows)
+            pending = _dumps({"event": event_row, "scopes": scoped,
+                              "bases": {scope: row.version if row else 0 for scope, row in rows.items()}})
+            # The commit point: the session row's compare-and-set, carrying the redo record.
+            version, state_json = self._write_session_row(session, keys, scopes["session"], event.timestamp, pending)
+            for scope, scope_delta in scoped.items():
+                self._scopes.write(scope, keys, scope_delta, event_id=event.id, now=event.timestamp, row=rows[scope])
+            # Last: the event row marks the append complete. A blind append; a conflict means it did not commit.
+            self.retry.run("inserting an event row", lambda: self.engine.execute(
+                _INSERT_EVENT, {**keys, "seq": version + 1, **event_row}))  # seq = the version this append made
 
         self._remember_row(keys, version + 1, state_json)  # committed: the row is now what was written
+        self._remember_view(keys, version + 1, scopes["app"], scopes["user"], update=True)
         # Base class: apply temp: to the live session, trim it from the event, then
         # commit the rest (through _update_session_state below) and append.
         await super().append_event(session, event)
@@ -430,42 +524,92 @@ class DeltaSessionService(BaseSessionService):
         session._storage_update_marker = str(version + 1)
         return event
 
+    def _check_scope_keys(self, session: Session, scoped: Mapping[str, Mapping[str, Any]],
+                          rows: Mapping[str, ScopeRow | None]) -> None:
+        """StaleSessionError if a scope key the event writes holds, in storage, another value than ``session`` saw.
+
+        What the session saw is this service's view of it (loaded by get_session/create_session, updated by its
+        appends). A session this service has no view of (built elsewhere, or evicted) writes its scope keys
+        blind, as ADK's own services do.
+        """
+        view = self._scope_views.get((session.app_name, session.user_id, session.id))
+        if view is None or view[0] != session._storage_update_marker:
+            return
+        seen = view[1]
+        changed = []
+        for scope, delta in scoped.items():
+            prefix = State.APP_PREFIX if scope == "app" else State.USER_PREFIX
+            stored = rows[scope].state if rows[scope] else {}
+            for key in delta:
+                now = _fingerprint(stored[key]) if key in stored else None
+                if now != seen.get(prefix + key):
+                    changed.append(prefix + key)
+        if changed:
+            raise StaleSessionError(
+                f"{_STALE_MESSAGE} (another session changed {', '.join(sorted(changed))} since this one "
+                "loaded it; this append would overwrite that change)")
+
     def _write_session_row(self, session: Session, keys: Mapping[str, str], delta: Mapping[str, Any],
-                           update_time: float) -> tuple[int, str]:
+                           update_time: float, pending: str) -> tuple[int, str]:
         """Apply ``delta`` to the stored session row by compare-and-set: (the version replaced, the new JSON).
 
         The guard that holds where transaction() is a no-op (Databricks). When the row is known as the
         session was fetched, the UPDATE alone does it (one statement, one round trip fewer); it compares
-        version *and* state, so if anyone else wrote the row since, it matches nothing and the row is read.
+        version *and* state, so if anyone else wrote the row since, it matches nothing and the row is read
+        (and a previous append its writer left incomplete is rolled forward first).
         """
         known = self._known_rows.get((keys["app_name"], keys["user_id"], keys["session_id"]))
         if known is not None and session._storage_update_marker == str(known[0]):
             version, state_json = known
-            written = self._update_row(keys, version, state_json, delta, update_time, guard_state=True)
+            written = self._update_row(keys, version, state_json, delta, update_time, pending, guard_state=True)
             if written is not None:
                 return version, written
-        rows = self.engine.execute(f"SELECT state_json, version, update_time FROM sessions WHERE {_SESSION_KEY}", keys)
+        rows = self.engine.execute(_SESSION_ROW, keys)
         if not rows:
             raise SessionNotFoundError(f"Session {session.id} not found.")
-        state_json, version, stored_update_time = rows[0]
+        state_json, version, stored_update_time, pending_json, last_seq = rows[0]
+        if _incomplete(version, pending_json, last_seq):
+            self._roll_forward(keys, version, pending_json)
         self._check_not_stale(session, keys, version, stored_update_time)
-        written = self._update_row(keys, version, state_json, delta, update_time, guard_state=False)
+        written = self._update_row(keys, version, state_json, delta, update_time, pending, guard_state=False)
         if written is None:
             raise StaleSessionError(_STALE_MESSAGE)
         return version, written
 
     def _update_row(self, keys: Mapping[str, str], version: int, state_json: str, delta: Mapping[str, Any],
-                    update_time: float, *, guard_state: bool) -> str | None:
-        """The new state JSON if the row still had ``version`` (and, guarded, ``state_json``); else None."""
+                    update_time: float, pending: str, *, guard_state: bool) -> str | None:
+        """The new state JSON if the row still had ``version`` (and, guarded, ``state_json``); else None.
+
+        After a Delta conflict the UPDATE runs again: its WHERE re-checks, so it writes only if no one else
+        did. Once the attempts are used up the append is treated as having lost the race (None).
+        """
         new_json = _dumps(_apply_delta(_loads(state_json, {}), delta))
         guard = " AND state_json = :previous" if guard_state else ""
-        updated = affected_rows(self.engine.execute(
-            "UPDATE sessions SET state_json = :state_json, version = version + 1, update_time = :update_time"
-            f" WHERE {_SESSION_KEY} AND version = :expected{guard}",
-            {**keys, "state_json": new_json, "update_time": update_time, "expected": version,
-             **({"previous": state_json} if guard_state else {})},
-        ))
+        try:
+            updated = affected_rows(self.retry.run("updating a session row", lambda: self.engine.execute(
+                "UPDATE sessions SET state_json = :state_json, version = version + 1, update_time = :update_time,"
+                f" pending_json = :pending WHERE {_SESSION_KEY} AND version = :expected{guard}",
+                {**keys, "state_json": new_json, "update_time": update_time, "expected": version, "pending": pending,
+                 **({"previous": state_json} if guard_state else {})},
+            )))
+        except WriteConflictError as exc:
+            logger.warning("session %s: gave up after %d write conflicts (%s); reporting the append as stale",
+                           keys["session_id"], self.retry.attempts, exc.error_class)
+            return None
         return new_json if updated else None
+
+    def _roll_forward(self, keys: Mapping[str, str], version: int, pending_json: str) -> None:
+        """Complete the append that made ``version`` from its redo record (its writer stopped after committing)."""
+        pending = json.loads(pending_json)
+        event_row = pending["event"]
+        logger.warning("session %s: completing append %d (event %s) that its writer left unfinished",
+                       keys["session_id"], version, event_row["id"])
+        for scope, delta in pending.get("scopes", {}).items():
+            row = self._scopes.read(scope, keys)
+            self._scopes.write(scope, keys, delta, event_id=event_row["id"], now=event_row["timestamp"], row=row)
+        # Insert-if-absent: a second reader completing the same append at once writes no duplicate.
+        self.retry.run("completing an event row", lambda: self.engine.execute(
+            _INSERT_EVENT_IF_ABSENT, {**keys, "seq": version, **event_row}))
 
     def _check_not_stale(self, session: Session, keys: Mapping[str, str], version: int, update_time: float) -> None:
         if session._storage_update_marker is not None:
@@ -512,7 +656,7 @@ class DeltaSessionService(BaseSessionService):
             event_rows = self.engine.execute(
                 f"SELECT {_EVENT_COLUMNS} FROM events WHERE {_EVENT_KEY} ORDER BY seq", keys
             )
-        state_json, version, _, app_json, user_json = rows[0]
+        state_json, version, _, app_json, user_json, _, _ = rows[0]
         app_state, user_state = _loads(app_json, {}), _loads(user_json, {})
         events = [
             PersistedEvent(

@@ -8,12 +8,20 @@ State JSON never contains null: a None in a delta deletes the key.
 
 from __future__ import annotations
 
-from reference_agent.storage.sql import SqlEngine, ensure_tables
+from reference_agent.storage.sql import SqlEngine, add_missing_columns, ensure_tables
 
 SESSIONS = "sessions"
 EVENTS = "events"
 APP_STATES = "app_states"
 USER_STATES = "user_states"
+
+_SCOPE_VERSIONING = (
+    # Compare-and-set revision of the row (NULL in rows made before it existed = 0).
+    ("version", "BIGINT"),
+    # JSON list of the ids of the last events applied to the row, so rolling an append forward never applies
+    # its delta twice.
+    ("applied_json", "JSON"),
+)
 
 TABLES: dict[str, tuple[tuple[str, str], ...]] = {
     SESSIONS: (
@@ -25,6 +33,9 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("version", "BIGINT"),
         ("create_time", "DOUBLE"),
         ("update_time", "DOUBLE"),
+        # The last append's redo record: the event and its app:/user: deltas, written by the compare-and-set
+        # that commits the append, so a writer that died before the event row was stored can be rolled forward.
+        ("pending_json", "JSON"),
     ),
     EVENTS: (
         ("app_name", "STRING"),
@@ -43,16 +54,20 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("app_name", "STRING"),
         ("state_json", "JSON"),  # keys without the "app:" prefix
         ("update_time", "DOUBLE"),
+        *_SCOPE_VERSIONING,
     ),
     USER_STATES: (
         ("app_name", "STRING"),
         ("user_id", "STRING"),
         ("state_json", "JSON"),  # keys without the "user:" prefix
         ("update_time", "DOUBLE"),
+        *_SCOPE_VERSIONING,
     ),
 }
 
 
-def ensure_schema(engine: SqlEngine) -> None:
-    """Create the session tables if they do not exist (idempotent)."""
+def ensure_schema(engine: SqlEngine) -> list[str]:
+    """Create the session tables if they do not exist, and add the columns that tables of an older schema
+    lack (idempotent). Returns the ``table.column`` names added."""
     ensure_tables(engine, TABLES)
+    return add_missing_columns(engine, TABLES)

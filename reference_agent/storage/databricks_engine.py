@@ -30,6 +30,7 @@ import contextlib
 import datetime
 import decimal
 import logging
+import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -49,6 +50,7 @@ from reference_agent.backends.databricks.errors import (
     DatabricksConfigError,
     DatabricksSqlError,
     DatabricksTimeoutError,
+    DatabricksWriteConflictError,
     translate,
 )
 from reference_agent.backends.databricks.polling import Backoff
@@ -224,8 +226,12 @@ class DatabricksSqlEngine:
         sql_state = f", SQLSTATE {response.status.sql_state}" if response.status and response.status.sql_state else ""
         verb = {StatementState.FAILED: "failed", StatementState.CANCELED: "was canceled",
                 StatementState.CLOSED: "was closed before its result was read"}.get(state, f"ended {state}")
-        raise DatabricksSqlError(f"Databricks SQL statement {verb} ({code}{sql_state}): {message}\n"
-                                 f"  statement: {text.strip()[:300]}")
+        text_of_error = (f"Databricks SQL statement {verb} ({code}{sql_state}): {message}\n"
+                         f"  statement: {text.strip()[:300]}")
+        conflict = write_conflict_class(message, response.status.sql_state if response.status else None)
+        if state is StatementState.FAILED and conflict:
+            raise DatabricksWriteConflictError(text_of_error, error_class=conflict)
+        raise DatabricksSqlError(text_of_error)
 
     def _cancel(self, statement_id: str | None) -> None:
         if not statement_id:
@@ -268,6 +274,33 @@ class DatabricksSqlEngine:
     def __repr__(self) -> str:
         where = ".".join(p for p in (self.catalog, self.schema) if p)
         return f"DatabricksSqlEngine(warehouse={self.warehouse_id!r}{', ' + where if where else ''})"
+
+
+# Delta's concurrent-modification errors ("Isolation levels and write conflicts on Databricks"): the message
+# starts with the error class (optionally with a sub-class, e.g. DELTA_CONCURRENT_APPEND.WITH_PARTITION_HINT);
+# older runtimes name the Java exception instead. All of them share SQLSTATE class 2D521.
+_CONFLICT_CLASS = re.compile(r"^\s*\[(DELTA_CONCURRENT_[A-Z_]+|DELTA_METADATA_CHANGED|DELTA_PROTOCOL_CHANGED)(?:\.[A-Z_]+)?\]")
+_CONFLICT_EXCEPTIONS = {
+    "ConcurrentAppendException": "DELTA_CONCURRENT_APPEND",
+    "ConcurrentDeleteReadException": "DELTA_CONCURRENT_DELETE_READ",
+    "ConcurrentDeleteDeleteException": "DELTA_CONCURRENT_DELETE_DELETE",
+    "ConcurrentTransactionException": "DELTA_CONCURRENT_TRANSACTION",
+    "ConcurrentWriteException": "DELTA_CONCURRENT_WRITE",
+    "MetadataChangedException": "DELTA_METADATA_CHANGED",
+    "ProtocolChangedException": "DELTA_PROTOCOL_CHANGED",
+}
+CONFLICT_SQLSTATE = "2D521"
+
+
+def write_conflict_class(message: str, sql_state: str | None) -> str | None:
+    """The Delta conflict class a FAILED statement's error names, or None if it is another error."""
+    match = _CONFLICT_CLASS.match(message or "")
+    if match:
+        return match.group(1)
+    for exception, error_class in _CONFLICT_EXCEPTIONS.items():
+        if exception in (message or ""):
+            return error_class
+    return "DELTA_CONCURRENT_MODIFICATION" if sql_state == CONFLICT_SQLSTATE else None
 
 
 def _state(response: StatementResponse) -> StatementState | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -11,6 +12,27 @@ from typing import Any
 import duckdb
 
 from .dialect import DUCKDB, Dialect
+
+
+_HOLDER = re.compile(r"held in (?P<exe>.+?) \(PID (?P<pid>\d+)\)")
+
+
+class DatabaseLockedError(RuntimeError):
+    """Another process holds the DuckDB file: DuckDB lets one process open a file for writing at a time."""
+
+    def __init__(self, path: Path, duckdb_message: str) -> None:
+        holder = _HOLDER.search(duckdb_message)
+        self.path = path
+        self.pid = int(holder.group("pid")) if holder else None
+        self.executable = holder.group("exe") if holder else None
+        who = f"process {self.pid} ({self.executable})" if holder else "another process"
+        super().__init__(
+            f"DuckDB database {path} is in use by {who}: DuckDB allows one process per database file. "
+            "Wait for that process to finish, or give this run its own database — rlm-agent: "
+            "`rlm-agent demo --home DIR`, or RLM_HOME=DIR for `rlm-agent ask`; the harness and tests: a "
+            "separate home/tmp folder — or use the in-memory engine (DuckDBEngine(None) / "
+            f"DeltaSessionService.duckdb(None)). DuckDB said: {duckdb_message}"
+        )
 
 
 class DuckDBEngine:
@@ -30,7 +52,12 @@ class DuckDBEngine:
         else:
             self.path = Path(path)
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = duckdb.connect(str(self.path))
+            try:
+                self._conn = duckdb.connect(str(self.path))
+            except duckdb.IOException as exc:
+                if "Could not set lock" not in str(exc):
+                    raise
+                raise DatabaseLockedError(self.path, str(exc)) from exc
         self._lock = threading.RLock()
         self._tx_depth = 0  # only touched while holding the lock
 

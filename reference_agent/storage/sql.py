@@ -15,6 +15,19 @@ from typing import Any, Protocol, runtime_checkable
 from .dialect import Dialect
 
 
+class WriteConflictError(RuntimeError):
+    """A write lost a race with a concurrent writer and was not applied (Delta's ``DELTA_CONCURRENT_*``).
+
+    ``error_class`` is the engine's class for it, e.g. ``DELTA_CONCURRENT_APPEND``. The statement did not
+    commit, so running it again is safe when its own guard re-checks (a compare-and-set, an insert-if-absent)
+    or when it is idempotent; the session service decides which (see its module docstring).
+    """
+
+    def __init__(self, message: str, *, error_class: str) -> None:
+        super().__init__(message)
+        self.error_class = error_class
+
+
 @runtime_checkable
 class SqlEngine(Protocol):
     dialect: Dialect
@@ -54,3 +67,27 @@ def ensure_tables(engine: SqlEngine, tables: Mapping[str, Sequence[tuple[str, st
     for table, columns in tables.items():
         engine.execute(engine.dialect.create_table(table, columns))
 
+
+
+def add_missing_columns(engine: SqlEngine, tables: Mapping[str, Sequence[tuple[str, str]]]) -> list[str]:
+    """Add the columns a table made by an older schema lacks (``ALTER TABLE ... ADD COLUMN``; Delta and DuckDB).
+
+    Added columns are NULL in existing rows, so readers must treat NULL as the column's old meaning. One
+    query finds what is missing; returns the ``table.column`` names added.
+    """
+    names = ", ".join(f"'{table}'" for table in tables)
+    present: dict[str, set[str]] = {}
+    for table, column in engine.execute(
+        "SELECT lower(table_name), lower(column_name) FROM information_schema.columns"
+        f" WHERE table_schema = current_schema() AND lower(table_name) IN ({names})"
+    ):
+        present.setdefault(table, set()).add(column)
+    added = []
+    for table, columns in tables.items():
+        if table not in present:
+            continue  # not created (yet): CREATE TABLE makes it whole
+        for column, logical in columns:
+            if column.lower() not in present[table]:
+                engine.execute(f"ALTER TABLE {table} ADD COLUMN {column} {engine.dialect.column_type(logical)}")
+                added.append(f"{table}.{column}")
+    return added

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from databricks.sdk.errors import DatabricksError, NotFound, PermissionDenied, Unauthenticated
 
+from reference_agent.storage.sql import WriteConflictError
+
 
 class DatabricksBackendError(RuntimeError):
     """Base of every error the Databricks backend raises."""
@@ -24,6 +26,10 @@ class DatabricksAuthError(DatabricksBackendError):
 
 class DatabricksSqlError(DatabricksBackendError):
     """A SQL statement FAILED, was CANCELED or CLOSED, or its result was cut."""
+
+
+class DatabricksWriteConflictError(DatabricksSqlError, WriteConflictError):
+    """A statement FAILED with a Delta concurrent-modification error class (SQLSTATE class 2D521)."""
 
 
 class DatabricksTimeoutError(DatabricksBackendError, TimeoutError):

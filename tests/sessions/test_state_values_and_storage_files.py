@@ -1,0 +1,138 @@
+"""Values JSON cannot hold are refused naming the key; old DuckDB files gain the new columns; a locked file says
+who holds it and what to do."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import math
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import duckdb
+import pytest
+from google.adk.events.event import Event
+from google.adk.events.event_actions import EventActions
+
+from reference_agent.sessions import DeltaSessionService
+from reference_agent.sessions.values import StateValueError, check_storable
+from reference_agent.storage import DatabaseLockedError, DuckDBEngine
+
+APP = "app"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Thing:
+    pass
+
+
+@pytest.mark.parametrize(("delta", "path", "kind"), [
+    ({"tags": {"a"}}, "state['tags']", "set"),
+    ({"user:prefs": {"tags": {"a", "b"}}}, "state['user:prefs']['tags']", "set"),
+    ({"app:raw": b"\xff\xfe"}, "state['app:raw']", "bytes"),
+    ({"when": datetime.datetime(2026, 1, 1)}, "state['when']", "datetime"),
+    ({"obj": [1, {"deep": Thing()}]}, "state['obj'][1]['deep']", "Thing"),
+    ({"pair": (1, 2)}, "state['pair']", "tuple"),
+    ({"money": decimal.Decimal("1.5")}, "state['money']", "Decimal"),
+    ({"x": math.nan}, "state['x']", "nan"),
+    ({"user:x": {"y": -math.inf}}, "state['user:x']['y']", "-inf"),
+    ({"m": {1: "one"}}, "state['m'] key 1", "int"),
+])
+async def test_a_value_json_cannot_hold_is_refused_naming_the_key_and_nothing_changes(delta, path, kind):
+    svc = DeltaSessionService.duckdb(None)
+    s = await svc.create_session(app_name=APP, user_id="u", session_id="s", state={"keep": 1})
+    event = Event(invocation_id="i", author="agent", actions=EventActions(state_delta=dict(delta)))
+    with pytest.raises(StateValueError) as caught:
+        await svc.append_event(s, event)
+    message = str(caught.value)
+    assert message.startswith(path) and kind in message and "Nothing was written" in message, message
+    assert s.state == {"keep": 1} and s.events == []
+    stored = await svc.persisted_rows(app_name=APP, user_id="u", session_id="s")
+    assert (stored.state, stored.user_state, stored.app_state, stored.events) == ({"keep": 1}, {}, {}, [])
+    with pytest.raises(StateValueError):
+        await svc.create_session(app_name=APP, user_id="u", session_id="s2", state=dict(delta))
+    assert await svc.get_session(app_name=APP, user_id="u", session_id="s2") is None
+
+
+async def test_a_non_str_top_level_key_in_create_state_is_refused() -> None:
+    svc = DeltaSessionService.duckdb(None)  # (EventActions itself refuses one in a state_delta)
+    with pytest.raises(StateValueError, match=r"^state key 2 is an int, not a str"):
+        await svc.create_session(app_name=APP, user_id="u", session_id="s", state={2: "v"})
+    assert await svc.get_session(app_name=APP, user_id="u", session_id="s") is None
+
+
+def test_json_native_values_and_temp_keys_pass() -> None:
+    class Level(str):
+        pass
+
+    check_storable({"a": None, "b": True, "c": 1, "d": 1.5, "e": "x", "f": [1, [2, {"g": None}]], "h": {"i": {}},
+                    "j": Level("x"), "temp:anything": {1, 2}, "temp:obj": Thing()})
+
+
+OLD_SCHEMA = """
+CREATE TABLE sessions (app_name VARCHAR, user_id VARCHAR, id VARCHAR, state_json VARCHAR, version BIGINT,
+                       create_time DOUBLE, update_time DOUBLE);
+CREATE TABLE events (app_name VARCHAR, user_id VARCHAR, session_id VARCHAR, id VARCHAR, seq BIGINT,
+                     invocation_id VARCHAR, author VARCHAR, timestamp DOUBLE, state_delta_json VARCHAR,
+                     deleted_keys_json VARCHAR, event_json VARCHAR);
+CREATE TABLE app_states (app_name VARCHAR, state_json VARCHAR, update_time DOUBLE);
+CREATE TABLE user_states (app_name VARCHAR, user_id VARCHAR, state_json VARCHAR, update_time DOUBLE);
+INSERT INTO sessions VALUES ('app', 'u', 's', '{"k": 1}', 1, 1.0, 2.0);
+INSERT INTO events VALUES ('app', 'u', 's', 'e1', 1, 'inv', 'agent', 2.0, '{"k": 1, "user:lang": "fr"}', '[]',
+                           '{"author": "agent", "invocation_id": "inv", "actions": {}}');
+INSERT INTO user_states VALUES ('app', 'u', '{"lang": "fr"}', 2.0);
+"""
+
+
+async def test_a_file_made_by_the_previous_schema_gains_the_columns_and_keeps_working(tmp_path):
+    path = tmp_path / "old.duckdb"
+    with duckdb.connect(str(path)) as conn:
+        conn.execute(OLD_SCHEMA)
+    svc = DeltaSessionService.duckdb(path)
+    columns = {t: {c for (c,) in svc.engine.execute(
+        f"SELECT column_name FROM information_schema.columns WHERE table_name = '{t}'")}
+        for t in ("sessions", "user_states", "app_states")}
+    assert {"pending_json"} <= columns["sessions"] and {"version", "applied_json"} <= columns["user_states"]
+    s = await svc.get_session(app_name=APP, user_id="u", session_id="s")
+    assert s.state == {"k": 1, "user:lang": "fr"} and [e.id for e in s.events] == ["e1"]
+    await svc.append_event(s, Event(invocation_id="i", author="agent",
+                                    actions=EventActions(state_delta={"user:lang": "de", "app:a": 1})))
+    svc.close()
+    again = DeltaSessionService.duckdb(path)  # a second start adds nothing and reads it all
+    rows = await again.persisted_rows(app_name=APP, user_id="u", session_id="s")
+    assert (rows.version, rows.user_state, rows.app_state, len(rows.events)) == (2, {"lang": "de"}, {"a": 1}, 2)
+    assert again.engine.execute("SELECT version FROM user_states") == [(1,)]  # NULL read as 0, then bumped
+    again.close()
+
+
+HOLDER = textwrap.dedent("""
+    import sys, time
+    from reference_agent.storage import DuckDBEngine
+    engine = DuckDBEngine(sys.argv[1])
+    print("HOLDING", flush=True)
+    time.sleep(60)
+""")
+
+
+def test_a_second_process_on_a_locked_file_is_told_who_holds_it_and_what_to_do(tmp_path):
+    path = tmp_path / "home" / "rlm.duckdb"
+    DuckDBEngine(path).close()
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "HOLDING"
+        with pytest.raises(DatabaseLockedError) as caught:
+            DuckDBEngine(path)
+        message = str(caught.value)
+        assert str(path) in message and f"process {holder.pid}" in message
+        assert "one process per database file" in message and "--home" in message and "in-memory" in message
+        assert caught.value.pid == holder.pid and caught.value.executable
+        # The CLI says it without a traceback.
+        cli = subprocess.run([sys.executable, "-m", "reference_agent.cli", "demo", "--home", str(path.parent)],
+                             cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert cli.returncode == 2 and "Traceback" not in cli.stderr and f"process {holder.pid}" in cli.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+    DuckDBEngine(path).close()  # free again once the holder is gone
