@@ -109,6 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--lm-direct", metavar="MODEL",
                         help="answer llm_query by calling MODEL over Gemini's REST API from this process (GOOGLE_API_KEY, "
                              "optional GOOGLE_GEMINI_BASE_URL) instead of an LM bridge: Job_B on Databricks")
+    parser.add_argument("--lm-exchange", metavar="DIR",
+                        help="answer llm_query through request/answer files in DIR, served by the job runner "
+                             "(Job_B on a workspace with the caller's model: see exchange_lm.py)")
     parser.add_argument("--max-sublm-tokens", type=int, default=None,
                         help="direct mode: sub-LM tokens left for the session (None: no cap)")
     parser.add_argument("--namespace-path", help="pickle snapshot of the REPL namespace, loaded before and saved "
@@ -177,6 +180,10 @@ def _lm_client(args: argparse.Namespace, fallback: Callable[..., Any] | None = N
 
         return DirectLmClient(args.lm_direct, max_calls=args.max_sublm_calls,
                               max_tokens=getattr(args, "max_sublm_tokens", None))
+    if getattr(args, "lm_exchange", None):
+        from .exchange_lm import ExchangeLmClient
+
+        return ExchangeLmClient(args.lm_exchange, max_calls=args.max_sublm_calls)
     if fallback is not None and not args.lm_address:
         return fallback(max_calls=args.max_sublm_calls)
     return LmClient(args.lm_address, max_calls=args.max_sublm_calls)

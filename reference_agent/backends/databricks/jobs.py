@@ -37,7 +37,10 @@ coming from the compute's environment (``genai_secret``: the cluster's
 from __future__ import annotations
 
 import asyncio
+import json
 import math
+import posixpath
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -50,7 +53,7 @@ from databricks.sdk.service import compute as compute_api
 from databricks.sdk.service import jobs as jobs_api
 
 from ...executor.result import EXECUTOR_TIMEOUT_GRACE_S, result_volume_path
-from ..jobs import JobOutcome, JobRequest, SubLm
+from ..jobs import JobOutcome, JobRequest, LmBridge, SubLm
 from .errors import DatabricksJobError, DatabricksTimeoutError, translate
 from .payload import build_payload_wheel
 from .polling import Backoff
@@ -59,6 +62,7 @@ from .volume import UcVolumeStore
 
 ENTRY_SOURCE = Path(__file__).with_name("jobb_entry.py")
 TASK_KEY = "job_b"
+_REQUEST_FILE = re.compile(r"^(\d+)\.request\.json$")
 _TAIL = 4_000
 DEFAULT_BACKOFF = Backoff(initial_s=1.0, factor=1.5, max_s=15.0)
 
@@ -118,6 +122,7 @@ class DatabricksJobRunner:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
         model: str | None = None,
+        sublm_exchange: bool = False,
     ) -> None:
         if grace_s <= EXECUTOR_TIMEOUT_GRACE_S:
             raise ValueError(f"grace_s must exceed the executor's own grace of {EXECUTOR_TIMEOUT_GRACE_S} s")
@@ -130,6 +135,9 @@ class DatabricksJobRunner:
         self._sleep = sleep
         self._clock = clock
         self.model = model  # the sub-LM model Job_B calls itself (--lm-direct); None: llm_query is unavailable
+        # True: Job_B's llm_query is answered here, by ``sub_lm``, through request/answer files in the volume
+        # (--lm-exchange), never by a model Job_B reaches itself. The harness's scripted model on a workspace.
+        self.sublm_exchange = sublm_exchange
         self._uploaded: tuple[str, str | None] | None = None  # (entry path, payload wheel path)
 
     async def run(self, request: JobRequest, *, sub_lm: SubLm) -> JobOutcome:
@@ -137,9 +145,12 @@ class DatabricksJobRunner:
         entry, payload = await asyncio.to_thread(self._ensure_uploaded)
         # A stale result from an earlier attempt must never pass for this run's.
         await asyncio.to_thread(self.volume.delete, result_path)
+        exchange = SubLmExchange(self.volume, sublm_folder(request), LmBridge(
+            sub_lm, max_calls=request.max_sublm_calls, max_tokens=request.max_sublm_tokens)) \
+            if self.sublm_exchange else None
         run_id = await asyncio.to_thread(self._submit, request, entry, payload)
         try:
-            run = await self._poll(run_id, request)
+            run = await self._poll(run_id, request, exchange)
         except BaseException:  # deadline, cancellation of this coroutine, API errors: stop the run too
             await asyncio.to_thread(self._cancel_quietly, run_id)
             raise
@@ -174,7 +185,9 @@ class DatabricksJobRunner:
             parameters += ["--context-path", request.context_path]
         if request.namespace_path:  # the REPL namespace snapshot: variables persist across Job_B runs
             parameters += ["--namespace-path", request.namespace_path]
-        if self.model:  # direct mode: Job_B answers llm_query itself (no LM bridge reaches the cluster)
+        if self.sublm_exchange:  # exchange mode: this runner answers llm_query through the volume
+            parameters += ["--lm-exchange", sublm_folder(request)]
+        elif self.model:  # direct mode: Job_B answers llm_query itself (no LM bridge reaches the cluster)
             parameters += ["--lm-direct", self.model]
             if request.max_sublm_tokens is not None:
                 parameters += ["--max-sublm-tokens", str(request.max_sublm_tokens)]
@@ -211,7 +224,7 @@ class DatabricksJobRunner:
         except DatabricksError:
             pass
 
-    async def _poll(self, run_id: int, request: JobRequest) -> jobs_api.Run:
+    async def _poll(self, run_id: int, request: JobRequest, exchange: SubLmExchange | None = None) -> jobs_api.Run:
         limit = request.timeout_s + self.grace_s + self.startup_s
         deadline = self._clock() + limit
         delays = self.backoff.delays()
@@ -219,6 +232,9 @@ class DatabricksJobRunner:
             run = await asyncio.to_thread(self._get_run, run_id)
             if is_terminal(run):
                 return run
+            if exchange is not None and await exchange.serve():
+                delays = self.backoff.delays()  # Job_B is talking: poll briskly again while it does
+                continue
             if self._clock() >= deadline:  # run() cancels the run on the way out
                 state, message = state_of(run)
                 raise DatabricksTimeoutError(
@@ -260,3 +276,40 @@ class DatabricksJobRunner:
             return self.client.jobs.get_run_output(task_run_id)
         except DatabricksError:
             return None  # the state and run page still explain the failure
+
+
+def sublm_folder(request: JobRequest) -> str:
+    """The run's sub-LM exchange folder: ``<artifact dir>/sublm/<run_id>_iter<n>`` (one per Job_B run)."""
+    return posixpath.join(posixpath.dirname(request.artifact_path), "sublm", f"{request.run_id}_iter{request.iteration}")
+
+
+class SubLmExchange:
+    """The runner's side of ``--lm-exchange``: answer each ``<n>.request.json`` in the folder once.
+
+    The answers come from an ``LmBridge`` on the runner's ``sub_lm``, so the call cap, the token budget and the
+    error texts are the LM bridge's, as on the local backend.
+    """
+
+    def __init__(self, volume: UcVolumeStore, folder: str, bridge: LmBridge) -> None:
+        self.volume = volume
+        self.folder = folder
+        self.bridge = bridge
+        self.answered: set[int] = set()
+
+    async def serve(self) -> int:
+        """Answer the requests waiting now; how many were answered."""
+        names = await asyncio.to_thread(self.volume.list_names, self.folder)
+        waiting = sorted(int(m.group(1)) for m in map(_REQUEST_FILE.match, names)
+                         if m and int(m.group(1)) not in self.answered)
+        for request_id in waiting:
+            path = posixpath.join(self.folder, f"{request_id}.request.json")
+            try:
+                message = json.loads(await asyncio.to_thread(self.volume.read_text, path))
+            except ValueError as exc:
+                message = {"id": request_id, "prompts": None, "unreadable": str(exc)}
+            reply = await self.bridge.reply(message)
+            reply["id"] = request_id  # the file's number names the request, whatever its body says
+            await asyncio.to_thread(self.volume.write_text, posixpath.join(self.folder, f"{request_id}.answer.json"),
+                                    json.dumps(reply))
+            self.answered.add(request_id)
+        return len(waiting)

@@ -53,9 +53,14 @@ class PayloadWheel:
     def digest(self) -> str:
         return hashlib.sha256(self.data).hexdigest()
 
+    @property
+    def folder(self) -> str:
+        """``_rlm/wheels/<digest16>``: content-addressed, so a changed payload never reuses a path."""
+        return posixpath.join(*WHEELS_DIR, self.digest[:16])
+
     def volume_path(self, volume_root: str) -> str:
-        """Where the job runner puts it: content-addressed, so a changed payload never reuses a path."""
-        return posixpath.join(volume_root, *WHEELS_DIR, self.digest[:16], self.filename)
+        """Where the job runner puts it (a cluster never reinstalls a library from a path it already has)."""
+        return posixpath.join(volume_root, self.folder, self.filename)
 
 
 def payload_files() -> dict[str, bytes]:
@@ -116,7 +121,7 @@ def payload_source(settings: DatabricksSettings) -> str:
         return f"{settings.wheel} (RLM_DATABRICKS_WHEEL: your own payload wheel; it must hold the {PACKAGE} package)"
     wheel = build_payload_wheel()
     where = wheel.volume_path(settings.volume_root) if settings.volume else \
-        posixpath.join("<volume_root>", *WHEELS_DIR, wheel.digest[:16], wheel.filename)
+        posixpath.join("<volume_root>", wheel.folder, wheel.filename)
     return (f"{where} (built from reference_agent/executor, {PACKAGE} {wheel.version}, sha256 {wheel.digest[:16]}; "
             "uploaded by the job runner before the first run)")
 

@@ -86,6 +86,18 @@ class UcVolumeStore:
             raise translate(exc, f"deleting {full}") from exc
         return True
 
+    def list_names(self, path: str) -> list[str]:
+        """The names in a folder (``GET /api/2.0/fs/directories/...``, every page); [] when it does not exist.
+        (Not in the ``VolumeStore`` protocol.)"""
+        full = self._resolve(path)
+        try:
+            return sorted(entry.name or posixpath.basename(entry.path or "")
+                          for entry in self._client.files.list_directory_contents(full))
+        except NotFound:
+            return []
+        except DatabricksError as exc:
+            raise translate(exc, f"listing {full}") from exc
+
     def local_path(self, path: str) -> Path | None:
         return None
 
