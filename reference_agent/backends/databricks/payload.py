@@ -119,9 +119,14 @@ def payload_source(settings: DatabricksSettings) -> str:
     """Where Job_B's payload comes from for ``settings``, in one line (for ``rlm-conformance doctor``)."""
     if settings.wheel:
         return f"{settings.wheel} (RLM_DATABRICKS_WHEEL: your own payload wheel; it must hold the {PACKAGE} package)"
+    from .errors import DatabricksConfigError
+
     wheel = build_payload_wheel()
-    where = wheel.volume_path(settings.volume_root) if settings.volume else \
-        posixpath.join("<volume_root>", wheel.folder, wheel.filename)
+    try:
+        root = settings.volume_root
+    except DatabricksConfigError:  # the volume settings are incomplete: say where under it
+        root = "<volume_root>"
+    where = posixpath.join(root, wheel.folder, wheel.filename)
     return (f"{where} (built from reference_agent/executor, {PACKAGE} {wheel.version}, sha256 {wheel.digest[:16]}; "
             "uploaded by the job runner before the first run)")
 
