@@ -75,7 +75,7 @@ VOLUME_ROOT = f"/Volumes/{CATALOG}/{SCHEMA}/{VOLUME}"
 WAREHOUSE = "fakewarehouse0001"  # = harness.databricks_fake.DEFAULT_WAREHOUSE
 CLUSTER = "0101-000000-fakecluster"
 APP_NAME = "reference_agent"  # AgentSettings().app_name: a live run's own app name is stored as this
-# Job_B on a workspace answers llm_query itself (direct mode: --lm-direct, google-genai in the executor), so the
+# Job_B on a workspace answers llm_query itself (direct mode: --lm-direct, Gemini's REST API from the executor), so the
 # sub-LM scenarios pass here too; their sub-LM calls are not in the cassette (the result JSON holds their answers).
 _KEY_IN_JOB_B = (
     "Job_B in direct mode gets GOOGLE_API_KEY in its environment (on a workspace: spark_env_vars from a secret "

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import List, Optional
 
 from .lm_client import BudgetedLmClient, SubLmError
 from .main import main as executor_main
@@ -33,7 +32,7 @@ class NoModelLmClient(BudgetedLmClient):
         pass
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     return executor_main(argv, lm_fallback=NoModelLmClient)
 
 

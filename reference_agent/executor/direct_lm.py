@@ -27,7 +27,7 @@ import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Optional, Tuple
+from typing import Any
 
 from .lm_client import BudgetedLmClient, SubLmError
 
@@ -62,7 +62,7 @@ class ServerError(ApiError):
 class GeminiRest:
     """``generateContent`` over ``urllib``: the key, the base URL and the retries of the google-genai client."""
 
-    def __init__(self, api_key: str, base_url: Optional[str] = None) -> None:
+    def __init__(self, api_key: str, base_url: str | None = None) -> None:
         self.api_key = api_key
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
 
@@ -70,7 +70,7 @@ class GeminiRest:
         name = model if model.startswith(("models/", "tunedModels/")) else f"models/{model}"
         return f"{self.base_url}/{API_VERSION}/{name}:generateContent"
 
-    def generate(self, model: str, prompt: str) -> Tuple[str, Optional[int]]:
+    def generate(self, model: str, prompt: str) -> tuple[str, int | None]:
         """The answer's text and ``usageMetadata.totalTokenCount`` (None when not reported)."""
         body = json.dumps({"contents": [{"role": "user", "parts": [{"text": prompt}]}]}).encode("utf-8")
         delay = _INITIAL_DELAY_S
@@ -89,7 +89,7 @@ class GeminiRest:
         raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _read_answer(raw: bytes) -> Tuple[str, Optional[int]]:
+def _read_answer(raw: bytes) -> tuple[str, int | None]:
     try:
         data = json.loads(raw)
     except ValueError as exc:
@@ -113,7 +113,7 @@ def _api_error(code: int, raw: bytes) -> ApiError:
     return (ServerError if code >= 500 else ClientError)(code, status, body)
 
 
-def _retry_after(value: Optional[str]) -> float:
+def _retry_after(value: str | None) -> float:
     try:
         return max(0.0, float(value)) if value else 0.0
     except ValueError:

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any
 
 from .process import PipeTap, kill_group
 from .result import STATUSES, result_volume_path, runner_result, write_json_atomic
@@ -44,13 +44,13 @@ def import_root() -> str:
     return here
 
 
-def child_command(argv: List[str]) -> List[str]:
+def child_command(argv: list[str]) -> list[str]:
     """``python -m <package>.child ARGV`` with this interpreter's isolation flags (``-S``, ``-s``)."""
     flags = (["-S"] if sys.flags.no_site else []) + (["-s"] if sys.flags.no_user_site else [])
     return [sys.executable, *flags, "-m", f"{__package__}.child", *argv]
 
 
-def child_env() -> dict:
+def child_env() -> dict[str, str]:
     """This process's environment with the payload importable: a library the platform put on ``sys.path``
     (not on ``PYTHONPATH``) must reach the child too."""
     env = dict(os.environ)
@@ -58,7 +58,7 @@ def child_env() -> dict:
     return env
 
 
-def _arguments(argv: List[str]) -> argparse.Namespace:
+def _arguments(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="jobb_entry.py", add_help=False)
     parser.add_argument("--artifact-path", required=True)
     parser.add_argument("--run-id", required=True)
@@ -69,7 +69,7 @@ def _arguments(argv: List[str]) -> argparse.Namespace:
     return args
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     """Run one block under supervision; the task's exit code (0 when the executor wrote its result cleanly)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _arguments(argv)
