@@ -40,8 +40,9 @@ class ExchangeLmClient(BudgetedLmClient):
         self.folder = Path(folder)
 
     def _send(self, request_id: int, prompts: list[str]) -> tuple[list[str], list[Any]]:
-        write_json_atomic(self.folder / request_name(request_id), {"id": request_id, "prompts": prompts})
         answer = self.folder / answer_name(request_id)
+        answer.unlink(missing_ok=True)  # an earlier attempt's answer is not this request's
+        write_json_atomic(self.folder / request_name(request_id), {"id": request_id, "prompts": prompts})
         delay = POLL_INITIAL_S
         while True:
             try:

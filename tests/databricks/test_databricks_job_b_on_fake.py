@@ -173,6 +173,23 @@ async def test_llm_query_is_answered_by_the_runners_sub_lm_through_the_volume(cl
     assert any(t.startswith("/api/2.0/fs/directories/Volumes/") for _, t in fake.requests)
 
 
+async def test_an_earlier_attempts_exchange_files_are_cleared(client, volume, fake) -> None:
+    async def sub_lm(prompt: str) -> str:
+        return f"answer to {prompt}"
+
+    runner = exchange_runner(client, volume, [])
+    artifact = volume.path("artifacts", "agent_code_s1_iter1.py")
+    volume.write_text(artifact, "print(llm_query('a'))\n")
+    request = JobRequest(artifact_path=artifact, run_id="s1", iteration=1, timeout_s=20.0)
+    folder = sublm_folder(request)
+    volume.write_text(f"{folder}/1.request.json", json.dumps({"id": 1, "prompts": ["old"]}))
+    volume.write_text(f"{folder}/1.answer.json", json.dumps({"id": 1, "responses": ["stale"], "tokens": [None]}))
+    result = json.loads(volume.read_text((await runner.run(request, sub_lm=sub_lm)).result_json_path))
+    assert result["stdout"] == "answer to a\n"
+    assert ("DELETE", f"/api/2.0/fs/files{folder}/1.answer.json") in fake.requests
+    assert ("DELETE", f"/api/2.0/fs/files{folder}/1.request.json") in fake.requests
+
+
 async def test_the_exchange_keeps_the_bridges_call_cap(client, volume) -> None:
     async def sub_lm(prompt: str) -> str:
         return "x"

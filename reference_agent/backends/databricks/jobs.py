@@ -63,6 +63,7 @@ from .volume import UcVolumeStore
 ENTRY_SOURCE = Path(__file__).with_name("jobb_entry.py")
 TASK_KEY = "job_b"
 _REQUEST_FILE = re.compile(r"^(\d+)\.request\.json$")
+_EXCHANGE_FILE = re.compile(r"^\d+\.(request|answer)\.json$")
 _TAIL = 4_000
 DEFAULT_BACKOFF = Backoff(initial_s=1.0, factor=1.5, max_s=15.0)
 
@@ -148,6 +149,8 @@ class DatabricksJobRunner:
         exchange = SubLmExchange(self.volume, sublm_folder(request), LmBridge(
             sub_lm, max_calls=request.max_sublm_calls, max_tokens=request.max_sublm_tokens)) \
             if self.sublm_exchange else None
+        if exchange is not None:  # an earlier attempt's answers must never pass for this run's
+            await asyncio.to_thread(exchange.clear)
         run_id = await asyncio.to_thread(self._submit, request, entry, payload)
         try:
             run = await self._poll(run_id, request, exchange)
@@ -295,6 +298,12 @@ class SubLmExchange:
         self.folder = folder
         self.bridge = bridge
         self.answered: set[int] = set()
+
+    def clear(self) -> None:
+        """Remove what an earlier attempt of the same run left in the folder (the Files API deletes files only)."""
+        for name in self.volume.list_names(self.folder):
+            if _EXCHANGE_FILE.match(name):
+                self.volume.delete(posixpath.join(self.folder, name))
 
     async def serve(self) -> int:
         """Answer the requests waiting now; how many were answered."""
