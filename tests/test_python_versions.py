@@ -47,3 +47,26 @@ def test_the_check_sees_a_newer_feature(tmp_path: Path) -> None:
     module = tmp_path / "uses_tomllib.py"
     module.write_text("import tomllib\n", encoding="utf-8")
     assert _minimum([module]) == (3, 11)
+
+
+# Job_B's payload runs on Databricks compute, not where the project is installed: Python 3.10 (DBR 13/14 LTS and
+# serverless environment 1) to 3.12. reference_agent/backends/databricks/payload.py ships these files.
+PAYLOAD_OLDEST = (3, 10)
+
+
+def _payload_paths() -> list[Path]:
+    from reference_agent.backends.databricks.payload import LEFT_OUT, SOURCE
+
+    return [p for p in sorted(SOURCE.glob("*.py")) if p.name not in LEFT_OUT]
+
+
+def test_job_b_payload_runs_on_python_3_10() -> None:
+    pytest.importorskip("vermin")
+    assert _minimum(_payload_paths()) <= PAYLOAD_OLDEST, "Job_B's payload (reference_agent/executor) must run on 3.10"
+
+
+def test_the_payload_check_sees_a_3_11_feature(tmp_path: Path) -> None:
+    pytest.importorskip("vermin")
+    module = tmp_path / "newer.py"
+    module.write_text("import tomllib\n", encoding="utf-8")
+    assert _minimum([*_payload_paths(), module]) > PAYLOAD_OLDEST

@@ -13,8 +13,9 @@ class Faults:
     warehouse_pending_polls: int = 0
     # Submitted runs do not execute and end TERMINATED/FAILED with this text as get-output error_trace.
     fail_runs_with: str | None = None
-    # Submitted runs do not execute and end in (life_cycle_state, result_state or None, state_message).
-    force_run_state: tuple[str, str | None, str] | None = None
+    # Submitted runs do not execute and end with (termination code, message): a code of
+    # harness.databricks_fake.jobs.ENDINGS, e.g. ("INTERNAL_ERROR", "Cluster ... terminated"), or "TIMEDOUT".
+    end_runs_with: tuple[str, str] | None = None
     # Submitted runs stay PENDING ("waiting for compute") until cancelled.
     runs_stay_pending: bool = False
     # GET/HEAD of /Volumes paths matching this regex answer 404 (e.g. r"/result_[^/]*\.json$").

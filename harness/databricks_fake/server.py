@@ -3,7 +3,8 @@
 It implements exactly what the backend calls, as the REST docs describe it:
 
 * ``GET /.well-known/databricks-config`` (the SDK's host-metadata probe in ``Config()``; public)
-* Files API: ``PUT|GET|HEAD|DELETE /api/2.0/fs/files/Volumes/<c>/<s>/<v>/...``
+* Files API: ``PUT|GET|HEAD|DELETE /api/2.0/fs/files/Volumes/<c>/<s>/<v>/...``,
+  ``GET|HEAD /api/2.0/fs/directories/Volumes/...`` (listing)
 * Jobs API 2.2: ``POST runs/submit``, ``GET runs/get``, ``GET runs/get-output``, ``POST runs/cancel``
 * SQL: ``POST /api/2.0/sql/statements``, ``GET .../{id}``, ``GET .../{id}/result/chunks/{n}``,
   ``POST .../{id}/cancel``; ``EXTERNAL_LINKS`` results on a second loopback server (``links.py``,
@@ -39,6 +40,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from . import directories
 from .faults import Faults
 from .files import PREFIX as FILES_PREFIX
 from .files import FilesApi, VolumeMap
@@ -152,6 +154,8 @@ class FakeWorkspace:
             if path.startswith(FILES_PREFIX + "/"):
                 UnityCatalogApi(self.objects).files_guard(method, unquote(path[len(FILES_PREFIX):]))
                 return self.files.handle(method, path, query, body)
+            if path.startswith(directories.PREFIX + "/"):
+                return directories.handle(self.volumes, method, path, query)
             if path.startswith(UC_PREFIX + "/"):
                 return UnityCatalogApi(self.objects).handle(method, path, query)
             if workspace_api_serves(method, path):

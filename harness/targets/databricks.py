@@ -80,7 +80,7 @@ VOLUME_ROOT = f"/Volumes/{CATALOG}/{SCHEMA}/{VOLUME}"
 WAREHOUSE = "fakewarehouse0001"  # = harness.databricks_fake.DEFAULT_WAREHOUSE
 CLUSTER = "0101-000000-fakecluster"
 APP_NAME = "reference_agent"  # AgentSettings().app_name: a live run's own app name is stored as this
-# Job_B on a workspace answers llm_query itself (direct mode: --lm-direct, google-genai in the executor), so the
+# Job_B on a workspace answers llm_query itself (direct mode: --lm-direct, Gemini's REST API from the executor), so the
 # sub-LM scenarios pass here too; their sub-LM calls are not in the cassette (the result JSON holds their answers).
 _KEY_IN_JOB_B = (
     "Job_B in direct mode gets GOOGLE_API_KEY in its environment (on a workspace: spark_env_vars from a secret "
@@ -178,6 +178,7 @@ class DatabricksWorkspace:
     llm_mode: str
     fake: FakeWorkspace | None = None
     app_name: str | None = None  # live: this run's own app name (fresh rows in shared tables)
+    recorded_exchange: bool = False  # replay: the cassette was recorded with the sub-LM exchange
     secrets: tuple[str, ...] = field(default=(), repr=False)
     scenario: str = ""
     # live: drawn per run and stored in the cassette; replay: read back from it (None: the fake, an old cassette)
@@ -207,13 +208,28 @@ class DatabricksWorkspace:
         return {"on_wait": say_progress}  # a real warehouse may take minutes to start: say so on the console
 
     def runner_options(self) -> dict[str, Any]:
+        """The job runner's options. The scripted model on a real workspace: Job_B's ``llm_query`` goes through
+        the volume to the harness's ``sub_lm`` (``sublm_exchange``), never to a model Job_B would reach itself.
+        A replay follows the recording: the exchange's Files API calls are in the cassette."""
         from reference_agent.backends.databricks.polling import Backoff
 
+        options: dict[str, Any] = {}
         if self.kind == "replay":
-            return {"sleep": _no_sleep_async}
-        if self.kind == "fake":
-            return {"backoff": Backoff(initial_s=0.02, factor=1.5, max_s=0.1)}
-        return {}
+            options["sleep"] = _no_sleep_async
+        elif self.kind == "fake":
+            options["backoff"] = Backoff(initial_s=0.02, factor=1.5, max_s=0.1)
+        if self.sublm_exchange:
+            options["sublm_exchange"] = True
+        return options
+
+    @property
+    def sublm_exchange(self) -> bool:
+        """Whether Job_B's sub-LM calls come back to the harness through the volume (scripted on a workspace)."""
+        from ..llm.modes import LlmMode
+
+        if self.kind == "replay":
+            return self.recorded_exchange
+        return self.kind == "live" and self.llm_mode == LlmMode.SCRIPTED.value
 
     def give_job_b_the_model(self, base_url: str | None, api_key: str) -> None:
         """The fake: Job_B's subprocesses call the model themselves (direct mode) with this key and base URL.
@@ -254,6 +270,7 @@ class DatabricksWorkspace:
         if cassette.write_protected:
             self.follow(cassette)
             index_playback(cassette)
+            self.recorded_exchange = bool(_recorded_settings(cassette).get("sublm_exchange"))
         else:
             self.annotate(cassette)
 
@@ -262,6 +279,7 @@ class DatabricksWorkspace:
         values = {
             "workspace": self.kind, "llm_mode": self.llm_mode, "host": PUBLIC_HOST, "volume_root": VOLUME_ROOT,
             "warehouse_id": WAREHOUSE, "catalog": CATALOG, "schema": SCHEMA, "app_name": APP_NAME,
+            **({"sublm_exchange": True} if self.sublm_exchange else {}),
             "scrubbed": "token, host, workspace/warehouse/cluster ids, catalog/schema/volume names and user names "
                         "are placeholders; replay uses exactly these settings",
         }
@@ -291,6 +309,17 @@ class DatabricksWorkspace:
 
 _WORKSPACE_NETLOC = PUBLIC_HOST.split("://", 1)[1]
 _LINKS_NETLOC = "result-links.fake-storage.invalid"  # = harness.databricks_fake.cassettes.LINKS_HOST's
+
+
+def _recorded_settings(cassette: Cassette) -> dict[str, Any]:
+    """The ``metadata.databricks`` block of a cassette being replayed ({} when it has none)."""
+    from vcr.errors import MissingMetadataError
+
+    try:
+        block = cassette.get_metadata("databricks", {})
+    except MissingMetadataError:
+        return {}
+    return block if isinstance(block, dict) else {}
 
 
 def index_playback(cassette: Cassette) -> None:
@@ -406,9 +435,18 @@ def databricks_workspace(scenario: Scenario, options: RunOptions, target_name: s
         else:
             workspace = _live_workspace(scenario, options)
             workspace.run_nonce = new_run_nonce()  # ids unique to this run: rows and paths of earlier runs stay
+        payload_placeholder(workspace.rewrite)
         workspace.scenario = scenario.name
         workspace.ids = stack.enter_context(reproducible_ids(workspace.id_seed))
         yield workspace
+
+
+def payload_placeholder(rewrite: WorkspaceRewrite) -> None:
+    """Job_B's payload folder ``_rlm/wheels/<digest>`` is stored as ``_rlm/wheels/payload``: the digest changes
+    with every edit of the executor, which a replay (Job_B's results come from the cassette) does not run."""
+    from reference_agent.backends.databricks.payload import WHEELS_DIR, build_payload_wheel
+
+    rewrite.add(f"/{build_payload_wheel().folder}/", "/" + "/".join((*WHEELS_DIR, "payload")) + "/")
 
 
 def _live_workspace(scenario: Scenario, options: RunOptions) -> DatabricksWorkspace:

@@ -119,20 +119,28 @@ class LmBridge:
             self._writers.discard(writer)
             writer.close()
 
-    async def _answer(self, line: bytes, writer: asyncio.StreamWriter, lock: asyncio.Lock) -> None:
-        request_id: Any = None
+    async def reply(self, message: Any) -> dict[str, Any]:
+        """The reply to one request object ``{"id", "prompts"}``: what goes back over the socket, and what the
+        Databricks job runner uploads as the answer file of Job_B's sub-LM exchange."""
+        request_id = message.get("id") if isinstance(message, dict) else None
         try:
-            message = json.loads(line)
-            request_id = message.get("id") if isinstance(message, dict) else None
             prompts = message.get("prompts") if isinstance(message, dict) else None
             if not isinstance(prompts, list) or not all(isinstance(p, str) for p in prompts):
                 raise ValueError("request needs 'prompts': a list of strings")
             responses, tokens = await self._complete(prompts)
-            reply = {"id": request_id, "responses": responses, "tokens": tokens}
+            return {"id": request_id, "responses": responses, "tokens": tokens}
         except _BridgeError as exc:
-            reply = {"id": request_id, "error": str(exc)}
+            return {"id": request_id, "error": str(exc)}
         except ValueError as exc:
-            reply = {"id": request_id, "error": f"bad request: {exc}"}
+            return {"id": request_id, "error": f"bad request: {exc}"}
+
+    async def _answer(self, line: bytes, writer: asyncio.StreamWriter, lock: asyncio.Lock) -> None:
+        try:
+            message = json.loads(line)
+        except ValueError as exc:
+            reply: dict[str, Any] = {"id": None, "error": f"bad request: {exc}"}
+        else:
+            reply = await self.reply(message)
         async with lock:
             try:
                 writer.write(json.dumps(reply).encode("utf-8") + b"\n")

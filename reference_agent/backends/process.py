@@ -1,14 +1,15 @@
-"""What supervising Job_B as a process takes — one-shot or warm here, or under ``jobb_entry`` on Databricks:
-the child's environment, capped pipe capture, and killing what analyst code started. Stdlib only."""
+"""What supervising Job_B as a process takes here (one-shot or warm): the child's environment, and the capture
+and kill helpers of ``reference_agent.executor.process`` (which Job_B's supervisor on Databricks shares)."""
 
 from __future__ import annotations
 
-import asyncio
 import os
-import signal
-import threading
 from pathlib import Path
-from typing import IO
+
+# One source: the executor package holds them, so Job_B's payload wheel ships the same code.
+from ..executor.process import CappedBuffer, PipeTap, kill_group, kill_group_except
+
+__all__ = ["PACKAGE_PARENT", "CappedBuffer", "PipeTap", "kill_group", "kill_group_except", "scrubbed_env"]
 
 # Where ``reference_agent`` is importable from: the child gets only this on PYTHONPATH.
 PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
@@ -26,88 +27,3 @@ def scrubbed_env(workdir: str) -> dict[str, str]:
     env["PYTHONHASHSEED"] = os.environ.get("PYTHONHASHSEED") or "0"
     env["PYTHONIOENCODING"] = "utf-8"
     return env
-
-
-class CappedBuffer:
-    """Head of a pipe up to ``cap`` bytes plus a byte count; survives a cancelled drain."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap = max(0, cap)
-        self.head = bytearray()
-        self.total = 0
-
-    def feed(self, chunk: bytes) -> None:
-        self.total += len(chunk)
-        room = self.cap - len(self.head)
-        if room > 0:
-            self.head += chunk[:room]
-
-    async def drain(self, stream: asyncio.StreamReader) -> None:
-        while chunk := await stream.read(65536):
-            self.feed(chunk)
-
-    def text(self) -> str:
-        return bytes(self.head).decode("utf-8", errors="replace")
-
-    @property
-    def truncated(self) -> bool:
-        return self.total > len(self.head)
-
-
-class PipeTap:
-    """Drains a pipe on a thread into ``sink``, which the owner may swap (a warm worker: one per block)."""
-
-    def __init__(self, stream: IO[bytes], cap: int = 0, name: str | None = None) -> None:
-        self.sink = CappedBuffer(cap)
-        self._stream = stream
-        self._thread = threading.Thread(target=self._drain, name=name, daemon=True)
-        self._thread.start()
-
-    def _drain(self) -> None:
-        try:
-            while chunk := self._stream.read1(65536):  # type: ignore[attr-defined]
-                self.sink.feed(chunk)
-        except (OSError, ValueError):
-            pass
-
-    @property
-    def draining(self) -> bool:
-        return self._thread.is_alive()
-
-    def join(self, timeout: float) -> None:
-        self._thread.join(timeout)
-
-
-def kill_group(pid: int) -> None:
-    """SIGKILL the process group ``pid`` leads (Job_B runs with ``start_new_session``)."""
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def kill_group_except(pgid: int, keep: int) -> list[int]:
-    """SIGKILL every process in group ``pgid`` but ``keep`` (Linux: read from /proc); returns the pids killed.
-
-    A one-shot run kills its whole group when the block ends; a warm worker must
-    outlive its blocks, so the processes its code started are picked out instead.
-    """
-    killed = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == keep:
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as handle:
-                stat = handle.read()
-        except OSError:  # gone meanwhile
-            continue
-        # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses, so split after the last ')'.
-        fields = stat[stat.rfind(b")") + 2:].split()
-        # Zombies (state Z) are dead already; their parent reaps them.
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
-            try:
-                os.kill(int(entry.name), signal.SIGKILL)
-                killed.append(int(entry.name))
-            except (ProcessLookupError, PermissionError):
-                pass
-    return killed

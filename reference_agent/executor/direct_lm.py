@@ -1,21 +1,31 @@
-"""Direct mode of ``llm_query``: the executor calls the model itself with google-genai (``--lm-direct MODEL``).
+"""Direct mode of ``llm_query``: the executor calls the model itself over Gemini's REST API (``--lm-direct MODEL``).
 
 For Job_B on Databricks, where nothing on the cluster can reach the caller's LM
 bridge. ``GOOGLE_API_KEY`` comes from the environment (on a workspace: the
 cluster's ``spark_env_vars`` from the secret scope named by
 ``RLM_DATABRICKS_GENAI_SECRET``), ``GOOGLE_GEMINI_BASE_URL`` optionally points
-the client elsewhere (the harness's scripted endpoint when recording).
+it elsewhere (the harness's scripted endpoint when recording).
+
+Standard library only (``urllib``), so the payload wheel Job_B runs from has no
+dependency: ``POST {base}/v1beta/models/{model}:generateContent`` with the key
+in ``x-goog-api-key``, as documented for the Gemini API, and as google-genai
+sends it. Answers that fail with 429, 500 or 503 are retried twice (short
+backoff, ``Retry-After`` honoured up to the cap); what still fails is named as
+google-genai names it (``ClientError``/``ServerError: <code> <STATUS>. ...``).
 
 It behaves as ``LmClient`` plus the host's ``LmBridge`` do together: the same
 per-run call cap (``SubLmBudgetExceeded``), the same token budget check, the
 same error texts and the same per-call metadata in the result JSON. A batch is
-answered concurrently (one thread per prompt). google-genai is imported on the
-first call only, so the executor stays light in bridge mode.
+answered concurrently (one thread per prompt).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import time
+import urllib.error
+import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -24,11 +34,93 @@ from .lm_client import BudgetedLmClient, SubLmError
 API_KEY_VARIABLE = "GOOGLE_API_KEY"
 BASE_URL_VARIABLE = "GOOGLE_GEMINI_BASE_URL"
 SECRET_SETTING = "RLM_DATABRICKS_GENAI_SECRET"
+DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
+API_VERSION = "v1beta"
+RETRY_STATUSES = (429, 500, 503)
+ATTEMPTS = 3
+_INITIAL_DELAY_S, _MAX_DELAY_S = 0.05, 0.2
+_REQUEST_TIMEOUT_S = 600.0  # a slow model is bounded by the executor's soft timeout first
 _MAX_THREADS = 32
 
 
-def _make_client() -> Any:
-    """A google-genai client from the environment (imported here: only direct mode pays for google-genai)."""
+class ApiError(Exception):
+    """A non-2xx answer, named as google-genai names it: ``<code> <STATUS>. <body>``."""
+
+    def __init__(self, code: int, status: str, body: Any) -> None:
+        super().__init__(f"{code} {status}. {body}")
+        self.code = code
+
+
+class ClientError(ApiError):
+    """A 4xx answer."""
+
+
+class ServerError(ApiError):
+    """A 5xx answer."""
+
+
+class GeminiRest:
+    """``generateContent`` over ``urllib``: the key, the base URL and the retries of the google-genai client."""
+
+    def __init__(self, api_key: str, base_url: str | None = None) -> None:
+        self.api_key = api_key
+        self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
+
+    def url(self, model: str) -> str:
+        name = model if model.startswith(("models/", "tunedModels/")) else f"models/{model}"
+        return f"{self.base_url}/{API_VERSION}/{name}:generateContent"
+
+    def generate(self, model: str, prompt: str) -> tuple[str, int | None]:
+        """The answer's text and ``usageMetadata.totalTokenCount`` (None when not reported)."""
+        body = json.dumps({"contents": [{"role": "user", "parts": [{"text": prompt}]}]}).encode("utf-8")
+        delay = _INITIAL_DELAY_S
+        for attempt in range(1, ATTEMPTS + 1):
+            request = urllib.request.Request(self.url(model), data=body, method="POST", headers={
+                "Content-Type": "application/json", "x-goog-api-key": self.api_key})
+            try:
+                with urllib.request.urlopen(request, timeout=_REQUEST_TIMEOUT_S) as response:
+                    return _read_answer(response.read())
+            except urllib.error.HTTPError as exc:
+                error = _api_error(exc.code, exc.read())
+                if exc.code not in RETRY_STATUSES or attempt == ATTEMPTS:
+                    raise error from None
+                time.sleep(min(_MAX_DELAY_S, max(delay, _retry_after(exc.headers.get("Retry-After")))))
+                delay = min(_MAX_DELAY_S, delay * 2)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _read_answer(raw: bytes) -> tuple[str, int | None]:
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise ValueError(f"the model's answer is not JSON ({exc}): {raw[:200]!r}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"the model's answer is not a JSON object: {raw[:200]!r}")
+    candidates = data.get("candidates") or []
+    parts = ((candidates[0] or {}).get("content") or {}).get("parts") or [] if candidates else []
+    # As google-genai's response.text: the text parts of the first candidate, thoughts left out.
+    text = "".join(p["text"] for p in parts if isinstance(p.get("text"), str) and not p.get("thought"))
+    tokens = (data.get("usageMetadata") or {}).get("totalTokenCount")
+    return text, tokens if isinstance(tokens, int) else None
+
+
+def _api_error(code: int, raw: bytes) -> ApiError:
+    try:
+        body: Any = json.loads(raw)
+    except ValueError:
+        body = raw.decode("utf-8", errors="replace")
+    status = body.get("error", {}).get("status", "") if isinstance(body, dict) else ""
+    return (ServerError if code >= 500 else ClientError)(code, status, body)
+
+
+def _retry_after(value: str | None) -> float:
+    try:
+        return max(0.0, float(value)) if value else 0.0
+    except ValueError:
+        return 0.0
+
+
+def _make_client() -> GeminiRest:
     key = os.environ.get(API_KEY_VARIABLE)
     if not key:
         raise SubLmError(
@@ -37,21 +129,11 @@ def _make_client() -> Any:
             f"Gemini API key), which puts {API_KEY_VARIABLE}={{{{secrets/scope/key}}}} in the cluster's "
             "spark_env_vars. Answer from the data in `context` until then."
         )
-    try:
-        from google import genai
-        from google.genai import types
-    except ImportError as exc:
-        raise SubLmError(f"llm_query in direct mode needs google-genai on this compute: {exc}") from None
-    options = types.HttpOptions(
-        base_url=os.environ.get(BASE_URL_VARIABLE) or None,
-        retry_options=types.HttpRetryOptions(attempts=3, initial_delay=0.05, max_delay=0.2,
-                                             http_status_codes=[429, 500, 503]),
-    )
-    return genai.Client(api_key=key, http_options=options)
+    return GeminiRest(key, os.environ.get(BASE_URL_VARIABLE) or None)
 
 
 class DirectLmClient(BudgetedLmClient):
-    """``llm_query`` answered by google-genai from the executor itself (same surface as ``LmClient``)."""
+    """``llm_query`` answered over Gemini's REST API from the executor itself (same surface as ``LmClient``)."""
 
     def __init__(self, model: str, *, max_calls: int, max_tokens: int | None = None) -> None:
         super().__init__(max_calls=max_calls)
@@ -61,9 +143,7 @@ class DirectLmClient(BudgetedLmClient):
         self.tokens_used = 0
 
     def _generate(self, prompt: str) -> tuple[str, int | None]:
-        response = self._client.models.generate_content(model=self.model, contents=prompt)
-        usage = getattr(response, "usage_metadata", None)
-        return response.text or "", getattr(usage, "total_token_count", None)
+        return self._client.generate(self.model, prompt)
 
     def _complete(self, prompts: list[str]) -> tuple[list[str], list[int | None]]:
         """What ``LmBridge._complete`` does on the host: every prompt at once, the first failure named."""
@@ -104,9 +184,4 @@ class DirectLmClient(BudgetedLmClient):
         return self._complete(prompts)
 
     def close(self) -> None:
-        client, self._client = self._client, None
-        if client is not None:
-            try:
-                client.close()
-            except Exception:  # noqa: BLE001 - closing must never cost the result
-                pass
+        self._client = None  # urllib keeps no connection open

@@ -101,16 +101,7 @@ class LmClient(BudgetedLmClient):
             )
 
     def _send(self, request_id: int, prompts: list[str]) -> tuple[list[str], list[Any]]:
-        reply = self._roundtrip({"id": request_id, "prompts": prompts})
-        if reply.get("id") != request_id:
-            raise SubLmError(f"LM bridge answered request {reply.get('id')!r}, expected {request_id}")
-        if "error" in reply:
-            raise SubLmError(f"sub-LM call failed: {reply['error']}")
-        responses = reply.get("responses")
-        if not isinstance(responses, list) or len(responses) != len(prompts):
-            raise SubLmError("LM bridge returned a malformed response (wrong number of answers)")
-        tokens = reply.get("tokens") if isinstance(reply.get("tokens"), list) else []
-        return [r if isinstance(r, str) else str(r) for r in responses], tokens
+        return read_reply(self._roundtrip({"id": request_id, "prompts": prompts}), request_id, prompts)
 
     def _roundtrip(self, message: dict[str, Any]) -> dict[str, Any]:
         if self._file is None:
@@ -153,6 +144,20 @@ class LmClient(BudgetedLmClient):
                 pass
         self._file = None
         self._sock = None
+
+
+def read_reply(reply: dict[str, Any], request_id: int, prompts: list[str],
+               where: str = "LM bridge") -> tuple[list[str], list[Any]]:
+    """The answers and tokens of a host's reply ``{"id", "responses", "tokens"}`` or ``{"id", "error"}``."""
+    if reply.get("id") != request_id:
+        raise SubLmError(f"{where} answered request {reply.get('id')!r}, expected {request_id}")
+    if "error" in reply:
+        raise SubLmError(f"sub-LM call failed: {reply['error']}")
+    responses = reply.get("responses")
+    if not isinstance(responses, list) or len(responses) != len(prompts):
+        raise SubLmError(f"{where} returned a malformed response (wrong number of answers)")
+    tokens = reply.get("tokens") if isinstance(reply.get("tokens"), list) else []
+    return [r if isinstance(r, str) else str(r) for r in responses], tokens
 
 
 def record_calls(calls: list[dict[str, Any]], prompts: list[str], responses: list[str], tokens: list[Any], *,

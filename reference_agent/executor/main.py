@@ -107,8 +107,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--output-cap", type=int, default=DEFAULT_OUTPUT_CAP, help="bytes kept per stream")
     parser.add_argument("--max-sublm-calls", type=int, default=DEFAULT_MAX_SUBLM_CALLS)
     parser.add_argument("--lm-direct", metavar="MODEL",
-                        help="answer llm_query by calling MODEL with google-genai from this process (GOOGLE_API_KEY, "
+                        help="answer llm_query by calling MODEL over Gemini's REST API from this process (GOOGLE_API_KEY, "
                              "optional GOOGLE_GEMINI_BASE_URL) instead of an LM bridge: Job_B on Databricks")
+    parser.add_argument("--lm-exchange", metavar="DIR",
+                        help="answer llm_query through request/answer files in DIR, served by the job runner "
+                             "(Job_B on a workspace with the caller's model: see exchange_lm.py)")
     parser.add_argument("--max-sublm-tokens", type=int, default=None,
                         help="direct mode: sub-LM tokens left for the session (None: no cap)")
     parser.add_argument("--namespace-path", help="pickle snapshot of the REPL namespace, loaded before and saved "
@@ -167,17 +170,27 @@ def _exit_code(code: object) -> int:
     return 1
 
 
-def _lm_client(args: argparse.Namespace) -> Any:
-    """The bridge client, or with ``--lm-direct`` the direct one (google-genai is imported only then)."""
+def _lm_client(args: argparse.Namespace, fallback: Callable[..., Any] | None = None) -> Any:
+    """The bridge client, or with ``--lm-direct`` the direct one (its HTTP client is loaded only then).
+
+    ``fallback``: the client class when neither is given (Job_B on Databricks: a clear "no model" error).
+    """
     if getattr(args, "lm_direct", None):
         from .direct_lm import DirectLmClient
 
         return DirectLmClient(args.lm_direct, max_calls=args.max_sublm_calls,
                               max_tokens=getattr(args, "max_sublm_tokens", None))
+    if getattr(args, "lm_exchange", None):
+        from .exchange_lm import ExchangeLmClient
+
+        return ExchangeLmClient(args.lm_exchange, max_calls=args.max_sublm_calls)
+    if fallback is not None and not args.lm_address:
+        return fallback(max_calls=args.max_sublm_calls)
     return LmClient(args.lm_address, max_calls=args.max_sublm_calls)
 
 
-def run(args: argparse.Namespace, live: LiveNamespace | None = None) -> int:
+def run(args: argparse.Namespace, live: LiveNamespace | None = None, *,
+        lm_fallback: Callable[..., Any] | None = None) -> int:
     """Run one block and write its result JSON; 0, or 2 if the result could not be written.
 
     ``live`` is a warm executor's memory between blocks (``worker.py``): the
@@ -190,7 +203,7 @@ def run(args: argparse.Namespace, live: LiveNamespace | None = None) -> int:
     result = new_result(run_id=args.run_id, iteration=args.iteration, artifact_path=args.artifact_path)
     stdout = CappedStream(args.output_cap)
     stderr = CappedStream(args.output_cap)
-    lm = _lm_client(args)
+    lm = _lm_client(args, lm_fallback)
     repl: Repl | None = None
     kept: dict[str, Any] | None = None  # the namespace a warm process carried over from its last block
     started = time.perf_counter()
@@ -288,5 +301,5 @@ def run(args: argparse.Namespace, live: LiveNamespace | None = None) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    return run(build_parser().parse_args(argv))
+def main(argv: list[str] | None = None, *, lm_fallback: Callable[..., Any] | None = None) -> int:
+    return run(build_parser().parse_args(argv), lm_fallback=lm_fallback)

@@ -57,7 +57,7 @@ def test_job_compute_shapes_the_submitted_task() -> None:
 async def test_success_with_context(runner: DatabricksJobRunner, fake) -> None:
     assert isinstance(runner, JobRunner)
     outcome = await run_code(runner, "print(context['q'])\nFINAL(context['q'].upper())\n", context={"q": "hi"})
-    assert outcome.runner_state == "SUCCESS"
+    assert outcome.runner_state == "SUCCESS"  # status.termination_details.code
     assert outcome.run_url and outcome.run_url.startswith(fake.host) and "/run/" in outcome.run_url
     assert outcome.result_json_path == runner.volume.path("artifacts", "result_s1_iter1.json")
     result = json.loads(runner.volume.read_text(outcome.result_json_path))
@@ -70,11 +70,16 @@ async def test_success_with_context(runner: DatabricksJobRunner, fake) -> None:
     assert outcome.runner_state == "SUCCESS" and result["error"]["type"] == "ZeroDivisionError"
 
 
+def result_calls(runner: DatabricksJobRunner, outcome) -> list:
+    return json.loads(runner.volume.read_text(outcome.result_json_path))["sublm_calls"]
+
+
 async def test_llm_query_raises_a_clear_error_on_databricks(runner: DatabricksJobRunner) -> None:
     outcome = await run_code(runner, "print(llm_query('hi'))\n")
     error = json.loads(runner.volume.read_text(outcome.result_json_path))["error"]
     assert error["type"] == "SubLmError"
     assert "not available in Job_B on Databricks" in error["message"]
+    assert result_calls(runner, outcome) == []  # refused before anything was counted
     assert "RLM_DATABRICKS_GENAI_SECRET" in error["message"]
 
 
@@ -115,7 +120,7 @@ async def test_failed_run_names_traceback_and_run_page(runner: DatabricksJobRunn
     with pytest.raises(DatabricksJobError) as info:
         await run_code(runner, "print(1)\n")
     message = str(info.value)
-    assert "FAILED before writing its result JSON" in message
+    assert "failed (RUN_EXECUTION_ERROR) before writing its result JSON" in message
     assert "Error: ModuleNotFoundError: No module named 'reference_agent'" in message
     assert "Traceback (from runs/get-output)" in message and "jobb_entry.py" in message
     assert f"Run page: {fake.host}/?o=" in message
@@ -128,7 +133,7 @@ async def test_failed_run_names_traceback_and_run_page(runner: DatabricksJobRunn
 async def test_process_that_dies_without_result_gets_a_runner_result(runner: DatabricksJobRunner) -> None:
     # As LocalJobRunner: jobb_entry supervises the executor and writes the result the dead process could not.
     outcome = await run_code(runner, "import os\nprint('before', flush=True)\nos._exit(3)\n")
-    assert outcome.runner_state == "FAILED"
+    assert outcome.runner_state == "RUN_EXECUTION_ERROR"
     result = json.loads(runner.volume.read_text(outcome.result_json_path))
     assert (result["status"], result["exit_code"], result["written_by"]) == ("exit", 3, "runner")
     assert "exited with code 3" in result["error"]["message"]
@@ -137,15 +142,24 @@ async def test_process_that_dies_without_result_gets_a_runner_result(runner: Dat
     assert (result["status"], result["signal"], result["error"]["type"]) == ("killed", 9, "Killed")
 
 
-@pytest.mark.parametrize("state, expected", [
-    (("INTERNAL_ERROR", "FAILED", "Cluster 0101 was terminated: CLOUD_PROVIDER_LAUNCH_FAILURE"),
-     r"(?s)INTERNAL_ERROR: the platform failed.*CLOUD_PROVIDER_LAUNCH_FAILURE.*Run page: http"),
-    (("SKIPPED", None, "Skipped: maximum concurrent runs reached"), r"(?s)was SKIPPED.*maximum concurrent.*Run page"),
-    (("TERMINATED", "TIMEDOUT", "Run timed out after 917 seconds."), r"(?s)TIMEDOUT.*timeout_seconds.*Run page"),
-    (("TERMINATED", "CANCELED", "Run cancelled by a user."), r"(?s)was CANCELED.*cancelled by a user.*Run page"),
+@pytest.mark.parametrize("ending, expected", [
+    (("INTERNAL_ERROR", "Cluster 0101 was terminated: CLOUD_PROVIDER_LAUNCH_FAILURE"),
+     r"(?s)ended in INTERNAL_ERROR: the platform failed.*Termination message: .*CLOUD_PROVIDER_LAUNCH_FAILURE.*"
+     r"Run page: http"),
+    (("CLOUD_FAILURE", "Cloud provider resource stockout"),
+     r"(?s)ended in CLOUD_FAILURE: the platform failed.*stockout.*Run page"),
+    (("LIBRARY_INSTALLATION_ERROR", "Library installation failed"),
+     r"(?s)could not install its library, Job_B's payload wheel.*Python >= 3.10.*Run page"),
+    (("SKIPPED", "Skipped: maximum concurrent runs reached"), r"(?s)was SKIPPED.*maximum concurrent.*Run page"),
+    (("TIMEDOUT", "Run timed out after 917 seconds."),
+     r"(?s)CANCELED because it hit the run's timeout_seconds \(TIMEDOUT\).*Run page"),
+    (("CANCELED", "Run cancelled by the platform."), r"(?s)was CANCELED by the platform.*Run page"),
+    (("USER_CANCELED", "Run cancelled by a user."), r"(?s)cancelled by a user \(USER_CANCELED\).*Run page"),
+    (("RUN_EXECUTION_ERROR", "Workload failed"), r"(?s)failed \(RUN_EXECUTION_ERROR\).*Run page"),
+    (("SUCCESS", ""), r"(?s)succeeded but its result JSON .* is not in the volume.*Run page"),
 ])
-async def test_every_terminal_state_is_a_clear_error(runner: DatabricksJobRunner, fake, state, expected) -> None:
-    fake.faults.force_run_state = state
+async def test_every_termination_is_a_clear_error(runner: DatabricksJobRunner, fake, ending, expected) -> None:
+    fake.faults.end_runs_with = ending
     with pytest.raises(DatabricksJobError, match=expected):
         await run_code(runner, "print(1)\n")
 
@@ -172,5 +186,5 @@ async def test_run_past_its_deadline_is_cancelled(client, volume, fake) -> None:
         await run_code(runner, "print(1)\n", timeout_s=1.0)
     assert ("POST", "/api/2.2/jobs/runs/cancel") in fake.requests
     (run,) = fake.jobs.runs.values()
-    assert run.final[:2] == ("TERMINATED", "CANCELED")
+    assert (run.ending.code, run.ending.result_state) == ("USER_CANCELED", "CANCELED")
     assert clock[0] >= 33.0

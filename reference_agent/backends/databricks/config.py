@@ -20,7 +20,7 @@ job compute, exactly one of:
   new cluster (JSON or @file)   RLM_DATABRICKS_NEW_CLUSTER           --databricks-new-cluster
   serverless environment        RLM_DATABRICKS_SERVERLESS=1          --databricks-serverless
 serverless environment version  RLM_DATABRICKS_ENVIRONMENT_VERSION   --databricks-environment-version
-project wheel on the volume     RLM_DATABRICKS_WHEEL                 --databricks-wheel
+Job_B payload wheel (override)  RLM_DATABRICKS_WHEEL                 --databricks-wheel
 GOOGLE_API_KEY secret           RLM_DATABRICKS_GENAI_SECRET          (scope/key; see jobs.py on llm_query)
 SQL timeout (s)                 RLM_DATABRICKS_SQL_TIMEOUT_S         --databricks-sql-timeout
 SQL warehouse start-up wait (s) RLM_DATABRICKS_WAREHOUSE_WAIT_S      --databricks-warehouse-wait
@@ -73,7 +73,9 @@ _SOURCES: dict[str, _Source] = {
     "serverless": _S("RLM_DATABRICKS_SERVERLESS", "--databricks-serverless", "run Job_B on serverless compute", bool),
     "environment_version": _S("RLM_DATABRICKS_ENVIRONMENT_VERSION", "--databricks-environment-version",
                               "serverless environment version"),
-    "wheel": _S("RLM_DATABRICKS_WHEEL", "--databricks-wheel", "/Volumes path of the rlm-conformance wheel for Job_B"),
+    "wheel": _S("RLM_DATABRICKS_WHEEL", "--databricks-wheel",
+                "/Volumes path of your own Job_B payload wheel (rlm_jobb); unset: the job runner builds and uploads "
+                "it (see payload.py)"),
     "genai_secret": _S("RLM_DATABRICKS_GENAI_SECRET", None, "secret scope/key holding GOOGLE_API_KEY for Job_B"),
     "sql_timeout_s": _S("RLM_DATABRICKS_SQL_TIMEOUT_S", "--databricks-sql-timeout",
                         "seconds a statement may stay RUNNING", float),
@@ -98,7 +100,7 @@ class DatabricksSettings:
     new_cluster: dict[str, Any] | None = None
     serverless: bool = False
     environment_version: str = "2"
-    wheel: str | None = None
+    wheel: str | None = None  # unset: the job runner uploads the payload it builds (payload.py)
     genai_secret: str | None = None
     sql_timeout_s: float = 300.0
     warehouse_wait_s: float = 600.0  # a stopped classic warehouse takes minutes; serverless, seconds

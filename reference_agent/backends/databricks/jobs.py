@@ -1,32 +1,46 @@
 """``DatabricksJobRunner``: Job_B as a one-time run (Jobs API 2.2 ``runs/submit``).
 
-One ``spark_python_task`` runs ``jobb_entry.py`` (uploaded to the volume),
-which runs the executor on the mounted volume paths. The runner polls
-``runs/get`` with backoff, reads ``runs/get-output`` of the *task* run when
-something went wrong, and cancels the run when it outlives its deadline.
+One ``spark_python_task`` runs ``jobb_entry.py`` (uploaded to the volume), which
+hands its parameters to the supervisor of the payload wheel ``rlm_jobb``
+(``payload.py``: the executor package, built here, uploaded to the volume once
+per content and declared as the task's library; ``RLM_DATABRICKS_WHEEL``
+overrides it). The runner polls ``runs/get`` with backoff, reads
+``runs/get-output`` of the *task* run when something went wrong, and cancels
+the run when it outlives its deadline.
+
+The run's state is read from ``status`` (``state`` PENDING/QUEUED/RUNNING/...
+/TERMINATED and ``termination_details`` code/type/message), which Jobs API 2.2
+answers beside the deprecated ``state`` (life_cycle_state/result_state);
+responses without ``status`` are read from ``state``.
 
 Outcome rules:
 
 * The result JSON exists after the run: a ``JobOutcome`` (``runner_state`` is
-  the run's ``result_state``; the code's own status is in the JSON).
-* No result JSON: ``DatabricksJobError`` naming the state (FAILED with the
-  error and trace from get-output, INTERNAL_ERROR, SKIPPED, TIMEDOUT,
-  CANCELED, or SUCCESS-but-missing), always with the run page URL.
+  the termination code, e.g. SUCCESS or RUN_EXECUTION_ERROR; the code's own
+  status is in the JSON).
+* No result JSON: ``DatabricksJobError`` naming how the run ended
+  (RUN_EXECUTION_ERROR with the error and trace from get-output, a platform
+  error such as INTERNAL_ERROR or LIBRARY_INSTALLATION_ERROR, SKIPPED, CANCELED
+  — also when it hit timeout_seconds —, or SUCCESS-but-missing), the
+  termination message, and the run page URL.
 * Deadline passed (``timeout_s + grace_s + startup_s``): the run is cancelled
   and ``DatabricksTimeoutError`` is raised.
 
 ``sub_lm`` is not used: Job_B calls the model itself ("direct mode"). With a
 ``model``, the task parameters carry ``--lm-direct MODEL`` and
 ``--max-sublm-tokens`` (what is left of the session's sub-LM token budget), and
-the executor answers ``llm_query`` with google-genai, ``GOOGLE_API_KEY`` coming
-from the compute's environment (``genai_secret``: the cluster's
+the executor answers ``llm_query`` over Gemini's REST API, ``GOOGLE_API_KEY``
+coming from the compute's environment (``genai_secret``: the cluster's
 ``spark_env_vars``). See ``jobb_entry.py`` and ``executor/direct_lm.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import math
+import posixpath
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -39,15 +53,17 @@ from databricks.sdk.service import compute as compute_api
 from databricks.sdk.service import jobs as jobs_api
 
 from ...executor.result import EXECUTOR_TIMEOUT_GRACE_S, result_volume_path
-from ..jobs import JobOutcome, JobRequest, SubLm
+from ..jobs import JobOutcome, JobRequest, LmBridge, SubLm
 from .errors import DatabricksJobError, DatabricksTimeoutError, translate
+from .payload import build_payload_wheel
 from .polling import Backoff
+from .run_status import RunEnding, describe_failure, ending_of, is_terminal, state_of
 from .volume import UcVolumeStore
 
 ENTRY_SOURCE = Path(__file__).with_name("jobb_entry.py")
 TASK_KEY = "job_b"
-_TERMINAL = {jobs_api.RunLifeCycleState.TERMINATED, jobs_api.RunLifeCycleState.SKIPPED,
-             jobs_api.RunLifeCycleState.INTERNAL_ERROR}
+_REQUEST_FILE = re.compile(r"^(\d+)\.request\.json$")
+_EXCHANGE_FILE = re.compile(r"^\d+\.(request|answer)\.json$")
 _TAIL = 4_000
 DEFAULT_BACKOFF = Backoff(initial_s=1.0, factor=1.5, max_s=15.0)
 
@@ -59,7 +75,7 @@ class JobCompute:
     existing_cluster_id: str | None = None
     new_cluster: dict[str, Any] | None = None
     serverless_environment_version: str | None = None
-    wheel: str | None = None  # /Volumes path of the project wheel, installed for the task
+    wheel: str | None = None  # RLM_DATABRICKS_WHEEL: your own payload wheel instead of the one built here
     genai_secret: str | None = None  # "scope/key" -> GOOGLE_API_KEY on a new cluster
     spark_env_vars: dict[str, str] = field(default_factory=dict)
 
@@ -69,9 +85,13 @@ class JobCompute:
             raise ValueError("JobCompute needs exactly one of existing_cluster_id, new_cluster, "
                              "serverless_environment_version")
 
-    def apply(self, task: jobs_api.SubmitTask) -> list[jobs_api.JobEnvironment] | None:
-        """Put the compute on ``task``; the ``environments`` list for ``runs/submit`` when serverless."""
-        libraries = [compute_api.Library(whl=self.wheel)] if self.wheel else None
+    def apply(self, task: jobs_api.SubmitTask, *, payload: str | None = None) -> list[jobs_api.JobEnvironment] | None:
+        """Put the compute on ``task``; the ``environments`` list for ``runs/submit`` when serverless.
+
+        ``payload``: the /Volumes path of Job_B's payload wheel, the task's one library (``wheel`` wins).
+        """
+        wheel = self.wheel or payload
+        libraries = [compute_api.Library(whl=wheel)] if wheel else None
         if self.existing_cluster_id:
             task.existing_cluster_id, task.libraries = self.existing_cluster_id, libraries
             return None
@@ -86,7 +106,7 @@ class JobCompute:
             return None
         task.environment_key = "rlm_job_b"
         environment = compute_api.Environment(environment_version=self.serverless_environment_version,
-                                              dependencies=[self.wheel] if self.wheel else None)
+                                              dependencies=[wheel] if wheel else None)
         return [jobs_api.JobEnvironment(environment_key="rlm_job_b", spec=environment)]
 
 
@@ -103,6 +123,7 @@ class DatabricksJobRunner:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
         model: str | None = None,
+        sublm_exchange: bool = False,
     ) -> None:
         if grace_s <= EXECUTOR_TIMEOUT_GRACE_S:
             raise ValueError(f"grace_s must exceed the executor's own grace of {EXECUTOR_TIMEOUT_GRACE_S} s")
@@ -115,16 +136,24 @@ class DatabricksJobRunner:
         self._sleep = sleep
         self._clock = clock
         self.model = model  # the sub-LM model Job_B calls itself (--lm-direct); None: llm_query is unavailable
-        self._entry_path: str | None = None
+        # True: Job_B's llm_query is answered here, by ``sub_lm``, through request/answer files in the volume
+        # (--lm-exchange), never by a model Job_B reaches itself. The harness's scripted model on a workspace.
+        self.sublm_exchange = sublm_exchange
+        self._uploaded: tuple[str, str | None] | None = None  # (entry path, payload wheel path)
 
     async def run(self, request: JobRequest, *, sub_lm: SubLm) -> JobOutcome:
         result_path = result_volume_path(request.artifact_path, request.run_id, request.iteration)
-        entry = await asyncio.to_thread(self._ensure_entry)
+        entry, payload = await asyncio.to_thread(self._ensure_uploaded)
         # A stale result from an earlier attempt must never pass for this run's.
         await asyncio.to_thread(self.volume.delete, result_path)
-        run_id = await asyncio.to_thread(self._submit, request, entry)
+        exchange = SubLmExchange(self.volume, sublm_folder(request), LmBridge(
+            sub_lm, max_calls=request.max_sublm_calls, max_tokens=request.max_sublm_tokens)) \
+            if self.sublm_exchange else None
+        if exchange is not None:  # an earlier attempt's answers must never pass for this run's
+            await asyncio.to_thread(exchange.clear)
+        run_id = await asyncio.to_thread(self._submit, request, entry, payload)
         try:
-            run = await self._poll(run_id, request)
+            run = await self._poll(run_id, request, exchange)
         except BaseException:  # deadline, cancellation of this coroutine, API errors: stop the run too
             await asyncio.to_thread(self._cancel_quietly, run_id)
             raise
@@ -132,14 +161,21 @@ class DatabricksJobRunner:
 
     # --- steps (blocking SDK calls; run in a thread) ------------------------------------
 
-    def _ensure_entry(self) -> str:
-        if self._entry_path is None:
-            path = self.volume.path("_rlm", "jobb_entry.py")
-            self.volume.write_text(path, ENTRY_SOURCE.read_text(encoding="utf-8"))
-            self._entry_path = path
-        return self._entry_path
+    def _ensure_uploaded(self) -> tuple[str, str | None]:
+        """The entry file and (unless ``RLM_DATABRICKS_WHEEL`` names one) the payload wheel, on the volume once."""
+        if self._uploaded is None:
+            entry = self.volume.path("_rlm", "jobb_entry.py")
+            self.volume.write_text(entry, ENTRY_SOURCE.read_text(encoding="utf-8"))
+            payload = None
+            if not self.compute.wheel:
+                wheel = build_payload_wheel()
+                payload = wheel.volume_path(self.volume.root)
+                if not self.volume.exists(payload):  # content-addressed: one there already has these bytes
+                    self.volume.write_bytes(payload, wheel.data)
+            self._uploaded = (entry, payload)
+        return self._uploaded
 
-    def _submit(self, request: JobRequest, entry: str) -> int:
+    def _submit(self, request: JobRequest, entry: str, payload: str | None) -> int:
         parameters = [
             "--artifact-path", request.artifact_path,
             "--run-id", request.run_id,
@@ -152,7 +188,9 @@ class DatabricksJobRunner:
             parameters += ["--context-path", request.context_path]
         if request.namespace_path:  # the REPL namespace snapshot: variables persist across Job_B runs
             parameters += ["--namespace-path", request.namespace_path]
-        if self.model:  # direct mode: Job_B answers llm_query itself (no LM bridge reaches the cluster)
+        if self.sublm_exchange:  # exchange mode: this runner answers llm_query through the volume
+            parameters += ["--lm-exchange", sublm_folder(request)]
+        elif self.model:  # direct mode: Job_B answers llm_query itself (no LM bridge reaches the cluster)
             parameters += ["--lm-direct", self.model]
             if request.max_sublm_tokens is not None:
                 parameters += ["--max-sublm-tokens", str(request.max_sublm_tokens)]
@@ -161,7 +199,7 @@ class DatabricksJobRunner:
             spark_python_task=jobs_api.SparkPythonTask(python_file=entry, parameters=parameters),
             timeout_seconds=self._run_timeout_s(request),
         )
-        environments = self.compute.apply(task)
+        environments = self.compute.apply(task, payload=payload)
         try:
             waiter = self.client.jobs.submit(
                 run_name=f"rlm-job-b-{request.run_id}-iter{request.iteration}",
@@ -189,55 +227,38 @@ class DatabricksJobRunner:
         except DatabricksError:
             pass
 
-    async def _poll(self, run_id: int, request: JobRequest) -> jobs_api.Run:
+    async def _poll(self, run_id: int, request: JobRequest, exchange: SubLmExchange | None = None) -> jobs_api.Run:
         limit = request.timeout_s + self.grace_s + self.startup_s
         deadline = self._clock() + limit
         delays = self.backoff.delays()
         while True:
             run = await asyncio.to_thread(self._get_run, run_id)
-            state = run.state.life_cycle_state if run.state else None
-            if state in _TERMINAL:
+            if is_terminal(run):
                 return run
+            if exchange is not None and await exchange.serve():
+                delays = self.backoff.delays()  # Job_B is talking: poll briskly again while it does
+                continue
             if self._clock() >= deadline:  # run() cancels the run on the way out
-                message = run.state.state_message if run.state and run.state.state_message else ""
+                state, message = state_of(run)
                 raise DatabricksTimeoutError(
                     f"Job_B run {run_id} did not finish within {limit:g} s (timeout {request.timeout_s:g} s + grace "
                     f"{self.grace_s:g} s + compute start-up {self.startup_s:g} s); last state "
-                    f"{state.value if state else 'unknown'}{': ' + message if message else ''}. It was cancelled. "
+                    f"{state}{': ' + message if message else ''}. It was cancelled. "
                     f"If the compute is slow to start, raise RLM_DATABRICKS_JOB_STARTUP_S. Run page: {run.run_page_url}"
                 )
             await self._sleep(next(delays))
 
     def _outcome(self, run: jobs_api.Run, result_path: str) -> JobOutcome:
-        state = run.state or jobs_api.RunState()
-        life = state.life_cycle_state
-        result_state = state.result_state.value if state.result_state else None
-        url = run.run_page_url
+        ending = ending_of(run)
         if self.volume.exists(result_path):
-            ended = result_state or (life.value if life else "UNKNOWN")
-            return JobOutcome(result_path, url, ended, f"Job_B run {run.run_id} {ended}; result in {result_path}")
-        raise DatabricksJobError(self._failure_message(run, result_path))
+            return JobOutcome(result_path, run.run_page_url, ending.code,
+                              f"Job_B run {run.run_id} {ending.code}; result in {result_path}")
+        raise DatabricksJobError(self._failure_message(run, ending, result_path))
 
-    def _failure_message(self, run: jobs_api.Run, result_path: str) -> str:
-        state = run.state or jobs_api.RunState()
-        life = state.life_cycle_state.value if state.life_cycle_state else "UNKNOWN"
-        result = state.result_state.value if state.result_state else None
-        head = f"Job_B run {run.run_id}"
-        why = {
-            "INTERNAL_ERROR": "ended in INTERNAL_ERROR: the platform failed (cluster, library install, workspace), "
-                              "not the analyst code",
-            "SKIPPED": "was SKIPPED and never ran (e.g. a concurrent-run limit or an upstream failure)",
-        }.get(life)
-        if why is None:
-            why = {
-                "FAILED": "FAILED before writing its result JSON",
-                "TIMEDOUT": "TIMEDOUT: it hit the run's timeout_seconds before writing its result JSON",
-                "CANCELED": "was CANCELED before writing its result JSON",
-                "SUCCESS": f"succeeded but its result JSON {result_path} is not in the volume (Files API 404)",
-            }.get(result or "", f"ended {life}/{result} without a result JSON")
-        lines = [f"{head} {why}."]
-        if state.state_message:
-            lines.append(f"State message: {state.state_message}")
+    def _failure_message(self, run: jobs_api.Run, ending: RunEnding, result_path: str) -> str:
+        lines = [f"Job_B run {run.run_id} {describe_failure(ending, result_path)}."]
+        if ending.message:
+            lines.append(f"Termination message: {ending.message}")
         output = self._task_output(run)
         if output is not None:
             if output.error:
@@ -258,3 +279,46 @@ class DatabricksJobRunner:
             return self.client.jobs.get_run_output(task_run_id)
         except DatabricksError:
             return None  # the state and run page still explain the failure
+
+
+def sublm_folder(request: JobRequest) -> str:
+    """The run's sub-LM exchange folder: ``<artifact dir>/sublm/<run_id>_iter<n>`` (one per Job_B run)."""
+    return posixpath.join(posixpath.dirname(request.artifact_path), "sublm", f"{request.run_id}_iter{request.iteration}")
+
+
+class SubLmExchange:
+    """The runner's side of ``--lm-exchange``: answer each ``<n>.request.json`` in the folder once.
+
+    The answers come from an ``LmBridge`` on the runner's ``sub_lm``, so the call cap, the token budget and the
+    error texts are the LM bridge's, as on the local backend.
+    """
+
+    def __init__(self, volume: UcVolumeStore, folder: str, bridge: LmBridge) -> None:
+        self.volume = volume
+        self.folder = folder
+        self.bridge = bridge
+        self.answered: set[int] = set()
+
+    def clear(self) -> None:
+        """Remove what an earlier attempt of the same run left in the folder (the Files API deletes files only)."""
+        for name in self.volume.list_names(self.folder):
+            if _EXCHANGE_FILE.match(name):
+                self.volume.delete(posixpath.join(self.folder, name))
+
+    async def serve(self) -> int:
+        """Answer the requests waiting now; how many were answered."""
+        names = await asyncio.to_thread(self.volume.list_names, self.folder)
+        waiting = sorted(int(m.group(1)) for m in map(_REQUEST_FILE.match, names)
+                         if m and int(m.group(1)) not in self.answered)
+        for request_id in waiting:
+            path = posixpath.join(self.folder, f"{request_id}.request.json")
+            try:
+                message = json.loads(await asyncio.to_thread(self.volume.read_text, path))
+            except ValueError as exc:
+                message = {"id": request_id, "prompts": None, "unreadable": str(exc)}
+            reply = await self.bridge.reply(message)
+            reply["id"] = request_id  # the file's number names the request, whatever its body says
+            await asyncio.to_thread(self.volume.write_text, posixpath.join(self.folder, f"{request_id}.answer.json"),
+                                    json.dumps(reply))
+            self.answered.add(request_id)
+        return len(waiting)

@@ -42,9 +42,13 @@ class UcVolumeStore:
 
     def write_text(self, path: str, text: str) -> None:
         """One PUT with ``overwrite=true``: the object store swaps the file whole, so readers never see half."""
+        self.write_bytes(path, text.encode("utf-8"))
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """As ``write_text``, for binary files (Job_B's payload wheel). (Not in the ``VolumeStore`` protocol.)"""
         full = self._resolve(path)
         try:
-            self._client.files.upload(full, io.BytesIO(text.encode("utf-8")), overwrite=True)
+            self._client.files.upload(full, io.BytesIO(data), overwrite=True)
         except DatabricksError as exc:
             raise translate(exc, f"uploading {full}", not_found=_HINT) from exc
 
@@ -81,6 +85,18 @@ class UcVolumeStore:
         except DatabricksError as exc:
             raise translate(exc, f"deleting {full}") from exc
         return True
+
+    def list_names(self, path: str) -> list[str]:
+        """The names in a folder (``GET /api/2.0/fs/directories/...``, every page); [] when it does not exist.
+        (Not in the ``VolumeStore`` protocol.)"""
+        full = self._resolve(path)
+        try:
+            return sorted(entry.name or posixpath.basename(entry.path or "")
+                          for entry in self._client.files.list_directory_contents(full))
+        except NotFound:
+            return []
+        except DatabricksError as exc:
+            raise translate(exc, f"listing {full}") from exc
 
     def local_path(self, path: str) -> Path | None:
         return None
