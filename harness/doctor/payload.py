@@ -1,21 +1,18 @@
-"""Where Job_B's payload (the code the compute installs) comes from: the one place the doctor decides it.
+"""Where Job_B's payload (the code the compute installs) comes from, as the job runner decides it.
 
-The contract (issue #18, part 1): the job runner builds a slim pure-Python wheel of the executor from this
-install and uploads it to ``<volume_root>/_rlm/wheels/rlm_jobb-<version>-py3-none-any.whl`` at the first run;
-``RLM_DATABRICKS_WHEEL`` overrides it with a wheel of the user's on the volume. When the job runner exposes its
-own function for this, point ``job_b_payload`` at it.
+``RLM_DATABRICKS_WHEEL`` names a wheel of the user's on the volume; otherwise the job runner builds the slim
+``rlm_jobb`` wheel from this install and uploads it to a content-addressed folder of the volume before the
+first run (``reference_agent.backends.databricks.payload``). The doctor asks that module, so the path it
+checks is the one the runner will use.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from reference_agent.backends.databricks.config import DatabricksSettings
-
-PAYLOAD_FOLDER = "_rlm/wheels"
 
 
 @dataclass(frozen=True)
@@ -27,11 +24,6 @@ class PayloadPlan:
 def job_b_payload(settings: DatabricksSettings) -> PayloadPlan:
     if settings.wheel:
         return PayloadPlan(settings.wheel, "override")
-    return PayloadPlan(f"{settings.volume_root}/{PAYLOAD_FOLDER}/rlm_jobb-{_version()}-py3-none-any.whl", "built")
+    from reference_agent.backends.databricks.payload import build_payload_wheel
 
-
-def _version() -> str:
-    try:
-        return version("rlm-conformance")
-    except PackageNotFoundError:
-        return "0.0.0"
+    return PayloadPlan(build_payload_wheel().volume_path(settings.volume_root), "built")

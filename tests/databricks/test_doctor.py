@@ -365,8 +365,11 @@ def test_override_wheel_must_exist_in_the_volume(healthy: FakeWorkspace) -> None
 
 
 def test_built_payload_goes_to_the_volume(healthy: FakeWorkspace) -> None:
+    from reference_agent.backends.databricks.payload import build_payload_wheel
+
     text = only(doctor(healthy), "Job_B payload", Level.OK)
-    assert "/Volumes/main/rlm/vol/rlm/_rlm/wheels/rlm_jobb-" in text and "first run" in text
+    # The path the job runner uploads to: the doctor asks the runner's payload module, not a copy of its rule.
+    assert build_payload_wheel().volume_path("/Volumes/main/rlm/vol/rlm") in text and "first run" in text
 
 
 # --- llm_query's secret --------------------------------------------------------------------------------------------
