@@ -108,8 +108,10 @@ def check_genai_secret(ctx: DoctorContext, compute_kind: str | None) -> list[Fin
         if on_cluster:
             return [ok("genai secret", "RLM_DATABRICKS_GENAI_SECRET is not set; the cluster's Spark environment "
                                        "sets GOOGLE_API_KEY"), _exposure()]
-        return [warning("genai secret", "RLM_DATABRICKS_GENAI_SECRET is not set: llm_query in Job_B raises SubLmError "
-                                        "(scenarios whose code calls the sub-LM fail on Databricks)",
+        return [warning("genai secret", "RLM_DATABRICKS_GENAI_SECRET is not set: with the scripted model Job_B's "
+                                        "llm_query is answered by the harness through the volume (no key needed), "
+                                        "but with --llm-mode live it raises SubLmError (scenarios whose code calls "
+                                        "the sub-LM fail)",
                         "put the Gemini key in a secret scope and export RLM_DATABRICKS_GENAI_SECRET=<scope>/<key> "
                         "(docs/databricks.md, llm_query on Databricks)")]
     scope, _, key = secret.partition("/")
