@@ -262,16 +262,7 @@ class SqlApi:
             chunks.append(chunk)
             offset += len(piece)
         statement.chunks = chunks
-        statement.manifest = {
-            "format": "JSON_ARRAY",
-            "schema": {"column_count": len(columns), "columns": [
-                {"name": name, "position": i, "type_name": type_name, "type_text": type_text}
-                for i, (name, type_name, type_text) in enumerate(columns)]},
-            "total_chunk_count": len(chunks),
-            "chunks": [{k: c[k] for k in ("chunk_index", "row_offset", "row_count")} for c in chunks],
-            "total_row_count": len(data),
-            "truncated": False,
-        }
+        statement.manifest = _manifest(columns, chunks, total_row_count=len(data))
         statement.state = "SUCCEEDED"
 
     def _succeed_with_links(self, statement: _Statement, columns: list[tuple[str, str, str]],
@@ -294,18 +285,24 @@ class SqlApi:
             return {"external_links": [{**chunks[index], **published}]}
 
         statement.chunks, statement.linked = chunks, linked
-        statement.manifest = {
-            "format": "JSON_ARRAY",
-            "schema": {"column_count": len(columns), "columns": [
-                {"name": name, "position": i, "type_name": type_name, "type_text": type_text}
-                for i, (name, type_name, type_text) in enumerate(columns)]},
-            "total_chunk_count": len(chunks),
-            "chunks": [{k: c[k] for k in ("chunk_index", "row_offset", "row_count", "byte_count")} for c in chunks],
-            "total_row_count": offset,
-            "total_byte_count": sum(len(b) for b in bodies),
-            "truncated": False,
-        }
+        statement.manifest = _manifest(columns, chunks, total_row_count=offset,
+                                       total_byte_count=sum(len(b) for b in bodies))
         statement.state = "SUCCEEDED"
+
+
+def _manifest(columns: list[tuple[str, str, str]], chunks: list[dict[str, Any]], **totals: int) -> dict[str, Any]:
+    """A SUCCEEDED statement's ``manifest``: its schema, its chunks' positions (and sizes, for links), totals."""
+    described = ("chunk_index", "row_offset", "row_count", "byte_count")
+    return {
+        "format": "JSON_ARRAY",
+        "schema": {"column_count": len(columns), "columns": [
+            {"name": name, "position": i, "type_name": type_name, "type_text": type_text}
+            for i, (name, type_name, type_text) in enumerate(columns)]},
+        "total_chunk_count": len(chunks),
+        "chunks": [{k: c[k] for k in described if k in c} for c in chunks],
+        **totals,
+        "truncated": False,
+    }
 
 
 def _size(data: list[list[str | None]]) -> int:
