@@ -66,7 +66,7 @@ def none_deletes(stored: StoredSession, profile: TargetProfile, budget: int) -> 
     name = "none_deletes"
     semantics = none_semantics(stored, profile)
     if semantics == "store":
-        return not_applicable(name, f"The service that wrote this {stored.layout}-layout store keeps None as a "
+        return not_applicable(name, f"The service that wrote this session ({stored.layout} layout) keeps None as a "
                                     f"value (ADK's contract; profile none_semantics: {profile.none_semantics}), "
                                     f"so a stored null is not a lost delete.")
     evidence = [f"{where}: {scope} stores {key!r} = null" for scope, where, state in _scopes(stored)
