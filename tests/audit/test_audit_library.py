@@ -1,12 +1,16 @@
-"""``audit_session`` on live ADK sessions from ``InMemorySessionService``: clean, and with one violation each."""
+"""``audit_session`` on ADK sessions from ``InMemorySessionService`` and ``DatabaseSessionService``: clean, and
+with one violation each."""
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
+from google.adk.sessions import DatabaseSessionService
+from google.adk.sessions.base_session_service import BaseSessionService
 from google.adk.sessions.in_memory_session_service import InMemorySessionService
 from google.adk.sessions.session import Session
 from google.genai import types
@@ -22,9 +26,8 @@ def _event(author: str, invocation: str, delta: dict, *, text: str | None = "ok"
                  actions=EventActions(state_delta=delta))
 
 
-async def _session() -> tuple[InMemorySessionService, Session]:
-    """A reference-shaped turn: delegation, execution, summary, exit; an app: and a user: write."""
-    service = InMemorySessionService()
+async def _session(service: BaseSessionService) -> Session:
+    """A reference-shaped turn: delegation, execution, summary, exit; an app: and a user: write; read back."""
     session = await service.create_session(app_name="app", user_id="u", session_id="s1")
     for event in (
         _event("user", "i1", {}),
@@ -38,12 +41,23 @@ async def _session() -> tuple[InMemorySessionService, Session]:
         await service.append_event(session, event)
     stored = await service.get_session(app_name="app", user_id="u", session_id="s1")
     assert stored is not None
-    return service, stored
+    return stored
 
 
-@pytest.fixture
-def session() -> Session:
-    return asyncio.run(_session())[1]
+@pytest.fixture(params=["memory", "database"])
+def session(request: pytest.FixtureRequest, tmp_path: Path) -> Session:
+    """The turn as ADK's in-memory service and its DatabaseSessionService (SQLite) hold it."""
+    if request.param == "memory":
+        return asyncio.run(_session(InMemorySessionService()))
+
+    async def on_database() -> Session:
+        service = DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{tmp_path / 'sessions.db'}")
+        try:
+            return await _session(service)
+        finally:
+            await service.close()
+
+    return asyncio.run(on_database())
 
 
 def test_clean_session_passes_with_the_neutral_and_the_reference_profile(session: Session) -> None:
