@@ -3,3 +3,7 @@
 ``model`` is what every store reader yields and every audit check reads: one ``StoredSession`` at a time,
 whatever table layout it came from.
 """
+
+from .library import SessionAudit, audit_session
+
+__all__ = ["SessionAudit", "audit_session"]

@@ -28,6 +28,9 @@ class StoredEvent:
     row: str = ""  # where it is, for evidence: e.g. "events row id=<id> (seq 7)"
     function_calls: tuple[str, ...] = ()  # names of the tools this event called (from the event payload)
     function_responses: tuple[str, ...] = ()  # names of the tools whose responses this event carries
+    # Whether the event carries model content (text or function parts); None: the reader did not say. Tells a
+    # results_processor run from a plugin's state-only event of a gated agent (summary_persisted).
+    has_content: bool | None = None
 
 
 @dataclass(frozen=True)
