@@ -7,8 +7,8 @@
 * ``rlm``: this project's ``DeltaSessionService`` (reference_agent/sessions/schema.py): ``sessions.state_json,
   version, pending_json``; ``events.seq`` (1..n), ``state_delta_json`` (keys set) + ``deleted_keys_json`` (keys
   deleted, shown as ``{key: None}``), ``event_json``. A None deletes (``nulls_are_deletes`` True).
-  ``extra["pending_event_id"]``: the event id of the last append's redo record (``pending_json``), so a check
-  can tell a crashed-but-recoverable append (version one above the last seq) from a lost event.
+  ``extra["pending_append"]``: the last append committed (version above the last seq) and its redo record
+  (``pending_json``) is there, so the service rolls it forward on the next read: not a lost event.
 * ``seed``: the seeds' Delta ``DeltaSessionService`` (databricks_rlm_agent): ``sessions.session_id, state_json,
   version`` (1 at creation, +1 per append), ``is_deleted`` (soft-deleted sessions are skipped, as its
   ``get_session`` does); ``events.event_id, sequence_num`` (``version_after_append * 1000 + n``),
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model import StoredEvent
-from .values import epoch, field, json_object, json_value, tool_names
+from .values import epoch, field, has_content, json_object, json_value, tool_names
 
 Row = Mapping[str, Any]
 
@@ -67,7 +67,7 @@ def _adk_event(row: Row, position: int) -> StoredEvent:
                        invocation_id=row["invocation_id"] or data.get("invocation_id"),
                        timestamp=epoch(data.get("timestamp")) or epoch(row["timestamp"]),
                        state_delta=dict(actions.get("state_delta") or {}), row=_where("events", row, "id"),
-                       function_calls=calls, function_responses=responses)
+                       function_calls=calls, function_responses=responses, has_content=has_content(data))
 
 
 def _rlm_event(row: Row, position: int) -> StoredEvent:
@@ -75,10 +75,11 @@ def _rlm_event(row: Row, position: int) -> StoredEvent:
     delta = json_object(row["state_delta_json"], f"{where} state_delta_json")
     deleted = json_value(row["deleted_keys_json"], f"{where} deleted_keys_json") or []
     delta.update({str(key): None for key in deleted})
-    calls, responses = tool_names(json_object(row["event_json"], f"{where} event_json"))
+    payload = json_object(row["event_json"], f"{where} event_json")
+    calls, responses = tool_names(payload)
     return StoredEvent(position=position, id=str(row["id"]), author=row["author"], invocation_id=row["invocation_id"],
                        timestamp=epoch(row["timestamp"]), state_delta=delta, seq=row["seq"], row=where,
-                       function_calls=calls, function_responses=responses)
+                       function_calls=calls, function_responses=responses, has_content=has_content(payload))
 
 
 def _seed_event(row: Row, position: int) -> StoredEvent:
@@ -92,7 +93,8 @@ def _seed_event(row: Row, position: int) -> StoredEvent:
     return StoredEvent(position=position, id=str(row["event_id"]), author=row["author"],
                        invocation_id=row["invocation_id"],
                        timestamp=epoch(data.get("timestamp")) or epoch(row["event_timestamp"]), state_delta=delta,
-                       seq=row["sequence_num"], row=where, function_calls=calls, function_responses=responses)
+                       seq=row["sequence_num"], row=where, function_calls=calls, function_responses=responses,
+                       has_content=has_content(data))
 
 
 def _rlm_facts(row: Row) -> tuple[int | None, float | None, dict[str, Any]]:

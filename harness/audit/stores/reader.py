@@ -100,6 +100,9 @@ def _session(layout: Layout, key: Key, row: dict[str, Any], event_rows: list[dic
     where = f"sessions row app={app} user={user} id={session_id}"
     kept = [r for r in event_rows if not layout.skip_event(r)]
     version, update_time, extra = layout.session_facts(row)
+    if "pending_event_id" in extra:  # ours: see layouts.py
+        last_seq = max((r["seq"] for r in kept if r["seq"] is not None), default=0)
+        extra["pending_append"] = bool(extra.pop("pending_event_id")) and (version or 0) > last_seq
     if len(kept) != len(event_rows):
         extra["rewound_events"] = len(event_rows) - len(kept)
     for name, scope_row in (("app", app_row), ("user", user_row)):

@@ -71,5 +71,14 @@ def tool_names(payload: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[str, 
     return tuple(calls), tuple(responses)
 
 
+def has_content(payload: Mapping[str, Any]) -> bool:
+    """Whether the event carried model content: a part with text or a function call/response."""
+    content = payload.get("content")
+    parts = content.get("parts") if isinstance(content, Mapping) else None
+    return any(isinstance(p, Mapping) and any(p.get(k) for k in ("text", "function_call", "functionCall",
+                                                                   "function_response", "functionResponse"))
+               for p in (parts if isinstance(parts, list) else ()))
+
+
 def field(payload: Mapping[str, Any], snake: str, camel: str) -> Any:
     return payload.get(snake, payload.get(camel))
