@@ -62,15 +62,30 @@ def none_semantics(stored: StoredSession, profile: TargetProfile) -> str:
     return "delete" if stored.nulls_are_deletes else "store"
 
 
+def _written_nulls(stored: StoredSession) -> set[str]:
+    """Keys (with their app:/user: prefix) some event's delta set to None."""
+    return {k for e in stored.events for k, v in e.state_delta.items() if v is None}
+
+
 def none_deletes(stored: StoredSession, profile: TargetProfile, budget: int) -> CheckResult:
     name = "none_deletes"
     semantics = none_semantics(stored, profile)
+    prefixes = {"session state": "", "app state": "app:", "user state": "user:"}
+    nulls = [(scope, where, key) for scope, where, state in _scopes(stored) for key, value in state.items()
+             if value is None and not key.startswith(TEMP)]
     if semantics == "store":
-        return not_applicable(name, f"The service that wrote this session ({stored.layout} layout) keeps None as a "
-                                    f"value (ADK's contract; profile none_semantics: {profile.none_semantics}), "
-                                    f"so a stored null is not a lost delete.")
-    evidence = [f"{where}: {scope} stores {key!r} = null" for scope, where, state in _scopes(stored)
-                for key, value in state.items() if value is None]
+        # The service keeps None as a value: a null an event wrote is its contract; one no event wrote is not.
+        written = _written_nulls(stored)
+        evidence = [f"{where}: {scope} stores {key!r} = null, which no event's delta set to None"
+                    for scope, where, key in nulls if prefixes[scope] + key not in written]
+        if evidence:
+            return _fail(name, stored, "Storage holds null values no event wrote (the service stores None as a "
+                                       "value, but only where a delta said None).", evidence)
+        return passed(name, f"The service that wrote this session ({stored.layout} layout) keeps None as a value "
+                            f"(ADK's contract; profile none_semantics: {profile.none_semantics}): the "
+                            f"{len(nulls)} stored null(s) were each written by an event's delta, so none is a "
+                            f"lost delete.")
+    evidence = [f"{where}: {scope} stores {key!r} = null" for scope, where, key in nulls]
     if not stored.nulls_are_deletes:  # the layout stores None as a value: a None in a delta is a stored null
         evidence += [f"{describe_event(e)}: state_delta stores null for "
                      f"{keys_list(k for k, v in e.state_delta.items() if v is None)}"
@@ -229,8 +244,11 @@ def state_matches_events(stored: StoredSession, profile: TargetProfile, budget: 
     initial_known = isinstance(stored.extra.get("initial_state"), dict)
     evidence: list[str] = []
     unjudged: list[str] = []
+    nulls_judged = none_semantics(stored, profile) == "delete"
     for key in sorted(set(folded) | set(stored.state)):
         held, value = stored.state.get(key, _ABSENT), folded.get(key, _ABSENT)
+        if key.startswith(TEMP) or (held is None and nulls_judged):
+            continue  # no_temp_persisted's and none_deletes' to report
         if held == value and (held is _ABSENT) == (value is _ABSENT):
             continue
         if key not in last_writer and not initial_known and value is _ABSENT:
