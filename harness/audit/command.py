@@ -95,14 +95,20 @@ def _row(stored: StoredSession, checks: list, where: str, seconds: float) -> Sce
 
 def audit_store(store_spec: str, profile: TargetProfile, selection: object) -> tuple[RunReport, str]:
     """Every selected session of the store judged by the audit checks; returns the report and the layout."""
-    from ..result import RunReport
+    from ..result import RunReport, ScenarioResult
     from .checks import run_audit_checks
     from .stores import open_store
 
     started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     rows = []
+
+    def unreadable(key: tuple[str, str, str], message: str) -> None:  # an error row; the others are still judged
+        rows.append(ScenarioResult(scenario="/".join(key), description="its rows cannot be read", target=key[0],
+                                   llm_mode="audit", session_service=store.where, checks=(), trace=None,
+                                   duration_s=0.0, error=message))
+
     with open_store(store_spec) as store:
-        for stored in store.sessions(selection):  # type: ignore[arg-type]
+        for stored in store.sessions(selection, on_unreadable=unreadable):  # type: ignore[arg-type]
             began = time.perf_counter()
             checks = run_audit_checks(stored, profile)
             rows.append(_row(stored, checks, store.where, time.perf_counter() - began))
@@ -141,13 +147,16 @@ def cmd_audit(args: argparse.Namespace, console: Console) -> int:
         sys.stdout.write(render_json(report))
     else:
         render_terminal(report, console)
+        console.print(f"Audited {report.extra['store']} ({report.extra['layout']}) with the {profile_name} profile; "
+                      f"gating checks: {report.extra['fail_on']}.", markup=False, style="dim")
     if args.reports:
         written = write_reports(report, args.reports, ("junit", "markdown", "html", "json"), titles=_titles())
         if not args.json:
             console.print("Reports written: " + ", ".join(str(p) for p in written.values()), markup=False)
     gated = [(r.scenario, c.name) for r in report.results for c in r.checks
              if c.status is Status.FAIL and c.name in gating]
-    return 1 if gated else 0
+    unreadable = [r for r in report.results if r.error is not None]
+    return 1 if gated or unreadable else 0
 
 
 AUDIT_ONLY_TITLES = {

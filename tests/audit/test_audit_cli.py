@@ -131,3 +131,16 @@ def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert main(["audit", str(other), "--profile", str(tmp_path / "none.yaml")]) == 2
     assert main(["audit", str(other), "--since", "yesterday"]) == 2
     assert "--since 'yesterday'" in capsys.readouterr().err
+
+
+def test_a_session_whose_row_cannot_be_read_is_an_error_row_and_the_others_are_judged(
+        written: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = copy_of(written, "rlm", tmp_path)
+    with duckdb.connect(str(path)) as db:
+        db.execute("UPDATE sessions SET state_json = '{not json' WHERE id = 's-00001'")
+    code, report = audit(capsys, str(path), "--profile", "reference")
+    assert code == 1
+    rows = {r["scenario"]: r for r in report["results"]}
+    broken = rows["rlm_app/user-1/s-00001"]
+    assert broken["status"] == "error" and "state_json: not valid JSON" in broken["error"]
+    assert [r["status"] for name, r in rows.items() if name != "rlm_app/user-1/s-00001"] == ["pass", "pass"]

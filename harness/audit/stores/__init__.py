@@ -16,7 +16,7 @@ from .base import SessionFilter, SqlSource, StoreError, parse_time
 from .detect import detect_layout
 from .layouts import LAYOUTS, Layout
 from .open import SPELLINGS, open_source
-from .reader import PAGE_SIZE, iter_sessions
+from .reader import PAGE_SIZE, OnUnreadable, iter_sessions
 
 
 @dataclass
@@ -28,9 +28,9 @@ class Store:
     def where(self) -> str:
         return self.source.where
 
-    def sessions(self, selection: SessionFilter | None = None, *, page_size: int = PAGE_SIZE
-                 ) -> Iterator[StoredSession]:
-        return iter_sessions(self.source, self.layout, selection, page_size=page_size)
+    def sessions(self, selection: SessionFilter | None = None, *, page_size: int = PAGE_SIZE,
+                 on_unreadable: OnUnreadable | None = None) -> Iterator[StoredSession]:
+        return iter_sessions(self.source, self.layout, selection, page_size=page_size, on_unreadable=on_unreadable)
 
     def close(self) -> None:
         self.source.close()

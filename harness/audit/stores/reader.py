@@ -8,20 +8,23 @@ every statement is bounded and memory does not grow with the store.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ..model import StoredSession
-from .base import SessionFilter, SqlSource
+from .base import SessionFilter, SqlSource, StoreError
 from .layouts import Layout
 from .values import epoch, json_object
 
 PAGE_SIZE = 100
 Key = tuple[str, str, str]
+OnUnreadable = Callable[[Key, str], None]
 
 
 def iter_sessions(source: SqlSource, layout: Layout, selection: SessionFilter | None = None, *,
-                  page_size: int = PAGE_SIZE) -> Iterator[StoredSession]:
+                  page_size: int = PAGE_SIZE, on_unreadable: OnUnreadable | None = None) -> Iterator[StoredSession]:
+    """``on_unreadable(key, message)``: a session whose rows cannot be decoded (JSON a direct write broke) is
+    reported there and skipped; without it, the ``StoreError`` ends the reading."""
     selection = selection or SessionFilter()
     sid = layout.session_id
     conditions, params = [], {}
@@ -46,7 +49,7 @@ def iter_sessions(source: SqlSource, layout: Layout, selection: SessionFilter | 
         after = tuple(page[-1][:3])  # type: ignore[assignment]
         kept = [tuple(row[:3]) for row in page if selection.keeps_time(epoch(row[3]))]
         if kept:
-            yield from _load(source, layout, kept)  # type: ignore[arg-type]
+            yield from _load(source, layout, kept, on_unreadable)  # type: ignore[arg-type]
         if len(page) < page_size:
             return
 
@@ -70,7 +73,8 @@ def _select(source: SqlSource, table: str, columns: Sequence[str], keys: Sequenc
     return [dict(zip(columns, row, strict=True)) for row in source.rows(sql, params)]
 
 
-def _load(source: SqlSource, layout: Layout, keys: list[Key]) -> Iterator[StoredSession]:
+def _load(source: SqlSource, layout: Layout, keys: list[Key], on_unreadable: OnUnreadable | None
+          ) -> Iterator[StoredSession]:
     sid = layout.session_id
     session_columns = ("app_name", "user_id", sid, layout.state, *layout.session_columns)
     sessions = {(r["app_name"], r["user_id"], r[sid]): r
@@ -91,7 +95,14 @@ def _load(source: SqlSource, layout: Layout, keys: list[Key]) -> Iterator[Stored
         row = sessions.get(key)
         if row is None or layout.skip_session(row):  # deleted since the page was read, or soft-deleted
             continue
-        yield _session(layout, key, row, events.get(key, []), app_rows.get(key[0]), user_rows.get(key[:2]))
+        try:
+            stored = _session(layout, key, row, events.get(key, []), app_rows.get(key[0]), user_rows.get(key[:2]))
+        except StoreError as exc:
+            if on_unreadable is None:
+                raise
+            on_unreadable(key, str(exc))
+            continue
+        yield stored
 
 
 def _session(layout: Layout, key: Key, row: dict[str, Any], event_rows: list[dict[str, Any]],
