@@ -13,7 +13,7 @@ import datetime
 import platform
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import HarnessError
 
@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 REFERENCE = "reference"
 
 
-def add_audit_parser(commands: argparse._SubParsersAction) -> None:
+def add_audit_parser(commands: Any) -> None:
+    """Add ``audit`` to the CLI's sub-commands (``commands``: what ``add_subparsers`` returned)."""
     audit = commands.add_parser(
         "audit", help="audit the sessions persisted in a session store (read-only)",
         description="Read a session store (read-only, one session at a time) and run the storage-level state "

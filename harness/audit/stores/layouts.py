@@ -108,14 +108,14 @@ def _seed_facts(row: Row) -> tuple[int | None, float | None, dict[str, Any]]:
 
 
 ADK = Layout(
-    name="adk", title="ADK DatabaseSessionService (schema v1)",
+    name="adk", title="ADK DatabaseSessionService, schema v1",
     session_id="id", state="state", session_columns=("update_time",),
     event_columns=("id", "invocation_id", "timestamp", "event_data"), event_order=("timestamp", "id"),
     scope_columns=(), nulls_are_deletes=False, event=_adk_event,
     session_facts=lambda row: (None, epoch(row["update_time"]), {}))
 
 RLM = Layout(
-    name="rlm", title="rlm-conformance DeltaSessionService (reference_agent/sessions/schema.py)",
+    name="rlm", title="rlm-conformance DeltaSessionService",
     session_id="id", state="state_json", session_columns=("version", "update_time", "pending_json"),
     event_columns=("seq", "id", "invocation_id", "author", "timestamp", "state_delta_json", "deleted_keys_json",
                    "event_json"),
@@ -123,7 +123,7 @@ RLM = Layout(
     session_facts=_rlm_facts)
 
 SEED = Layout(
-    name="seed", title="the seeds' Delta DeltaSessionService (databricks_rlm_agent/sessions)",
+    name="seed", title="the seeds' Delta DeltaSessionService",
     session_id="session_id", state="state_json",
     session_columns=("version", "update_time", "is_deleted", "rewind_to_event_id"),
     event_columns=("event_id", "invocation_id", "author", "event_timestamp", "sequence_num", "event_data_json",
