@@ -130,6 +130,26 @@ def test_time_flags_take_epoch_seconds_or_iso(stores: dict[str, str], capsys: py
     assert json.loads(capsys.readouterr().out)["results"] == []
     assert main(["audit", stores["rlm"], "--since", "0", "--until", "4102444800", "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["results"]) == 4
+    assert main(["audit", stores["rlm"], "--app", APP, "--user", "user-1", "--session", "s-00003", "--json"]) == 0
+    assert [r["scenario"] for r in json.loads(capsys.readouterr().out)["results"]] == [f"{APP}/user-1/s-00003"]
+
+
+def test_the_profile_defaults_to_the_project_table_else_neutral(stores: dict[str, str], tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.targets.reference_profile import PROFILE_PATH
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    assert main(["audit", stores["rlm"], "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["extra"]["profile"] == "neutral"
+    assert {c["name"]: c["status"] for c in report["results"][0]["checks"]}["summary_persisted"] == "n/a"
+    (tmp_path / "pyproject.toml").write_text(f"[tool.rlm-conformance]\nprofile = '{PROFILE_PATH}'\n")
+    assert main(["audit", stores["rlm"], "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["extra"]["profile"] == str(PROFILE_PATH)
+    assert {c["name"]: c["status"] for c in report["results"][0]["checks"]}["summary_persisted"] == "pass"
 
 
 def _fingerprint(path: Path) -> tuple[int, str]:
@@ -191,6 +211,8 @@ def test_databricks_catalog_schema_on_the_fake_workspace(tmp_path: Path, monkeyp
         report = json.loads(capsys.readouterr().out)
         failed = {(r["scenario"], c["name"]) for r in report["results"] for c in r["checks"] if c["status"] == "fail"}
         assert ("rlm_app/user-1/s-00001", "no_temp_persisted") in failed
+        assert main(["audit", "dbx:main.rlm", "--session", "s-00000", "--json"]) == 0  # the short spelling
+        assert len(json.loads(capsys.readouterr().out)["results"]) == 1
         assert main(["audit", "databricks://nodot"]) == 2
         assert "databricks://CATALOG.SCHEMA" in capsys.readouterr().err
 
