@@ -50,16 +50,28 @@ def describe_event(event: StoredEvent) -> str:
 
 _EVENT = re.compile(r"event #(\d+) \(author [^,]*, invocation [^,]*, turn \d+\)")
 _ROW = re.compile(r"persisted row seq (\d+) \(author [^,]*, invocation [^)]*\) of session [^\s)]+")
+_ROW_SEQ = re.compile(r"(?<=before )seq (\d+)|seq (\d+) \(author [^)]*\)")  # rows named by their seq alone
+
+
+class _First:
+    """The first group of a match that matched, as ``group(1)`` (for a pattern of alternatives)."""
+
+    def __init__(self, match: re.Match[str]) -> None:
+        self._match = match
+
+    def group(self, index: int) -> str:
+        return self._match.group(0) if index == 0 else next(g for g in self._match.groups() if g is not None)
 
 
 def name_stored_events(line: str, stored: StoredSession) -> str:
     """``line`` of a run-time check's evidence in the stored session's terms."""
     by_position = {e.position: e for e in stored.events}
 
-    def event(match: re.Match[str], offset: int = 0) -> str:
+    def event(match: re.Match[str] | _First, offset: int = 0) -> str:
         found = by_position.get(int(match.group(1)) - offset)
         return describe_event(found) if found is not None else match.group(0)
 
     line = _EVENT.sub(event, line)
     line = _ROW.sub(lambda m: event(m, 1), line)
+    line = _ROW_SEQ.sub(lambda m: event(_First(m), 1), line)
     return f"session {stored.key}: {line}"
