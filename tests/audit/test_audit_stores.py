@@ -265,3 +265,17 @@ def test_memory_stays_flat_on_a_store_of_thousands_of_sessions(tmp_path: Path) -
           f"{large[0]} sessions {large[1] / 1024:.0f} KiB; ratio {large[1] / small[1]:.2f}")
     assert (small[0], large[0]) == (300, 3000)
     assert large[1] < 2 * small[1]
+
+
+def test_store_spellings_of_one_sqlite_file(stores: dict[str, str], tmp_path: Path) -> None:
+    path = stores["adk"].removeprefix("sqlite:///")
+    for spelling in (stores["adk"], f"sqlite+aiosqlite:///{path}", path, f"sqlite:///file:{path}?mode=rw&uri=true"):
+        with open_store(spelling) as store:  # ADK's async URL, a bare path, a URI asking for rw: all read-only
+            assert store.layout.name == "adk" and len(list(store.sessions())) == 4
+            with pytest.raises(StoreError):
+                store.source.rows("DELETE FROM events", {})
+    rlm = stores["rlm"]
+    with open_store(f"duckdb:///{rlm}") as store:
+        assert store.layout.name == "rlm" and store.where == f"duckdb:///{rlm}"
+    with pytest.raises(StoreError, match="in-memory"):
+        open_store("sqlite://")

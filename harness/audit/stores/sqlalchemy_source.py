@@ -1,8 +1,8 @@
 """A SQLAlchemy URL as a read-only ``SqlSource`` (SQLAlchemy Core, a synchronous engine).
 
 Read-only by construction: SQLite is opened through a ``mode=ro`` URI (the file cannot be written, nor
-created); PostgreSQL and MySQL sessions are set ``READ ONLY``; on any engine the one connection is only
-ever rolled back, never committed. An async driver in the URL (``sqlite+aiosqlite``, ``postgresql+asyncpg``,
+created); PostgreSQL and MySQL sessions are set ``READ ONLY``; on any engine the reads are only ever rolled back,
+never committed. An async driver in the URL (``sqlite+aiosqlite``, ``postgresql+asyncpg``,
 as ADK's ``DatabaseSessionService`` takes them) is swapped for the dialect's default synchronous one.
 """
 
@@ -41,6 +41,8 @@ class SqlAlchemySource:
             self.connection = self.engine.connect()
             if backend in READ_ONLY_SESSION:
                 self.connection.exec_driver_sql(READ_ONLY_SESSION[backend])
+                # The setting applies from the next transaction on: end the one that holds only the SET.
+                self.connection.commit()
         except (NoSuchModuleError, ModuleNotFoundError) as exc:
             raise StoreError(f"STORE {self.where}: SQLAlchemy has no driver for it here ({exc}). Fix: install the "
                              f"database's driver (e.g. psycopg2 for postgresql://).") from None
