@@ -144,3 +144,26 @@ def test_a_session_whose_row_cannot_be_read_is_an_error_row_and_the_others_are_j
     broken = rows["rlm_app/user-1/s-00001"]
     assert broken["status"] == "error" and "state_json: not valid JSON" in broken["error"]
     assert [r["status"] for name, r in rows.items() if name != "rlm_app/user-1/s-00001"] == ["pass", "pass"]
+
+
+def test_the_store_a_reference_scenario_run_leaves_audits_clean(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A real run (scripted model) of the reference agent; the reader agrees with the service's own read-back."""
+    from harness.audit.stores import SessionFilter, open_store
+    from tests.audit.reference_store import read_store, run_reference
+
+    store = run_reference("app_snippets_shared", tmp_path)
+    expected = {s.key: s for s in read_store(store) if not s.app_name.startswith("contract-")}
+    (app,) = {s.app_name for s in expected.values()}
+    with open_store(str(store)) as opened:
+        read = {s.key: s for s in opened.sessions(SessionFilter(app=app))}
+    assert read.keys() == expected.keys()
+    for key, stored in read.items():
+        theirs = expected[key]
+        assert (stored.state, stored.app_state, stored.user_state, stored.version) == \
+            (theirs.state, theirs.app_state, theirs.user_state, theirs.version)
+        assert [(e.seq, e.author, e.state_delta, e.function_calls, e.function_responses) for e in stored.events] == \
+            [(e.seq, e.author, e.state_delta, e.function_calls, e.function_responses) for e in theirs.events]
+    code, report = audit(capsys, str(store), "--app", app, "--profile", "reference")
+    assert code == 0, failures(report)
+    assert len(report["results"]) == len(expected)
