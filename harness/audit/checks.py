@@ -4,6 +4,9 @@ Each check reads a ``StoredSession`` (and the target profile) and returns a run-
 names are the run-time checks' where they mean the same thing. A FAIL's evidence names the session key, the
 event (id, position, seq) or table row, and the state key. What a store cannot tell is ``n/a`` with the reason.
 
+A key in the state that no event wrote may be the state the session was created with, which stores do not keep:
+it is not judged, unless the creation state is known or the profile's contract names the key's writers.
+
 Facts a reader may put in ``StoredSession.extra`` (all optional):
 ``initial_state`` (dict): the session-scope state it was created with, when the store keeps it;
 ``pending_append`` (bool): ours: the last append committed but its event row awaits roll-forward.
@@ -251,11 +254,14 @@ def state_matches_events(stored: StoredSession, profile: TargetProfile, budget: 
             continue  # no_temp_persisted's and none_deletes' to report
         if held == value and (held is _ABSENT) == (value is _ABSENT):
             continue
-        if key not in last_writer and not initial_known and value is _ABSENT:
-            unjudged.append(key)  # creation state the store does not keep
+        rule = profile.rule_for(key)
+        if key not in last_writer and not initial_known and value is _ABSENT and rule is None:
+            unjudged.append(key)  # creation state the store does not keep (a contract key has writers instead)
             continue
         writer = last_writer.get(key)
-        by = f"last written by {describe_event(writer)}" if writer is not None else "written by no event"
+        by = (f"last written by {describe_event(writer)}" if writer is not None else
+              f"written by no event, though the contract names its writers: {', '.join(rule.writers)}"
+              if rule is not None and not initial_known else "written by no event")
         stored_text = "absent" if held is _ABSENT else show(held)
         folded_text = "absent" if value is _ABSENT else show(value)
         evidence.append(f"{stored.row or 'sessions row'}: state key {key!r} holds {stored_text} but the events' "

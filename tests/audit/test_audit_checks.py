@@ -275,3 +275,13 @@ def test_keys_no_event_wrote_are_creation_state_unless_it_is_known(clean: Stored
     assert result.status is Status.PASS and "'context'" in result.explanation
     known = dataclasses.replace(created, extra={"initial_state": {}})
     assert_only(known, clean, "state_matches_events", "'context'", "written by no event")
+
+
+def test_a_contract_key_no_event_wrote_is_not_creation_state(clean: StoredSession) -> None:
+    """A summary in the state with the processor's event row gone: the contract says who writes it, no one did."""
+    summary = next(e for e in clean.events if "rlm:last_results_summary" in e.state_delta)
+    dropped = dataclasses.replace(clean, events=tuple(
+        dataclasses.replace(e, position=i) for i, e in enumerate(e for e in clean.events if e is not summary)))
+    result = next(r for r in run_audit_checks(dropped, PROFILE) if r.name == "state_matches_events")
+    assert result.failed
+    assert "'rlm:last_results_summary'" in result.evidence[0] and "results_processor" in result.evidence[0]
