@@ -11,6 +11,7 @@ traceback. Exit codes:
 * 2 — the command itself cannot start: bad arguments, scenario files, target,
   session service, profile, report format or report file.
 
+``audit`` exits 1 when a gating check failed on a stored session (``--fail-on``), 0 otherwise.
 ``doctor`` exits 1 when a finding would break a recording (an error), 0 otherwise (warnings allowed).
 """
 
@@ -190,6 +191,10 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--write-probe", action="store_true",
                         help="with --databricks: also upload a small file under <volume root>/_rlm/ and delete it")
     _add_databricks_settings(doctor)
+
+    from .audit.command import add_audit_parser
+
+    add_audit_parser(commands)
 
     differential = commands.add_parser(
         "differential", add_help=False,
@@ -579,6 +584,12 @@ def cmd_init(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_audit(args: argparse.Namespace) -> int:
+    from .audit.command import cmd_audit as audit
+
+    return audit(args, _stdout_console())
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     from .doctor import render_json, render_table, run_local_doctor
 
@@ -618,7 +629,7 @@ VERDICT_ROWS = {
 }
 
 COMMANDS = {"run": cmd_run, "record": cmd_record, "list": cmd_list, "report": cmd_report, "explain": cmd_explain,
-            "init": cmd_init, "doctor": cmd_doctor}
+            "init": cmd_init, "doctor": cmd_doctor, "audit": cmd_audit}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -50,6 +50,8 @@ class RunReport:
     machine: str
     tool_version: str
     extra: dict[str, str] = field(default_factory=dict)
+    # What a row stands for: "scenario" for run/record; "session" for `audit`, whose rows are stored sessions.
+    subject: str = "scenario"
 
     @property
     def ok(self) -> bool:

@@ -43,11 +43,14 @@ def _result_dict(result: ScenarioResult) -> dict[str, Any]:
 
 
 def report_dict(report: RunReport) -> dict[str, Any]:
-    return {
+    data = {
         "format": FORMAT_NAME, "version": FORMAT_VERSION, "ok": report.ok, "started_at": report.started_at,
         "machine": report.machine, "tool_version": report.tool_version, "extra": dict(report.extra),
         "results": [_result_dict(r) for r in report.results],
     }
+    if report.subject != "scenario":  # only an audit's report says so: a run's JSON is as it always was
+        data["subject"] = report.subject
+    return data
 
 
 def render_json(report: RunReport) -> str:
@@ -85,7 +88,8 @@ def load_report_json(path: str | os.PathLike[str]) -> RunReport:
         results = tuple(_result_from(r) for r in data["results"])
         return RunReport(results=results, started_at=str(data["started_at"]), machine=str(data["machine"]),
                          tool_version=str(data["tool_version"]),
-                         extra={str(k): str(v) for k, v in (data.get("extra") or {}).items()})
+                         extra={str(k): str(v) for k, v in (data.get("extra") or {}).items()},
+                         subject=str(data.get("subject") or "scenario"))
     except (KeyError, TypeError, ValueError, ValidationError) as exc:
         reason = " ".join(str(exc).split())[:300]
         raise ReportError(f"{path}: the report is incomplete or damaged ({type(exc).__name__}: {reason}). "

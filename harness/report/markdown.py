@@ -50,7 +50,7 @@ def render_markdown(report: RunReport, *, titles: Mapping[str, str] | None = Non
         out += [", ".join(f"{_text(k)}: {_text(v)}" for k, v in report.extra.items()), ""]
     out += [f"Ran against {_text(setup)}." for setup in run_setups(report)] + [""]
 
-    out.append(_row(["scenario", "result", *(short[name] for name in columns)]))
+    out.append(_row([report.subject, "result", *(short[name] for name in columns)]))
     out.append(_row(["---", "---", *(":-:" for _ in columns)]))
     for result in report.results:
         # A check that did not run (a scenario in error has none) still gets its cell: a row with fewer

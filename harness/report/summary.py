@@ -67,7 +67,7 @@ def _plural(n: int, word: str) -> str:
 def summary_line(report: RunReport) -> str:
     """``16 scenarios, 15 checks: 240 passed, 0 failed, 12 n/a`` (plus ``, 1 could not run`` on errors)."""
     c = counts(report)
-    line = (f"{_plural(c.scenarios, 'scenario')}, {_plural(c.checks, 'check')}: "
+    line = (f"{_plural(c.scenarios, report.subject)}, {_plural(c.checks, 'check')}: "
             f"{c.passed} passed, {c.failed} failed, {c.not_applicable} n/a")
     if c.errors:
         line += f", {c.errors} errored"
@@ -82,6 +82,8 @@ def scenario_status(result: ScenarioResult) -> str:
 def run_setups(report: RunReport) -> list[str]:
     """What the scenarios actually ran against, once per distinct setup: target, session service, model route."""
     seen: dict[str, None] = {}
+    if report.subject != "scenario":  # an audit ran nothing: its rows say where they were read
+        return []
     for result in report.results:
         route = result.trace.model_route if result.trace is not None else ""
         seen.setdefault(f"target {result.target} on session service {result.session_service}"

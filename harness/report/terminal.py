@@ -27,7 +27,7 @@ def render_terminal(report: RunReport, console: Console) -> None:
     columns = check_columns(report)
     short = abbreviations(columns)
     table = Table(title="rlm-conformance", title_justify="left", show_lines=False)
-    table.add_column("scenario", no_wrap=True, overflow="fold")
+    table.add_column(report.subject, no_wrap=True, overflow="fold")
     for name in columns:
         table.add_column(short[name], justify="center", no_wrap=True)
     table.add_column("result", no_wrap=True)

@@ -1,0 +1,47 @@
+"""STORE as the user writes it -> a read-only ``SqlSource``.
+
+Spellings: ``databricks://CATALOG.SCHEMA`` (databricks.py); ``duckdb:///path`` or the path of a DuckDB file;
+the path of a SQLite file; any other ``scheme://`` is a SQLAlchemy URL (``sqlite:///…``, ``postgresql://…``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .base import SqlSource, StoreError
+from .databricks import is_databricks_store
+from .duckdb_source import is_duckdb_file, is_sqlite_file
+
+SPELLINGS = ("sqlite:///path/to/sessions.db (or any SQLAlchemy URL: postgresql://user@host/db ...)",
+             "duckdb:///path/to/sessions.duckdb, or the path of a DuckDB or SQLite file",
+             "databricks://CATALOG.SCHEMA (workspace and warehouse from DATABRICKS_HOST, DATABRICKS_TOKEN or "
+             "DATABRICKS_CONFIG_PROFILE, DATABRICKS_WAREHOUSE_ID)")
+
+
+def open_source(spec: str) -> SqlSource:
+    text = spec.strip()
+    if is_databricks_store(text):
+        from .databricks import DatabricksSource
+
+        return DatabricksSource(text)
+    if text.lower().startswith("duckdb:"):
+        from .duckdb_source import DuckDbSource
+
+        path = text.split(":", 1)[1]
+        path = path[3:] if path.startswith("///") else path.lstrip("/") if path.startswith("//") else path
+        return DuckDbSource(Path(path).expanduser(), where=text)
+    if "://" in text:
+        from .sqlalchemy_source import SqlAlchemySource
+
+        return SqlAlchemySource(text)
+    path = Path(text).expanduser()
+    if is_duckdb_file(path):
+        from .duckdb_source import DuckDbSource
+
+        return DuckDbSource(path)
+    if is_sqlite_file(path):
+        from .sqlalchemy_source import SqlAlchemySource
+
+        return SqlAlchemySource(f"sqlite:///{path.resolve()}")
+    what = "no such file" if not path.exists() else "neither a DuckDB nor a SQLite file, nor a URL"
+    raise StoreError(f"STORE {spec!r}: {what}. Spell STORE as one of: " + "; ".join(SPELLINGS) + ".")

@@ -1,0 +1,130 @@
+"""Read a store one page of sessions at a time and yield each as a ``StoredSession`` with its events.
+
+Per page: one statement for the page's keys and update times (filtered by app/user/session in SQL, by time
+here: times are typed differently in each layout and engine), then one each for the kept sessions' rows,
+their events, and their app and user state rows. Pages follow the key order with a keyset condition, so
+every statement is bounded and memory does not grow with the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from ..model import StoredSession
+from .base import SessionFilter, SqlSource, StoreError
+from .layouts import Layout
+from .values import epoch, json_object
+
+PAGE_SIZE = 100
+Key = tuple[str, str, str]
+OnUnreadable = Callable[[Key, str], None]
+
+
+def iter_sessions(source: SqlSource, layout: Layout, selection: SessionFilter | None = None, *,
+                  page_size: int = PAGE_SIZE, on_unreadable: OnUnreadable | None = None) -> Iterator[StoredSession]:
+    """``on_unreadable(key, message)``: a session whose rows cannot be decoded (JSON a direct write broke) is
+    reported there and skipped; without it, the ``StoreError`` ends the reading."""
+    selection = selection or SessionFilter()
+    sid = layout.session_id
+    conditions, params = [], {}
+    for column, value in (("app_name", selection.app), ("user_id", selection.user), (sid, selection.session)):
+        if value is not None:
+            conditions.append(f"{column} = :f_{column}")
+            params[f"f_{column}"] = value
+    after: Key | None = None
+    while True:
+        where = list(conditions)
+        page_params = dict(params)
+        if after is not None:
+            where.append(f"(app_name > :k_a OR (app_name = :k_a AND (user_id > :k_u OR (user_id = :k_u AND "
+                         f"{sid} > :k_s))))")
+            page_params.update(k_a=after[0], k_u=after[1], k_s=after[2])
+        sql = (f"SELECT app_name, user_id, {sid}, update_time FROM sessions"
+               + (f" WHERE {' AND '.join(where)}" if where else "")
+               + f" ORDER BY app_name, user_id, {sid} LIMIT {int(page_size)}")
+        page = source.rows(sql, page_params)
+        if not page:
+            return
+        after = tuple(page[-1][:3])  # type: ignore[assignment]
+        kept = [tuple(row[:3]) for row in page if selection.keeps_time(epoch(row[3]))]
+        if kept:
+            yield from _load(source, layout, kept, on_unreadable)  # type: ignore[arg-type]
+        if len(page) < page_size:
+            return
+
+
+def _any_of(keys: Sequence[Sequence[str]], columns: Sequence[str], prefix: str) -> tuple[str, dict[str, Any]]:
+    """``(a = :p0_0 AND b = :p0_1) OR ...``: one exact match per key (every engine, no row-value syntax)."""
+    clauses, params = [], {}
+    for i, key in enumerate(keys):
+        parts = []
+        for j, (column, value) in enumerate(zip(columns, key, strict=True)):
+            params[f"{prefix}{i}_{j}"] = value
+            parts.append(f"{column} = :{prefix}{i}_{j}")
+        clauses.append("(" + " AND ".join(parts) + ")")
+    return " OR ".join(clauses), params
+
+
+def _select(source: SqlSource, table: str, columns: Sequence[str], keys: Sequence[Sequence[str]],
+            key_columns: Sequence[str], order: Sequence[str] = ()) -> list[dict[str, Any]]:
+    where, params = _any_of(keys, key_columns, "p")
+    sql = f"SELECT {', '.join(columns)} FROM {table} WHERE {where}" + (f" ORDER BY {', '.join(order)}" if order else "")
+    return [dict(zip(columns, row, strict=True)) for row in source.rows(sql, params)]
+
+
+def _load(source: SqlSource, layout: Layout, keys: list[Key], on_unreadable: OnUnreadable | None
+          ) -> Iterator[StoredSession]:
+    sid = layout.session_id
+    session_columns = ("app_name", "user_id", sid, layout.state, *layout.session_columns)
+    sessions = {(r["app_name"], r["user_id"], r[sid]): r
+                for r in _select(source, "sessions", session_columns, keys, ("app_name", "user_id", sid))}
+    event_columns = ("app_name", "user_id", "session_id", *layout.event_columns)
+    events: dict[Key, list[dict[str, Any]]] = {}
+    for row in _select(source, "events", event_columns, keys, ("app_name", "user_id", "session_id"),
+                       ("app_name", "user_id", "session_id", *layout.event_order)):
+        events.setdefault((row["app_name"], row["user_id"], row["session_id"]), []).append(row)
+    apps = sorted({(k[0],) for k in keys})
+    users = sorted({k[:2] for k in keys})
+    scope = (layout.state, *layout.scope_columns)
+    app_rows = {r["app_name"]: r for r in _select(source, "app_states", ("app_name", *scope), apps, ("app_name",))}
+    user_rows = {(r["app_name"], r["user_id"]): r
+                 for r in _select(source, "user_states", ("app_name", "user_id", *scope), users,
+                                  ("app_name", "user_id"))}
+    for key in keys:
+        row = sessions.get(key)
+        if row is None or layout.skip_session(row):  # deleted since the page was read, or soft-deleted
+            continue
+        try:
+            stored = _session(layout, key, row, events.get(key, []), app_rows.get(key[0]), user_rows.get(key[:2]))
+        except StoreError as exc:
+            if on_unreadable is None:
+                raise
+            on_unreadable(key, str(exc))
+            continue
+        yield stored
+
+
+def _session(layout: Layout, key: Key, row: dict[str, Any], event_rows: list[dict[str, Any]],
+             app_row: dict[str, Any] | None, user_row: dict[str, Any] | None) -> StoredSession:
+    app, user, session_id = key
+    where = f"sessions row app={app} user={user} id={session_id}"
+    kept = [r for r in event_rows if not layout.skip_event(r)]
+    version, update_time, extra = layout.session_facts(row)
+    if "pending_event_id" in extra:  # ours: see layouts.py
+        last_seq = max((r["seq"] for r in kept if r["seq"] is not None), default=0)
+        extra["pending_append"] = bool(extra.pop("pending_event_id")) and (version or 0) > last_seq
+    if len(kept) != len(event_rows):
+        extra["rewound_events"] = len(event_rows) - len(kept)
+    for name, scope_row in (("app", app_row), ("user", user_row)):
+        if scope_row is not None and "version" in scope_row:
+            extra[f"{name}_state_version"] = scope_row["version"]
+    return StoredSession(
+        layout=layout.name, app_name=app, user_id=user, session_id=session_id,
+        state=json_object(row[layout.state], f"{where} {layout.state}"),
+        app_state=None if app_row is None else json_object(app_row[layout.state],
+                                                           f"app_states row app={app} {layout.state}"),
+        user_state=None if user_row is None else json_object(
+            user_row[layout.state], f"user_states row app={app} user={user} {layout.state}"),
+        events=tuple(layout.event(r, i) for i, r in enumerate(kept)), version=version, update_time=update_time,
+        nulls_are_deletes=layout.nulls_are_deletes, row=where, extra=extra)
