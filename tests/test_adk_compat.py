@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import adk_compat
+from tests.python_source import parse_source
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted(p for folder in ("reference_agent", "harness", "tests", "bench", "examples")
@@ -37,7 +38,7 @@ def _mentions_adk(node: ast.AST, names: set[str]) -> bool:
 
 def feature_branches(path: Path, root: Path = ROOT) -> list[str]:
     source = path.read_text(encoding="utf-8")
-    tree = ast.parse(source)
+    tree = parse_source(source)
     names = _adk_names(tree)
     found = []
     for node in ast.walk(tree):

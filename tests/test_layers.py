@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.python_source import parse_file
+
 ROOT = Path(__file__).resolve().parents[1]
 
 MAY_IMPORT_THE_AGENT = {
@@ -52,7 +54,7 @@ def module_name(path: Path, root: Path) -> str:
 
 
 def imports_of(path: Path, root: Path = ROOT) -> list[Import]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parse_file(path)
     source = module_name(path, root)
     package = source if path.name == "__init__.py" else source.rpartition(".")[0]
     typing_only = {id(node) for block in ast.walk(tree) if isinstance(block, ast.If) and _is_type_checking(block.test)

@@ -7,13 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.python_source import parse_file
+
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted(p for folder in ("reference_agent", "harness", "tests", "bench") for p in (ROOT / folder).rglob("*.py"))
 
 
 def _private_imports(path: Path, root: Path = ROOT) -> list[str]:
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parse_file(path)):
         names = [node.module or ""] if isinstance(node, ast.ImportFrom) else (
             [alias.name for alias in node.names] if isinstance(node, ast.Import) else [])
         for name in names:

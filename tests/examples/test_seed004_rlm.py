@@ -12,6 +12,7 @@ from examples.seed004_rlm import keys
 from examples.seed004_rlm.agent import build_root_agent
 from examples.seed004_rlm.code_executor import NO_CODE, preview
 from tests.examples.conftest import repl, run_agent
+from tests.python_source import parse_file
 
 ROOT = Path(__file__).resolve().parents[2]
 SALES = {"sales": [{"region": "north", "amount": 120}, {"region": "south", "amount": 80}]}
@@ -39,7 +40,7 @@ def test_examples_know_nothing_of_the_harness_and_use_public_adk() -> None:
     for folder in (p.name for p in (ROOT / "examples").iterdir() if (p / "agent.py").exists()):
         assert not (ROOT / "examples" / folder / "services.py").exists()
         for path in (ROOT / "examples" / folder).glob("*.py"):
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            for node in ast.walk(parse_file(path)):
                 names = [node.module or ""] if isinstance(node, ast.ImportFrom) else (
                     [a.name for a in node.names] if isinstance(node, ast.Import) else [])
                 for name in names:
