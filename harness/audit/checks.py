@@ -21,6 +21,7 @@ from typing import Any
 from ..checks.base import CheckContext, CheckResult, Status, failed, not_applicable, passed
 from ..checks.evidence import capped, json_bytes, keys_list, show
 from ..checks.no_temp_persisted import TEMP
+from ..checks.state_budget import over_budget
 from ..scenario.models import Expectations
 from ..targets.profile import TargetProfile
 from .as_trace import describe_event, name_stored_events, stored_as_trace
@@ -161,16 +162,11 @@ def state_budget(stored: StoredSession, profile: TargetProfile, budget: int) -> 
     name = "state_budget"
     evidence = []
     for scope, where, state in _scopes(stored):
-        size = json_bytes(state)
-        if size > budget:
-            biggest = max(state, key=lambda k: json_bytes(state[k]))
-            evidence.append(f"{where}: {scope} is {size} bytes > budget {budget} (largest key {biggest!r})")
+        if (over := over_budget(state, budget)) is not None:
+            evidence.append(f"{where}: {scope} {over}")
     for event in stored.events:
-        size = json_bytes(event.state_delta)
-        if size > budget:
-            biggest = max(event.state_delta, key=lambda k: json_bytes(event.state_delta[k]))
-            evidence.append(f"{describe_event(event)}: state_delta is {size} bytes > budget {budget} "
-                            f"(largest key {biggest!r})")
+        if (over := over_budget(event.state_delta, budget)) is not None:
+            evidence.append(f"{describe_event(event)}: state_delta {over}")
     if evidence:
         return _fail(name, stored, f"State exceeds the {budget}-byte budget.", evidence)
     return passed(name, f"Session state {json_bytes(stored.state)} bytes; every state row and event delta within "

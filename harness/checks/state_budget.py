@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
 from .evidence import capped, json_bytes, name_event, name_row, name_snapshot
 from .timeline import unique_rows
 
 NAME = "state_budget"
+
+
+def over_budget(delta: Mapping[str, Any], budget: int) -> str | None:
+    """"is N bytes > budget B (largest key 'k')" when ``delta`` as JSON exceeds ``budget``; None within it."""
+    size = json_bytes(delta)
+    if size <= budget:
+        return None
+    biggest = max(delta, key=lambda k: json_bytes(delta[k]))
+    return f"is {size} bytes > budget {budget} (largest key {biggest!r})"
 
 
 @check(
@@ -30,17 +42,11 @@ def state_budget(ctx: CheckContext) -> CheckResult:
             evidence.append(f"{name_snapshot(snapshot)}: session_state is {snapshot.state_bytes} bytes "
                             f"> budget {budget}")
     for snapshot, row in unique_rows(trace):
-        size = json_bytes(row.state_delta)
-        if size > budget:
-            biggest = max(row.state_delta, key=lambda k: json_bytes(row.state_delta[k]))
-            evidence.append(f"{name_row(snapshot, row)}: state_delta is {size} bytes > budget {budget} "
-                            f"(largest key {biggest!r})")
+        if (over := over_budget(row.state_delta, budget)) is not None:
+            evidence.append(f"{name_row(snapshot, row)}: state_delta {over}")
     for event in trace.events:  # as emitted: temp: keys included, which the service trims before persisting
-        size = json_bytes(event.emitted_delta)
-        if size > budget:
-            biggest = max(event.emitted_delta, key=lambda k: json_bytes(event.emitted_delta[k]))
-            evidence.append(f"{name_event(event)}: emitted state_delta is {size} bytes > budget {budget} "
-                            f"(largest key {biggest!r})")
+        if (over := over_budget(event.emitted_delta, budget)) is not None:
+            evidence.append(f"{name_event(event)}: emitted state_delta {over}")
     if evidence:
         return failed(NAME, f"State exceeds the {budget}-byte budget.", capped(evidence))
     return passed(NAME, f"Largest persisted session state: {largest} bytes; budget {budget} bytes; every row's "
