@@ -91,6 +91,10 @@ def _add_target(parser: argparse.ArgumentParser, *, modes: Sequence[str], defaul
     parser.add_argument("--allow-drift", action="store_true",
                         help="replay: accept model calls whose request differs from the recorded one (by default "
                              "a stale cassette is an error naming the difference and the command to re-record)")
+    parser.add_argument("--require-confinement", action="store_true",
+                        help="the executor must confine the code it runs: where the machine cannot give a protection "
+                             "(Landlock, TCP rules, a process cap), the run fails instead of warning once "
+                             "(docs/executor-confinement.md)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (it is off anyway without a TTY)")
     parser.add_argument("--log-level", choices=LOG_LEVELS, default="error",
                         help="show log records of the target and libraries from this level on (default: %(default)s; "
@@ -314,7 +318,7 @@ def _options(args: argparse.Namespace, *, record: bool) -> RunOptions:
                       cassette_dir=Path(args.cassette_dir), session_service=args.session_service, profile=profile,
                       profile_path=args.profile,
                       backend=args.backend, databricks_live=args.databricks_live, executor=args.executor,
-                      allow_drift=args.allow_drift,
+                      allow_drift=args.allow_drift, require_confinement=args.require_confinement,
                       allow_script_misfit=getattr(args, "allow_script_misfit", False))
 
 

@@ -60,3 +60,6 @@ class RunOptions:
     # record: save a run whose model traffic does not follow the script (a deliberately broken target such as
     # legacy, whose misfit is the point); by default such a recording is refused (harness/llm/script_fit.py).
     allow_script_misfit: bool = False
+    # The target's executor must confine the code it runs (kernel limits on files, network, memory, processes):
+    # a target that says a protection is missing fails executor_confined instead of warning.
+    require_confinement: bool = False

@@ -22,6 +22,7 @@ from google.adk.runners import Runner
 from .checks import run_checks
 from .checks.base import CheckContext, CheckResult, failed, passed
 from .errors import CassetteError, HarnessError
+from .escape_probe import escape_targets
 from .llm.identity import CassetteIdentity
 from .llm.modes import LlmMode
 from .llm.script_fit import judge_script, script_verdict
@@ -191,6 +192,7 @@ async def _drive_on(scenario: Scenario, options: RunOptions, choice: TargetChoic
             databricks=workspace,
             warm_executor=(scenario.executor or options.executor) == "warm",  # a scenario may pin one
             profile=choice.profile,
+            require_confinement=options.require_confinement,
             **_limits(scenario),
         )
         built = resolve_target(choice.spec)(env)
@@ -198,10 +200,14 @@ async def _drive_on(scenario: Scenario, options: RunOptions, choice: TargetChoic
         try:
             nonce = getattr(workspace, "run_nonce", None)  # a live workspace run's (harness/targets/databricks.py)
             with _credential_canaries(options) as planted, _model_routes(built, llm, scenario, options,
-                                                                         nonce=nonce) as route:
+                                                                         nonce=nonce) as route, \
+                    escape_targets(scenario.escape_probe and options.backend == "local") as escape:
                 trace = await _run_sessions(scenario, built, options, llm.mode_label)
             trace.model_route = route
             trace.planted_credentials = planted
+            trace.escape_probe = escape
+            trace.executor_confinement = built.executor_confinement
+            trace.confinement_required = options.require_confinement
             trace.token_counts = list(llm.token_counts)
         finally:
             built.close()

@@ -21,6 +21,23 @@ def _env_int(name: str, default: int) -> int:
         raise ValueError(f"environment variable {name}={raw!r} is not an integer; unset it or give a whole number") from None
 
 
+def _env_limit(name: str, default: int | None) -> int | None:
+    """A positive whole number, or ``off``/``none``/``0`` for no limit."""
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    if raw.strip().lower() in ("off", "none", "0"):
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value <= 0:
+        raise ValueError(f"environment variable {name}={raw!r} is not a limit; give a positive whole number, "
+                         f"or off for no limit")
+    return value
+
+
 def _env_bool(name: str, default: bool) -> bool:
     raw = os.environ.get(name)
     if raw is None or raw == "":
@@ -61,6 +78,14 @@ class AgentSettings:
     warm_executor: bool = True
     executor_idle_s: float = 300.0  # a warm process left this long without a block exits
     max_warm_executors: int = 4  # warm processes per host process; the least recently used idle one goes
+    # Local Job_B confinement (backends/confinement.py): the kernel keeps the model's code to its folders, the
+    # LM bridge and these limits (None: that limit off). Required: refuse to run where a protection is missing.
+    executor_confinement: bool = True
+    require_confinement: bool = False
+    executor_memory_mb: int | None = 4096
+    executor_cpu_s: int | None = 600
+    executor_file_mb: int | None = 1024
+    executor_max_processes: int | None = 128
     # Total tokens Job_B's sub-LM calls may use in one session (as the model reports them).
     max_sublm_tokens_per_session: int = 200_000
     # What goes into session state: previews only, full output stays in the volume.
@@ -98,6 +123,12 @@ class AgentSettings:
             warm_executor=_env_bool("RLM_WARM_EXECUTOR", base.warm_executor),
             executor_idle_s=_env_float("RLM_EXECUTOR_IDLE_S", base.executor_idle_s),
             max_warm_executors=_env_int("RLM_MAX_WARM_EXECUTORS", base.max_warm_executors),
+            executor_confinement=_env_bool("RLM_EXECUTOR_CONFINEMENT", base.executor_confinement),
+            require_confinement=_env_bool("RLM_REQUIRE_CONFINEMENT", base.require_confinement),
+            executor_memory_mb=_env_limit("RLM_EXECUTOR_MEMORY_MB", base.executor_memory_mb),
+            executor_cpu_s=_env_limit("RLM_EXECUTOR_CPU_S", base.executor_cpu_s),
+            executor_file_mb=_env_limit("RLM_EXECUTOR_FILE_MB", base.executor_file_mb),
+            executor_max_processes=_env_limit("RLM_EXECUTOR_MAX_PROCESSES", base.executor_max_processes),
             max_sublm_tokens_per_session=_env_int("RLM_MAX_SUBLM_TOKENS", base.max_sublm_tokens_per_session),
             preview_chars=_env_int("RLM_PREVIEW_CHARS", base.preview_chars),
             context_budget_tokens=_env_int("RLM_CONTEXT_BUDGET_TOKENS", base.context_budget_tokens),

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .backends.confinement import MIB, ConfinementPolicy
 from .backends.jobs import JobRunner, LocalJobRunner, SubLm
 from .backends.tokens import TokenCounter
 from .backends.volume import LocalVolumeStore, VolumeStore
@@ -53,6 +54,16 @@ class RuntimeServices:
         self.engine.close()
 
 
+def confinement_policy(settings: AgentSettings) -> ConfinementPolicy:
+    """The local Job_B's confinement from the settings (RLM_EXECUTOR_* and RLM_REQUIRE_CONFINEMENT)."""
+    def mib(value: int | None) -> int | None:
+        return value * MIB if value else None
+
+    return ConfinementPolicy(enabled=settings.executor_confinement, required=settings.require_confinement,
+                             memory_bytes=mib(settings.executor_memory_mb), cpu_seconds=settings.executor_cpu_s,
+                             file_bytes=mib(settings.executor_file_mb), processes=settings.executor_max_processes)
+
+
 def build_local_services(
     settings: AgentSettings,
     *,
@@ -69,7 +80,7 @@ def build_local_services(
         engine=engine,
         volume=volume,
         runner=LocalJobRunner(volume, warm=settings.warm_executor, idle_s=settings.executor_idle_s,
-                              max_warm=settings.max_warm_executors),
+                              max_warm=settings.max_warm_executors, confinement=confinement_policy(settings)),
         registry=ArtifactRegistry(engine),
         sub_lm=sub_lm,
         count_tokens=count_tokens,

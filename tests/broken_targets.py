@@ -41,6 +41,8 @@ batch_split_untimed_in_executor     sublm_batch_concurrent
 executor_env_leak                   executor_env_clean
 executor_env_leak_one_shot          executor_env_clean
 executor_env_leak_warm              executor_env_clean
+unconfined_executor                 executor_confined
+executor_without_limits             executor_confined
 ==================================  ============================
 """
 
@@ -84,6 +86,7 @@ from reference_agent.agents.job_builder import JobBuilderAgent, preview
 from reference_agent.plugins.turn_log import turn_log_plugin
 from reference_agent.agents.results_processor import StageGatedLlmAgent
 from reference_agent.app import ROOT_AGENT_NAME
+from reference_agent.backends.confinement import ConfinementPolicy
 from reference_agent.context_assembly import assemble, snippets_from_state
 from reference_agent.plugins.context_injection import (
     RlmContextInjectionPlugin,
@@ -577,6 +580,29 @@ def executor_env_leak_warm(env: TargetEnvironment) -> BuiltTarget:
     return _build("executor_env_leak_warm", env, run_turn=_leaky_executor_env("warm"))
 
 
+# --- executor_confined: Job_B runs the model's code as a plain process ----------------------------
+
+
+def _confined_by(policy: ConfinementPolicy) -> Callable[[RuntimeServices], None]:
+    def adapt(services: RuntimeServices) -> None:
+        services.runner.confinement = policy  # type: ignore[attr-defined]
+
+    return adapt
+
+
+def unconfined_executor(env: TargetEnvironment) -> BuiltTarget:
+    """Job_B as it was before issue #20: a subprocess with a timeout and a scrubbed environment, nothing more —
+    the code may write and read wherever the user may, reach any local port, take memory, disk and processes."""
+    return _build("unconfined_executor", env, adapt_services=_confined_by(ConfinementPolicy(enabled=False)))
+
+
+def executor_without_limits(env: TargetEnvironment) -> BuiltTarget:
+    """Landlock without the rlimits and the process cap: files and network stay shut, the machine's memory, disk
+    and process table do not."""
+    return _build("executor_without_limits", env, adapt_services=_confined_by(
+        ConfinementPolicy(memory_bytes=None, file_bytes=None, processes=None)))
+
+
 # --- summary_persisted: results_processor without output_key ------------------------------------
 
 
@@ -739,5 +765,7 @@ BROKEN_TARGETS: dict[str, str] = {
     "executor_env_leak": "executor_env_clean",
     "executor_env_leak_one_shot": "executor_env_clean",
     "executor_env_leak_warm": "executor_env_clean",
+    "unconfined_executor": "executor_confined",
+    "executor_without_limits": "executor_confined",
 }
 """Each broken target -> the check it is built to fail."""

@@ -26,6 +26,7 @@ from . import (  # noqa: F401
     context_budget,
     sublm_batch_concurrent,
     executor_env_clean,
+    executor_confined,
     service_contract,
     scenario_expectations,
 )

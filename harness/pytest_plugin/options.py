@@ -102,6 +102,9 @@ def add_options(parser: pytest.Parser) -> None:
     _add(group, "--allow-drift", dest="rlm_allow_drift", action="store_true",
          help="replay even when a model call's request differs from its recording (by default a stale "
               "cassette fails the scenario, naming the difference and the command to re-record).")
+    _add(group, "--require-confinement", dest="rlm_require_confinement", action="store_true",
+         help="the executor must confine the code it runs: a missing protection fails the run instead of warning "
+              "once (docs/executor-confinement.md).")
     _add(group, "--backend", dest="rlm_backend", default=None, choices=BACKENDS,
          help="local (DuckDB, a folder, a subprocess; default) or databricks: the reference agent on a workspace, "
               "replayed from cassettes/databricks/ (recorded against the local workspace fake with --llm-mode "
@@ -140,6 +143,7 @@ class PluginOptions:
     backend: str = "local"
     allow_drift: bool = False
     executor: str = "warm"
+    require_confinement: bool = False
     origins: Mapping[str, str] = field(default_factory=dict)
     """Setting name -> where its value came from ("--target", "ini option rlm_target in ...", ...)."""
 
@@ -182,6 +186,7 @@ class PluginOptions:
             backend=pick.choice("backend", "--backend", "rlm_backend", list(BACKENDS), "local"),
             allow_drift=config.getoption("rlm_allow_drift"),
             executor=config.getoption("rlm_executor"),
+            require_confinement=config.getoption("rlm_require_confinement"),
             origins=dict(pick.origins),
         )
 

@@ -165,7 +165,8 @@ class ConformanceSession:
         return RunOptions(target=o.target, llm_mode=mode, record=record, cassette_dir=o.cassette_dir,
                           session_service=o.session_service, profile=self.profile, profile_path=o.profile_path,
                           backend=o.backend,
-                          allow_drift=o.allow_drift, executor=o.executor)
+                          allow_drift=o.allow_drift, executor=o.executor,
+                          require_confinement=o.require_confinement)
 
     def result_for(self, item: pytest.Item, scenario: Scenario) -> ScenarioResult:
         if item.nodeid not in self.results:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import string
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from ..checks.base import CheckResult, Status
 from ..result import RunReport, ScenarioResult
@@ -88,7 +89,23 @@ def run_setups(report: RunReport) -> list[str]:
         route = result.trace.model_route if result.trace is not None else ""
         seen.setdefault(f"target {result.target} on session service {result.session_service}"
                         + (f"; model: {route}" if route else ""), None)
+    for result in report.results:  # after the setups: said once per run, as the executor says it
+        line = confinement_line(result.trace.executor_confinement if result.trace is not None else None)
+        if line:
+            seen.setdefault(line, None)
     return list(seen)
+
+
+def confinement_line(said: dict[str, Any] | None) -> str | None:
+    """What the target's executor said of its confinement, in one line (None: it said nothing)."""
+    if not said:
+        return None
+    missing = [m for m in said.get("missing") or [] if isinstance(m, dict)]
+    if missing:
+        return ("executor confinement: runs WITHOUT " + "; ".join(f"{m.get('protection')} ({m.get('reason')})"
+                                                                   for m in missing))
+    applied = ", ".join(str(p) for p in said.get("applied") or [])
+    return f"executor confinement: {applied or 'none applied'}"
 
 
 def error_lines(result: ScenarioResult) -> list[str]:

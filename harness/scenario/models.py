@@ -157,6 +157,10 @@ class Scenario(_Model):
                                   "when the scenario checks one of the two, e.g. the environment each gives the "
                                   "code; null (default): the run's choice.")
     context: JsonValue = Field(default=None, description="Data given to executed code as `context`.")
+    escape_probe: bool = Field(
+        default=False, description="The harness plants escape targets outside the executor while this scenario runs "
+                                   "(a secret file, a folder, a local TCP listener: harness/escape_probe.py) and "
+                                   "watches them; executor_confined judges the code's attempts. Local backend only.")
     sessions: list[SessionSpec] = Field(min_length=1, description="Sessions run one after another.")
     script: dict[ScriptKey, list[Step]] = Field(
         description="Model script: agent name (or 'sub_lm' for llm_query calls) -> its answers, in order.",

@@ -54,6 +54,8 @@ class TargetEnvironment:
     warm_executor: bool = True
     # The profile the run judges the target by (None: the target's own), for targets that read it when built.
     profile: TargetProfile | None = None
+    # --require-confinement: a target whose executor confines code must refuse to run where it cannot.
+    require_confinement: bool = False
 
 
 RunTurn = Callable[[Runner, str, str, str], Awaitable[TurnOutcome]]
@@ -79,6 +81,9 @@ class BuiltTarget:
     initial_state: dict[str, Any] = field(default_factory=dict)
     # The agent's own google-genai clients find the run's model through the environment (harness/llm/gateway.py).
     routes_model_environment: bool = False
+    # What the target's executor says about its confinement: {"applied": [...], "missing": [{"protection",
+    # "reason"}]} (None: the target says nothing); shown in the report, gated by --require-confinement.
+    executor_confinement: dict[str, Any] | None = None
 
 
 class TargetFactory(Protocol):

@@ -7,12 +7,11 @@ from google.adk.sessions import DatabaseSessionService
 
 from reference_agent.legacy.agent import build_legacy_app
 from reference_agent.legacy.run import run_conversation
-from reference_agent.wiring import build_local_services
 from reference_agent.storage.duckdb_engine import DuckDBEngine
 
 from ..trace.model import TurnOutcome
 from .base import BuiltTarget, TargetEnvironment
-from .reference_common import executions_from_registry, settings_for
+from .reference_common import executions_from_registry, executor_confinement, local_services, settings_for
 from .reference_profile import reference_profile
 
 
@@ -24,7 +23,7 @@ async def _run_turn(runner: Runner, user_id: str, session_id: str, message: str)
 def build_legacy(env: TargetEnvironment) -> BuiltTarget:
     settings = settings_for(env)
     engine = DuckDBEngine(settings.database_path)
-    services = build_local_services(settings, sub_lm=env.sub_lm, engine=engine)
+    services = local_services(settings, engine, sub_lm=env.sub_lm)
     if env.context is not None:
         services.put_context(env.context)
     service = (env.session_service_factory(env) if env.session_service_factory
@@ -37,4 +36,5 @@ def build_legacy(env: TargetEnvironment) -> BuiltTarget:
         profile=reference_profile().model_copy(update={"name": "legacy", "target": "legacy", "none_semantics": "delete"}),
         list_executions=executions_from_registry(services.registry, services.volume.read_text),
         close=services.close,
+        executor_confinement=executor_confinement(services),
     )

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from reference_agent.app import build_app
-from reference_agent.wiring import build_local_services
 from reference_agent.sessions.delta_session_service import DeltaSessionService
 from reference_agent.storage.duckdb_engine import DuckDBEngine
 
 from .base import BuiltTarget, TargetEnvironment
-from .reference_common import executions_from_registry, run_turn, settings_for
+from .reference_common import (
+    executions_from_registry,
+    executor_confinement,
+    local_services,
+    run_turn,
+    settings_for,
+)
 from .reference_profile import reference_profile
 
 
@@ -19,7 +24,7 @@ def build_reference(env: TargetEnvironment) -> BuiltTarget:
         return build_reference_on_databricks(env)
     settings = settings_for(env)
     engine = DuckDBEngine(settings.database_path)
-    services = build_local_services(settings, sub_lm=env.sub_lm, engine=engine, count_tokens=env.count_tokens)
+    services = local_services(settings, engine, sub_lm=env.sub_lm, count_tokens=env.count_tokens)
     if env.context is not None:
         services.put_context(env.context)
     session_service = env.session_service_factory(env) if env.session_service_factory else DeltaSessionService(engine)
@@ -31,4 +36,5 @@ def build_reference(env: TargetEnvironment) -> BuiltTarget:
         run_turn=run_turn,
         list_executions=executions_from_registry(services.registry, services.volume.read_text),
         close=services.close,
+        executor_confinement=executor_confinement(services),
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any
 from pathlib import Path
 
 from google.adk.runners import Runner
@@ -18,6 +19,7 @@ from reference_agent.metrics import iteration_metrics
 from reference_agent.registry import ArtifactRegistry
 from reference_agent.run import run_conversation
 
+from ..errors import HarnessError
 from ..trace.crash import describe_error
 from ..trace.model import OUTPUT_SAMPLE_CHARS, ExecutionRecord, TurnOutcome
 from .base import TargetEnvironment
@@ -76,8 +78,36 @@ def settings_for(env: TargetEnvironment) -> AgentSettings:
                                               ("preview_chars", env.preview_chars),
                                               ("history_max_entries", env.history_max_entries))
               if value is not None}
+    # Confinement from the environment (RLM_EXECUTOR_*), as the agent's own CLI reads it; required also by
+    # the run's --require-confinement.
+    configured = AgentSettings.from_env()
+    confinement = {name: getattr(configured, name) for name in CONFINEMENT_SETTINGS}
+    confinement["require_confinement"] = configured.require_confinement or env.require_confinement
     return AgentSettings(home=env.home, model=env.model_name, max_iterations=env.max_iterations,
-                         executor_timeout_s=env.executor_timeout_s, warm_executor=env.warm_executor, **limits)
+                         executor_timeout_s=env.executor_timeout_s, warm_executor=env.warm_executor,
+                         **limits, **confinement)
+
+
+CONFINEMENT_SETTINGS = ("executor_confinement", "require_confinement", "executor_memory_mb", "executor_cpu_s",
+                        "executor_file_mb", "executor_max_processes")
+
+
+def local_services(settings: AgentSettings, engine: Any, **kwargs: Any) -> Any:
+    """``build_local_services``, with a machine that cannot confine Job_B under a required confinement turned
+    into the run's error (the scenario is not judged: nothing may run unconfined)."""
+    from reference_agent.backends.confinement import ConfinementUnavailable
+    from reference_agent.wiring import build_local_services
+
+    try:
+        return build_local_services(settings, engine=engine, **kwargs)
+    except ConfinementUnavailable as exc:
+        engine.close()
+        raise HarnessError(f"The target's Job_B cannot run here: {exc}") from None
+
+
+def executor_confinement(services: Any) -> dict[str, Any] | None:
+    """What the local Job_B runner says this machine gives its code (None: not confined, or not local)."""
+    return getattr(services.runner, "confinement_status", None)
 
 
 def delta_session_service(path: Path | None) -> BaseSessionService:

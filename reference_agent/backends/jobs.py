@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import socket
 import sys
 import tempfile
 import time
@@ -24,6 +25,13 @@ from ..executor.result import (
     result_volume_path,
     runner_result,
     write_json_atomic,
+)
+from .confinement import (
+    DEFAULT_CONFINEMENT,
+    ConfinementPolicy,
+    ProcessConfinement,
+    block_folders,
+    confinement_support,
 )
 from .process import CappedBuffer, kill_group, scrubbed_env
 from .volume import LocalVolumeStore
@@ -88,8 +96,13 @@ class LmBridge:
         # Host-side view of every call, used when the runner must write the result itself.
         self.calls: list[dict[str, Any]] = []
 
-    async def start(self) -> str:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, limit=_BRIDGE_LINE_LIMIT)
+    async def start(self, listener: socket.socket | None = None) -> str:
+        """Serve on a new port of 127.0.0.1, or on ``listener`` (a warm worker's own port, which its confinement
+        lets it reach; the bridge serves a duplicate, so closing the bridge leaves the worker's port open)."""
+        if listener is not None:
+            self._server = await asyncio.start_server(self._serve, sock=listener.dup(), limit=_BRIDGE_LINE_LIMIT)
+        else:
+            self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, limit=_BRIDGE_LINE_LIMIT)
         host, port = self._server.sockets[0].getsockname()[:2]
         return f"{host}:{port}"
 
@@ -212,7 +225,8 @@ class LocalJobRunner:
     """
 
     def __init__(self, volume: LocalVolumeStore, python: str = sys.executable, *, grace_s: float = 5.0,
-                 warm: bool = True, idle_s: float = 300.0, max_warm: int = 4) -> None:
+                 warm: bool = True, idle_s: float = 300.0, max_warm: int = 4,
+                 confinement: ConfinementPolicy = DEFAULT_CONFINEMENT) -> None:
         # The hard limit must leave the executor time to act on its own two-stage soft timeout.
         if grace_s <= EXECUTOR_TIMEOUT_GRACE_S:
             raise ValueError(f"grace_s must exceed the executor's own grace of {EXECUTOR_TIMEOUT_GRACE_S} s")
@@ -222,6 +236,10 @@ class LocalJobRunner:
         self.warm = warm and WARM_SUPPORTED and max_warm > 0
         self.idle_s = idle_s
         self.max_warm = max_warm
+        self.confinement = confinement
+        # What this machine can give Job_B (said once per process when a protection is missing; raises
+        # ConfinementUnavailable here, before any code runs, when the policy requires one that is missing).
+        self.confinement_status = confinement_support(confinement) if confinement.enabled else None
         self._warm_keys: set[str] = set()
 
     def _local(self, volume_path: str) -> Path:
@@ -243,15 +261,20 @@ class LocalJobRunner:
         result_path.unlink(missing_ok=True)
 
         bridge = LmBridge(sub_lm, max_calls=request.max_sublm_calls, max_tokens=request.max_sublm_tokens)
-        address = await bridge.start()
-        argv = self._executor_argv(request, artifact, address)
+        # The block's volume folders: the code's inputs and what the executor writes (result, snapshot).
+        folders = block_folders(str(artifact), str(result_path), request.namespace_path and
+                                str(self._local(request.namespace_path)),
+                                request.context_path and str(self._local(request.context_path)))
         started = time.perf_counter()
         try:
             ran = None
             if self.warm and request.namespace_path:
-                ran = await self._run_warm(argv, request, key=f"{self.python}\0{self._local(request.namespace_path)}")
+                ran = await self._run_warm(request, artifact, bridge, folders,
+                                           key=f"{self.python}\0{self._local(request.namespace_path)}")
             if ran is None:
-                ran = await self._run_one_shot(argv, request)
+                address = await bridge.start()
+                ran = await self._run_one_shot(self._executor_argv(request, artifact, address), request,
+                                               folders=folders, bridge_port=int(address.rsplit(":", 1)[1]))
         finally:
             await bridge.close()
         duration = round(time.perf_counter() - started, 6)
@@ -287,33 +310,43 @@ class LocalJobRunner:
             argv += ["--namespace-path", str(self._local(request.namespace_path))]
         return argv
 
-    async def _run_warm(self, argv: list[str], request: JobRequest, *, key: str) -> BlockRun | None:
+    async def _run_warm(self, request: JobRequest, artifact: Path, bridge: LmBridge, folders: list[str], *,
+                        key: str) -> BlockRun | None:
         """The block in the session's warm process; None when the pool has none to give (run one-shot)."""
+        confinement = self.confinement if self.confinement.enabled else None
         for _ in range(2):  # a worker that left while idle is found out only when it is sent a block: one retry
-            worker = POOL.acquire(key, python=self.python, idle_s=self.idle_s, max_size=self.max_warm)
+            worker = POOL.acquire(key, python=self.python, idle_s=self.idle_s, max_size=self.max_warm,
+                                  confinement=confinement, folders=folders)
             if worker is None:
                 return None
             self._warm_keys.add(key)
             ran, keep = None, False
             try:
-                ran = await worker.run_block(argv, output_cap=request.output_cap_bytes,
+                # The worker's own bridge port: the only one its confinement lets it connect to.
+                address = await bridge.start(worker.bridge_listener)
+                ran = await worker.run_block(self._executor_argv(request, artifact, address),
+                                             output_cap=request.output_cap_bytes,
                                              hard_limit_s=request.timeout_s + self.grace_s)
                 keep = not ran.hard_timeout and worker.alive
             except WorkerGone:
+                await bridge.close()
                 continue
             finally:
                 POOL.release(key, worker, keep=keep)
             return ran
         return None
 
-    async def _run_one_shot(self, argv: list[str], request: JobRequest) -> BlockRun:
+    async def _run_one_shot(self, argv: list[str], request: JobRequest, *, folders: list[str],
+                            bridge_port: int) -> BlockRun:
         out, err = CappedBuffer(request.output_cap_bytes), CappedBuffer(request.output_cap_bytes)
         workdir = tempfile.mkdtemp(prefix="rlm-jobb-")
         hard_timeout = False
         proc: asyncio.subprocess.Process | None = None
+        confinement = (ProcessConfinement(self.confinement, python=self.python, workdir=workdir, write=folders,
+                                          connect_ports=[bridge_port]) if self.confinement.enabled else None)
         try:
             proc = await asyncio.create_subprocess_exec(
-                self.python, "-s", "-m", "reference_agent.executor", *argv,
+                self.python, "-s", "-m", "reference_agent.executor", *argv, *(confinement.argv() if confinement else ()),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
@@ -339,5 +372,7 @@ class LocalJobRunner:
                 kill_group(proc.pid)
             raise
         finally:
+            if confinement is not None:
+                confinement.close()
             shutil.rmtree(workdir, ignore_errors=True)
         return BlockRun(proc.returncode, hard_timeout, out, err, mode="one-shot")

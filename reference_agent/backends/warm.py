@@ -27,15 +27,18 @@ import concurrent.futures
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO
 
+from .confinement import ConfinementPolicy, ProcessConfinement
 from .process import CappedBuffer, PipeTap, kill_group, kill_group_except, scrubbed_env
 
 WARM_SUPPORTED = sys.platform.startswith("linux") and os.path.isdir("/proc")
@@ -86,14 +89,22 @@ def _reply_code(line: bytes) -> int | None:
 class WarmExecutor:
     """One ``executor.worker`` process with its own process group, temp cwd and scrubbed environment."""
 
-    def __init__(self, python: str, *, idle_s: float) -> None:
+    def __init__(self, python: str, *, idle_s: float, confinement: ConfinementPolicy | None = None,
+                 folders: Sequence[str] = ()) -> None:
         self.workdir = tempfile.mkdtemp(prefix="rlm-jobb-warm-")
+        # The worker's own LM bridge port, for all its blocks: its confinement is set once, at start, and lets
+        # it connect to this port only (each block's bridge serves on it: LmBridge.start(listener)).
+        self.bridge_listener = socket.create_server(("127.0.0.1", 0))
+        self.confinement = (ProcessConfinement(confinement, python=python, workdir=self.workdir, write=list(folders),
+                                               connect_ports=[self.bridge_listener.getsockname()[1]])
+                            if confinement is not None else None)
         request_r, request_w = os.pipe()
         reply_r, reply_w = os.pipe()
         try:
             self.proc = subprocess.Popen(
                 [python, "-s", "-m", "reference_agent.executor.worker", "--request-fd", str(request_r),
-                 "--reply-fd", str(reply_w), "--idle-s", repr(float(idle_s))],
+                 "--reply-fd", str(reply_w), "--idle-s", repr(float(idle_s)),
+                 *(self.confinement.argv() if self.confinement is not None else ())],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -105,7 +116,7 @@ class WarmExecutor:
         except BaseException:
             for fd in (request_w, reply_r):
                 os.close(fd)
-            shutil.rmtree(self.workdir, ignore_errors=True)
+            self._release_host_resources()
             raise
         finally:
             os.close(request_r)
@@ -203,6 +214,12 @@ class WarmExecutor:
                     stream.close()
             except OSError:
                 pass
+        self._release_host_resources()
+
+    def _release_host_resources(self) -> None:
+        self.bridge_listener.close()
+        if self.confinement is not None:
+            self.confinement.close()
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
@@ -213,7 +230,8 @@ class WarmPool:
         self._lock = threading.Lock()
         self._workers: OrderedDict[str, WarmExecutor] = OrderedDict()
 
-    def acquire(self, key: str, *, python: str, idle_s: float, max_size: int) -> WarmExecutor | None:
+    def acquire(self, key: str, *, python: str, idle_s: float, max_size: int,
+                confinement: ConfinementPolicy | None = None, folders: Sequence[str] = ()) -> WarmExecutor | None:
         """The session's worker, marked busy (started if need be); None if the caller should run one-shot."""
         doomed: list[WarmExecutor] = []
         try:
@@ -230,7 +248,8 @@ class WarmPool:
                         doomed.append(self._workers.pop(idle.pop(0)))
                     if len(self._workers) >= max_size:
                         return None
-                    worker = self._workers[key] = WarmExecutor(python, idle_s=idle_s)
+                    worker = self._workers[key] = WarmExecutor(python, idle_s=idle_s, confinement=confinement,
+                                                               folders=folders)
                 worker.busy = True
                 self._workers.move_to_end(key)
                 return worker
