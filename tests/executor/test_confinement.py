@@ -406,3 +406,129 @@ def test_landlock_structs_match_the_uapi() -> None:
     assert [landlock._attr_size(abi) for abi in (1, 3, 4, 5, 6, 7)] == [8, 8, 16, 16, 24, 24]
     assert landlock.fs_rights(1) == (1 << 13) - 1 and landlock.fs_rights(5) == (1 << 16) - 1
     assert landlock.fs_rights(4) == (1 << 15) - 1 and landlock.net_rights(3) == 0 and landlock.scopes(5) == 0
+
+
+# --- the executor with --confine --------------------------------------------------------------------
+
+ORDINARY_BLOCK = """
+import json, math, threading
+box = []
+worker = threading.Thread(target=lambda: box.append(math.sqrt(16)))
+worker.start(); worker.join()
+table = {"root": box[0], "pi": round(math.pi, 3)}
+print(json.dumps(table, sort_keys=True))
+FINAL_VAR("table")
+"""
+
+
+def run_executor(tmp_path: Path, code: str, spec_: dict[str, Any] | None, *extra: str) -> tuple[int, dict[str, Any]]:
+    artifacts = tmp_path / "artifacts"
+    artifacts.mkdir(exist_ok=True)
+    artifact = artifacts / "code.py"
+    artifact.write_text(code, encoding="utf-8")
+    argv = [sys.executable, "-m", "reference_agent.executor", "--artifact-path", str(artifact), "--run-id", "r1",
+            "--iteration", "1", "--namespace-path", str(artifacts / "namespace_r1.pkl"), *extra]
+    if spec_ is not None:
+        argv += ["--confine", json.dumps(spec_)]
+    proc = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
+                          cwd=tmp_path, timeout=60)
+    return proc.returncode, json.loads((artifacts / "result_r1_iter1.json").read_text(encoding="utf-8"))
+
+
+def executor_spec(tmp_path: Path, **changes: Any) -> dict[str, Any]:
+    return spec(tmp_path, write=[str(tmp_path / "artifacts")],
+                limits={"memory_bytes": 2 << 30, "cpu_seconds": 60, "file_bytes": 64 << 20}, **changes)
+
+
+@needs_landlock
+def test_the_executor_runs_an_ordinary_block_confined(tmp_path: Path) -> None:
+    code, result = run_executor(tmp_path, ORDINARY_BLOCK, executor_spec(tmp_path))
+    assert code == 0, result
+    assert result["status"] == "success", result["error"]
+    assert result["stdout"] == '{"pi": 3.142, "root": 4.0}\n'
+    assert result["final_answer"] == str({"root": 4.0, "pi": 3.142})
+    assert "table" in result["namespace"]["kept"]
+    assert (tmp_path / "artifacts" / "namespace_r1.pkl").exists()
+    report = result["confinement"]
+    assert {"filesystem_write", "filesystem_read", "network", "memory", "cpu_time", "file_size"} <= set(
+        report["applied"])
+    # The next block restores the pickled namespace under the same confinement.
+    (tmp_path / "artifacts" / "result_r1_iter1.json").unlink()
+    code, result = run_executor(tmp_path, "print(table['root'])\nopen('/etc/hostname').read()\n",
+                                executor_spec(tmp_path))
+    assert result["stdout"] == "4.0\n" and "table" in result["namespace"]["restored"]
+    assert result["status"] == "error" and result["error"]["type"] == "PermissionError"
+
+
+def test_the_executor_without_confine_reports_none(tmp_path: Path) -> None:
+    code, result = run_executor(tmp_path, "print(1)", None)
+    assert code == 0 and result["status"] == "success" and result["confinement"] is None
+
+
+def test_the_executor_refuses_to_run_when_required_confinement_is_missing(tmp_path: Path) -> None:
+    marker = tmp_path / "artifacts" / "ran.txt"
+    impossible = executor_spec(tmp_path, required=True, cgroup=str(tmp_path / "no-such-cgroup"))
+    impossible["limits"]["processes"] = 8
+    code, result = run_executor(tmp_path, f"open({str(marker)!r}, 'w').write('ran')", impossible)
+    assert code == 3
+    assert not marker.exists()
+    assert result["status"] == "error" and result["error"]["type"] == "ConfinementUnavailable"
+    assert "processes" in result["error"]["message"] and "no-such-cgroup" in result["error"]["message"]
+    assert result["confinement"]["missing"][0]["protection"] == "processes"
+
+
+def test_the_executor_refuses_a_bad_spec_naming_the_key(tmp_path: Path) -> None:
+    code, result = run_executor(tmp_path, "print(1)", {"reed": ["/x"]})
+    assert code == 3 and result["error"]["type"] == "InvalidConfinementSpec" and "reed" in result["error"]["message"]
+
+
+def _start_worker(tmp_path: Path, spec_: dict[str, Any]) -> tuple[subprocess.Popen[bytes], int, int]:
+    request_read, request_write = os.pipe()
+    reply_read, reply_write = os.pipe()
+    proc = subprocess.Popen([sys.executable, "-m", "reference_agent.executor.worker", "--request-fd",
+                             str(request_read), "--reply-fd", str(reply_write), "--confine", json.dumps(spec_)],
+                            pass_fds=(request_read, reply_write), env={**os.environ, "PYTHONPATH": str(REPO)},
+                            stderr=subprocess.PIPE, cwd=tmp_path)
+    os.close(request_read)
+    os.close(reply_write)
+    return proc, request_write, reply_read
+
+
+@needs_landlock
+def test_the_warm_worker_confines_itself_once_and_reports_it_per_block(tmp_path: Path) -> None:
+    proc, requests, replies = _start_worker(tmp_path, executor_spec(tmp_path))
+    try:
+        artifacts = tmp_path / "artifacts"
+        artifacts.mkdir(exist_ok=True)
+        results = []
+        for n, code in enumerate(["x = 41", "print(x + 1)\nopen('/etc/hostname').read()"], start=1):
+            artifact = artifacts / f"code_{n}.py"
+            artifact.write_text(code)
+            argv = ["--artifact-path", str(artifact), "--run-id", "w", "--iteration", str(n),
+                    "--namespace-path", str(artifacts / "namespace_w.pkl")]
+            os.write(requests, json.dumps(argv).encode() + b"\n")
+            with os.fdopen(os.dup(replies), "rb", buffering=0) as reply:
+                lines = b""
+                while lines.count(b"\n") < 2:
+                    lines += reply.read(1)
+            assert json.loads(lines.splitlines()[1]) == {"code": 0}
+            results.append(json.loads((artifacts / f"result_w_iter{n}.json").read_text()))
+    finally:
+        os.close(requests)
+        proc.wait(timeout=10)
+        os.close(replies)
+    assert results[0]["confinement"] == results[1]["confinement"]
+    assert "filesystem_read" in results[0]["confinement"]["applied"]
+    assert results[1]["stdout"] == "42\n" and results[1]["error"]["type"] == "PermissionError"
+
+
+def test_the_warm_worker_exits_3_when_required_confinement_is_missing(tmp_path: Path) -> None:
+    impossible = spec(tmp_path, required=True, cgroup=str(tmp_path / "no-such-cgroup"), limits={"processes": 8})
+    proc, requests, replies = _start_worker(tmp_path, impossible)
+    try:
+        assert proc.wait(timeout=20) == 3
+        stderr = proc.stderr.read().decode() if proc.stderr else ""
+    finally:
+        os.close(requests)
+        os.close(replies)
+    assert "processes" in stderr and "confinement required but not available" in stderr
