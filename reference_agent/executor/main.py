@@ -116,6 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="direct mode: sub-LM tokens left for the session (None: no cap)")
     parser.add_argument("--namespace-path", help="pickle snapshot of the REPL namespace, loaded before and saved "
                                                  "after the block (variables persist across runs)")
+    parser.add_argument("--confine", metavar="SPEC",
+                        help="confine the process before the code runs (Landlock, rlimits, pids cgroup): a JSON "
+                             "object, or @FILE holding one; see confine.py. A warm worker takes it once, at start")
     return parser
 
 
@@ -189,13 +192,31 @@ def _lm_client(args: argparse.Namespace, fallback: Callable[..., Any] | None = N
     return LmClient(args.lm_address, max_calls=args.max_sublm_calls)
 
 
+def confine_or_fail(args: argparse.Namespace) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """A one-shot run's ``--confine``: (report, None), or (report or None, error) when the code must not run."""
+    if not getattr(args, "confine", None):
+        return None, None
+    # Imported only when asked for (ctypes): an unconfined Job_B on Databricks starts without it.
+    from .confine import ConfinementUnavailable, InvalidConfinementSpec, apply_confinement, load_spec
+
+    try:
+        return apply_confinement(load_spec(args.confine)), None
+    except ConfinementUnavailable as exc:
+        return exc.report, {"type": "ConfinementUnavailable", "message": str(exc), "traceback": None}
+    except InvalidConfinementSpec as exc:
+        return None, {"type": "InvalidConfinementSpec", "message": str(exc), "traceback": None}
+
+
 def run(args: argparse.Namespace, live: LiveNamespace | None = None, *,
-        lm_fallback: Callable[..., Any] | None = None) -> int:
-    """Run one block and write its result JSON; 0, or 2 if the result could not be written.
+        lm_fallback: Callable[..., Any] | None = None, confinement: dict[str, Any] | None = None) -> int:
+    """Run one block and write its result JSON; 0, 2 if the result could not be written, 3 if refused.
 
     ``live`` is a warm executor's memory between blocks (``worker.py``): the
     namespace the last block left is reused instead of the snapshot while the
     snapshot on disk is still the one it wrote. A one-shot run passes None.
+    ``confinement``: what the warm worker applied at start (it ignores a block's ``--confine``);
+    a one-shot run applies its own ``--confine`` here, before the artifact is read, and when
+    required confinement is unavailable writes a failed result and returns 3 without running it.
     """
     artifact = Path(args.artifact_path)
     filename = str(artifact)
@@ -204,6 +225,10 @@ def run(args: argparse.Namespace, live: LiveNamespace | None = None, *,
     stdout = CappedStream(args.output_cap)
     stderr = CappedStream(args.output_cap)
     lm = _lm_client(args, lm_fallback)
+    refused: dict[str, Any] | None = None
+    if live is None:
+        confinement, refused = confine_or_fail(args)
+    result["confinement"] = confinement
     repl: Repl | None = None
     kept: dict[str, Any] | None = None  # the namespace a warm process carried over from its last block
     started = time.perf_counter()
@@ -244,6 +269,17 @@ def run(args: argparse.Namespace, live: LiveNamespace | None = None, *,
         })
         sys.__stderr__.flush()
         os._exit(0)
+
+    if refused is not None:
+        result["executor_process"] = {"mode": "one-shot", "blocks": 1}
+        result.update(status="error", exit_code=1, error=refused, duration_s=round(time.perf_counter() - started, 6))
+        try:
+            write_json_atomic(result_path, result)
+        except OSError as exc:
+            print(f"executor: could not write {result_path}: {exc}", file=sys.stderr)
+        lm.close()
+        print(f"executor: {refused['message']}", file=sys.stderr)
+        return 3
 
     timer = SoftTimeout(args.timeout, on_stuck)
     status, exit_code, error = "success", 0, None

@@ -63,6 +63,8 @@ def new_result(*, run_id: str, iteration: int, artifact_path: str) -> dict[str, 
         "written_by": "executor",
         # {"mode": "one-shot" | "warm", "blocks": blocks the process has run, this one included}.
         "executor_process": None,
+        # What apply_confinement() reported ({"applied", "missing", ...}; confine.py); None without --confine.
+        "confinement": None,
     }
 
 

@@ -10,6 +10,11 @@ a socket) live on while the process does. When the result is written the
 worker says ``{"accepted": true}`` on fd W when it takes a block and
 ``{"code": n}`` when the block's result is written (n as the one-shot exit code would be).
 
+With ``--confine SPEC`` the worker confines itself once, before serving (``confine.py``);
+every block's result carries that report, and a block's own ``--confine`` is ignored. When
+the spec requires confinement this machine cannot give, the worker exits with code 3 and
+the reason on stderr, before reading any request.
+
 The host is ``reference_agent.backends.warm``. The worker exits at EOF on fd R
 (the host is gone) or after ``--idle-s`` seconds without a request. A block
 stuck past its timeout ends the process, as it would end a one-shot run; the
@@ -23,6 +28,7 @@ import json
 import os
 import select
 import sys
+from typing import Any
 
 from .main import build_parser, run
 from .namespace import LiveNamespace
@@ -45,7 +51,10 @@ def _read_line(fd: int, pending: bytearray, idle_s: float) -> bytes | None:
     return line
 
 
-def _run_request(line: bytes, live: LiveNamespace) -> int:
+EXIT_CONFINEMENT_UNAVAILABLE = 3
+
+
+def _run_request(line: bytes, live: LiveNamespace, confinement: dict[str, Any] | None = None) -> int:
     try:
         argv = json.loads(line)
         if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
@@ -57,10 +66,10 @@ def _run_request(line: bytes, live: LiveNamespace) -> int:
     live.blocks += 1
     # As a one-shot run sees them: code may read its own arguments (the bridge address is one).
     sys.argv[1:] = argv
-    return run(args, live)
+    return run(args, live, confinement=confinement)
 
 
-def serve(request_fd: int, reply_fd: int, idle_s: float) -> int:
+def serve(request_fd: int, reply_fd: int, idle_s: float, confinement: dict[str, Any] | None = None) -> int:
     # Code run by the blocks must not inherit the control pipes (a `cat` child would eat requests).
     os.set_inheritable(request_fd, False)
     os.set_inheritable(reply_fd, False)
@@ -73,7 +82,7 @@ def serve(request_fd: int, reply_fd: int, idle_s: float) -> int:
             os.write(reply_fd, b'{"accepted": true}\n')
         except OSError:  # the host is gone
             return 0
-        code = _run_request(line, live)
+        code = _run_request(line, live, confinement)
         sys.stdout.flush()
         sys.stderr.flush()
         try:
@@ -89,8 +98,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--request-fd", type=int, required=True, help="read requests (argv lists) from this fd")
     parser.add_argument("--reply-fd", type=int, required=True, help="write one {\"code\": n} line per request here")
     parser.add_argument("--idle-s", type=float, default=DEFAULT_IDLE_S, help="exit after this long without a request")
+    parser.add_argument("--confine", metavar="SPEC", help="confine this process once, before serving: a JSON object "
+                                                          "or @FILE (see confine.py)")
     args = parser.parse_args(argv)
-    return serve(args.request_fd, args.reply_fd, args.idle_s)
+    confinement = None
+    if args.confine:
+        from .confine import ConfinementUnavailable, InvalidConfinementSpec, apply_confinement, load_spec
+
+        try:
+            confinement = apply_confinement(load_spec(args.confine))
+        except (ConfinementUnavailable, InvalidConfinementSpec) as exc:
+            print(f"executor worker: {exc}", file=sys.stderr)
+            return EXIT_CONFINEMENT_UNAVAILABLE if isinstance(exc, ConfinementUnavailable) else 2
+    return serve(args.request_fd, args.reply_fd, args.idle_s, confinement)
 
 
 if __name__ == "__main__":

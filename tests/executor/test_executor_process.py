@@ -19,7 +19,7 @@ RESULT_KEYS = {
     "run_id", "iteration", "artifact_path", "status", "exit_code", "signal", "error", "stdout", "stderr",
     "stdout_bytes", "stderr_bytes", "stdout_truncated", "stderr_truncated", "duration_s", "final_answer",
     "final_var", "final_error", "sublm_calls", "sublm_batches", "code_blocks", "has_final_call", "written_by", "namespace",
-    "executor_process",
+    "executor_process", "confinement",
 }
 
 
