@@ -86,7 +86,13 @@ _KEY_IN_JOB_B = (
     "Job_B in direct mode gets GOOGLE_API_KEY in its environment (on a workspace: spark_env_vars from a secret "
     "scope) to call the model itself, so the code the analyst writes can read the model key "
     "(executor_env_clean). Job_B needs a credential the executed code cannot read.")
-DIVERGENCES: dict[str, str] = {"executor_environment": _KEY_IN_JOB_B, "executor_environment_one_shot": _KEY_IN_JOB_B}
+_CONFINED_BY_THE_WORKSPACE = (
+    "Job_B's confinement is the workspace's (its compute), out of the escape probe's scope "
+    "(docs/executor-confinement.md): the harness plants no escape targets on this backend (executor_confined is "
+    "n/a), and the local workspace fake runs Job_B unconfined on this machine, so the probe's output, and with it "
+    "the snapshot, differs from the local backend's.")
+DIVERGENCES: dict[str, str] = {"executor_environment": _KEY_IN_JOB_B, "executor_environment_one_shot": _KEY_IN_JOB_B,
+                               "executor_escape_probe": _CONFINED_BY_THE_WORKSPACE}
 """Scenarios that cannot pass on the databricks backend yet: name -> why (xfail strict in its tests)."""
 
 

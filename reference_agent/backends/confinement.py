@@ -124,14 +124,13 @@ def confinement_support(policy: ConfinementPolicy) -> dict[str, Any]:
 
     Raises ``ConfinementUnavailable`` when the policy requires confinement and a protection is missing."""
     global _reported
-    report = support_report()
-    missing = report.get("missing") or []
+    found = support_report()
+    # In the words of a block's result JSON: what the executor applies, what it runs without and why.
+    report = {"applied": list(found.get("available") or []), "missing": list(found.get("unavailable") or []),
+              "landlock_abi": found.get("landlock_abi"), "platform": found.get("platform")}
+    missing = report["missing"]
     if missing and policy.required:
-        raise ConfinementUnavailable(
-            "the local Job_B must be confined (require confinement: RLM_REQUIRE_CONFINEMENT=1 or "
-            "--require-confinement) but this machine cannot give: "
-            + "; ".join(f"{m['protection']} ({m['reason']})" for m in missing)
-            + ". Run on Linux 6.7+ with Landlock enabled, or drop the requirement.")
+        raise ConfinementUnavailable(report)  # names each missing protection and how to run without
     with _reported_lock:
         if missing and not _reported:
             _reported = True

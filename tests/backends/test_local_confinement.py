@@ -22,7 +22,7 @@ from reference_agent.executor.confine import support_report
 from reference_agent.wiring import confinement_policy
 
 SUPPORT = support_report()
-FULLY_CONFINED = not SUPPORT.get("missing")
+FULLY_CONFINED = not SUPPORT.get("unavailable")
 needs_confinement = pytest.mark.skipif(not FULLY_CONFINED, reason=f"this machine cannot confine: {SUPPORT}")
 MODES = [pytest.param(True, id="warm", marks=pytest.mark.skipif(not WARM_SUPPORTED, reason="Linux only")),
          pytest.param(False, id="one-shot")]
@@ -73,7 +73,7 @@ async def test_a_write_outside_fails_the_block_with_permission_error_and_the_ses
     assert not (outside / "x.txt").exists()
     assert blocked["confinement"]["missing"] == []
     # The next block runs as after any failed block: the namespace, the bridge and the work dir are there.
-    assert after["status"] == "ok", after["error"]
+    assert after["status"] == "success", after["error"]
     assert after["stdout"] == "42 pong: ping True\n"
 
 
@@ -96,14 +96,14 @@ async def test_the_warm_process_reaches_its_bridge_in_every_block_and_no_other_p
 
 def test_required_confinement_refuses_a_machine_that_lacks_a_protection(monkeypatch, volume) -> None:
     monkeypatch.setattr(host_confinement, "support_report", lambda: {
-        "applied": [], "missing": [{"protection": "network", "reason": "TCP rules need Landlock ABI 4"}]})
-    with pytest.raises(ConfinementUnavailable, match=r"network \(TCP rules need Landlock ABI 4\)"):
+        "available": [], "unavailable": [{"protection": "network", "reason": "TCP rules need Landlock ABI 4"}]})
+    with pytest.raises(ConfinementUnavailable, match=r"network: TCP rules need Landlock ABI 4"):
         LocalJobRunner(volume, confinement=ConfinementPolicy(required=True))
 
 
 def test_a_missing_protection_is_said_once_per_process(monkeypatch, caplog, volume) -> None:
     monkeypatch.setattr(host_confinement, "support_report", lambda: {
-        "applied": ["memory"], "missing": [{"protection": "processes", "reason": "running as root"}]})
+        "available": ["memory"], "unavailable": [{"protection": "processes", "reason": "running as root"}]})
     monkeypatch.setattr(host_confinement, "_reported", False)
     with caplog.at_level(logging.WARNING, logger=host_confinement.__name__):
         first = LocalJobRunner(volume)

@@ -16,7 +16,7 @@ EXPECTED = {
     "loop_without_transfers", "scenario_expectations",
     "user_history_scoped", "history_folded_by_event", "app_data_shared", "context_budget",
     "stale_writer_rejected", "get_session_config_honoured", "event_order_preserved", "session_service_contract",
-    "previews_bounded", "history_keeps_newest", "sublm_batch_concurrent", "executor_env_clean",
+    "previews_bounded", "history_keeps_newest", "sublm_batch_concurrent", "executor_env_clean", "executor_confined",
 }
 
 
