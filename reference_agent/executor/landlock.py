@@ -172,13 +172,14 @@ class Ruleset:
         self.fd = _syscall(SYS_landlock_create_ruleset, ctypes.addressof(attr), _attr_size(abi), 0)
 
     def add_path(self, path: str, access: int) -> bool:
-        """Allow ``access`` beneath ``path``; False (no rule) when the path does not exist.
+        """Allow ``access`` beneath ``path``; False (no rule) when the path does not exist or this
+        process cannot reach it anyway (a directory on the way it may not search).
 
         On a non-directory only the file rights apply (the kernel refuses directory rights there).
         """
         try:
             fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
             return False
         try:
             access &= self.handled_fs
