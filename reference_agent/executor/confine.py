@@ -35,7 +35,6 @@ import json
 import os
 import sys
 import time
-import uuid
 from typing import Any
 
 from . import landlock
@@ -410,7 +409,7 @@ def create_pids_cgroup(limit: int) -> str | None:
     root = _pids_hierarchy()
     if root is None:
         return None
-    path = os.path.join(root, f"rlm-exec-{os.getpid()}-{uuid.uuid4().hex[:12]}")
+    path = os.path.join(root, f"rlm-exec-{os.getpid()}-{os.urandom(6).hex()}")
     try:
         os.mkdir(path)
     except OSError:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-import platform
 import stat
 import sys
 
@@ -133,7 +132,7 @@ def unsupported_reason() -> str | None:
     """Why this platform cannot have Landlock at all, or None."""
     if not sys.platform.startswith("linux"):
         return f"not Linux ({sys.platform}): Landlock is Linux's"
-    if platform.machine().lower().startswith("alpha"):
+    if os.uname().machine.lower().startswith("alpha"):
         return "Linux on alpha numbers its syscalls differently; this binding knows the generic table only"
     return None
 
