@@ -595,3 +595,30 @@ def test_processes_capped_by_rlimit_nproc_for_a_non_root_user(tmp_path: Path) ->
 def test_tasks_of_uid_counts_threads_of_the_real_uid() -> None:
     assert confine._tasks_of_uid(os.getuid()) >= len(os.listdir("/proc/self/task"))
     assert confine._tasks_of_uid(2_000_000_123) == 0
+
+
+@pytest.mark.skipif(not ROOT, reason="the pids cgroup needs root")
+def test_remove_cgroup_kills_what_is_left_and_removes_it() -> None:
+    cgroup = confine.create_pids_cgroup(4)
+    if cgroup is None:
+        pytest.skip("no writable pids cgroup hierarchy")
+    with open(os.path.join(cgroup, "pids.max"), encoding="utf-8") as handle:
+        assert handle.read().strip() == "4"
+    joiner = (f"import os, time\nopen({os.path.join(cgroup, 'cgroup.procs')!r}, 'w').write(str(os.getpid()))\n"
+              "print('in', flush=True)\ntime.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", joiner], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "in\n"
+        confine.remove_cgroup(cgroup)
+        assert proc.wait(timeout=10) == -signal.SIGKILL
+        assert not os.path.exists(cgroup)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_create_pids_cgroup_is_none_when_not_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    assert confine.create_pids_cgroup(8) is None
+    monkeypatch.setattr(confine.sys, "platform", "darwin")
+    assert confine.create_pids_cgroup(8) is None
