@@ -622,3 +622,14 @@ def test_create_pids_cgroup_is_none_when_not_root(monkeypatch: pytest.MonkeyPatc
     assert confine.create_pids_cgroup(8) is None
     monkeypatch.setattr(confine.sys, "platform", "darwin")
     assert confine.create_pids_cgroup(8) is None
+
+
+def test_the_warm_worker_exits_2_on_a_bad_spec_naming_the_key(tmp_path: Path) -> None:
+    proc, requests, replies = _start_worker(tmp_path, {"limits": {"memory": 5}})
+    try:
+        assert proc.wait(timeout=20) == 2
+        stderr = proc.stderr.read().decode() if proc.stderr else ""
+    finally:
+        os.close(requests)
+        os.close(replies)
+    assert "unknown limit(s) ['memory']" in stderr
