@@ -16,8 +16,10 @@ limits again) -> Landlock: only the read/write paths, TCP connect only to ``conn
 no TCP bind, signals and abstract Unix sockets scoped to the sandbox (ABI 6+).
 
 Besides the spec's paths the child may always read: the interpreter (``sys.prefix``,
-``sys.base_prefix``, the exec prefixes), this package, its own ``/proc/<pid>`` (not other
-processes': their ``environ`` holds the host's credentials), and read/write ``/dev/null``.
+``sys.base_prefix``, the exec prefixes), this package, the loader and system libraries and time
+zones (``RUNTIME_READ_PATHS``), its own ``/proc/<pid>`` (not other processes': their ``environ``
+holds the host's credentials), and read/write ``/dev/null``. Nothing else: the host gives the
+data, the artifact directory, a private temporary directory (``TMPDIR``) and the LM bridge's port.
 Landlock covers TCP only: UDP and pathname Unix sockets are not restricted by it.
 
 The report: ``{"applied": [...], "missing": [{"protection", "reason"}], "extra": [...], "abi": n,
@@ -33,10 +35,14 @@ import json
 import os
 import sys
 import time
-import uuid
 from typing import Any
 
 from . import landlock
+
+try:  # imported with the executor, not when confining: later the interpreter's files may be out of reach
+    import resource
+except ImportError:  # not Unix
+    resource = None  # type: ignore[assignment]
 
 PROTECTIONS = ("filesystem_write", "filesystem_read", "network", "memory", "cpu_time", "file_size", "processes")
 
@@ -189,7 +195,7 @@ def _join_cgroup(cgroup: str | None, report: _Report) -> bool:
     if not cgroup:
         return False
     try:
-        with open(os.path.join(cgroup, "cgroup.procs"), "w", encoding="ascii") as handle:
+        with open(os.path.join(cgroup, "cgroup.procs"), "w", encoding="utf-8") as handle:
             handle.write(str(os.getpid()))
         return True
     except OSError as exc:
@@ -198,8 +204,6 @@ def _join_cgroup(cgroup: str | None, report: _Report) -> bool:
 
 
 def _set_limit(name: str, value: int, hard_extra: int = 0) -> None:
-    import resource
-
     which = getattr(resource, name)
     _, hard = resource.getrlimit(which)
     want_hard = value + hard_extra
@@ -209,9 +213,7 @@ def _set_limit(name: str, value: int, hard_extra: int = 0) -> None:
 
 
 def _set_rlimits(limits: dict[str, Any], joined_cgroup: bool, report: _Report) -> None:
-    try:
-        import resource  # noqa: F401 - Unix only
-    except ImportError:
+    if resource is None:
         for protection, key in (("memory", "memory_bytes"), ("cpu_time", "cpu_seconds"), ("file_size", "file_bytes"),
                                 ("processes", "processes")):
             if limits.get(key):
@@ -257,7 +259,7 @@ def _tasks_of_uid(uid: int) -> int:
         if not entry.isdigit():
             continue
         try:
-            with open(f"/proc/{entry}/status", encoding="ascii", errors="replace") as handle:
+            with open(f"/proc/{entry}/status", encoding="utf-8", errors="replace") as handle:
                 real_uid = threads = None
                 for line in handle:
                     if line.startswith("Uid:"):
@@ -282,7 +284,7 @@ def _drop_capabilities(report: _Report, threads: int) -> None:
     try:
         if threads > 1:
             raise OSError(errno.EBUSY, f"the process already has {threads} threads; capabilities are per thread")
-        with open("/proc/sys/kernel/cap_last_cap", encoding="ascii") as handle:
+        with open("/proc/sys/kernel/cap_last_cap", encoding="utf-8") as handle:
             last = int(handle.read())
         for cap in range(last + 1):
             if lib.prctl(ctypes.c_int(_PR_CAPBSET_DROP), ctypes.c_ulong(cap), ctypes.c_ulong(0), ctypes.c_ulong(0),
@@ -310,10 +312,18 @@ def _drop_capabilities(report: _Report, threads: int) -> None:
                                         "code could raise the limit again (CAP_SYS_RESOURCE)")
 
 
+# What the stdlib needs from the system besides the interpreter's own tree: the dynamic loader and
+# the shared libraries C extensions link to (zlib, sqlite3, ssl, lzma ... and ld.so itself, which an
+# exec of python opens), and the time zone data. Read-only, and no secrets there.
+RUNTIME_READ_PATHS = ("/lib", "/lib64", "/lib32", "/usr/lib", "/usr/lib64", "/usr/lib32", "/usr/local/lib",
+                      "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/usr/share/zoneinfo",
+                      "/etc/localtime")
+
+
 def _implicit_read_paths() -> list[str]:
-    """What the interpreter itself needs to go on: its prefixes, this package, its own /proc entry."""
+    """What the interpreter itself needs to go on: its prefixes, this package, the runtime, its own /proc entry."""
     paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, getattr(sys, "base_exec_prefix", sys.exec_prefix),
-             os.path.dirname(os.path.abspath(__file__)), f"/proc/{os.getpid()}"]
+             os.path.dirname(os.path.abspath(__file__)), *RUNTIME_READ_PATHS, f"/proc/{os.getpid()}"]
     return list(dict.fromkeys(os.path.realpath(p) for p in paths))
 
 
@@ -376,7 +386,7 @@ _PIDS_HIERARCHIES = ("/sys/fs/cgroup", "/sys/fs/cgroup/pids")
 
 def _v2_has_pids(root: str) -> bool:
     try:
-        with open(os.path.join(root, "cgroup.subtree_control"), encoding="ascii") as handle:
+        with open(os.path.join(root, "cgroup.subtree_control"), encoding="utf-8") as handle:
             return "pids" in handle.read().split()
     except OSError:
         return False
@@ -399,13 +409,13 @@ def create_pids_cgroup(limit: int) -> str | None:
     root = _pids_hierarchy()
     if root is None:
         return None
-    path = os.path.join(root, f"rlm-exec-{os.getpid()}-{uuid.uuid4().hex[:12]}")
+    path = os.path.join(root, f"rlm-exec-{os.getpid()}-{os.urandom(6).hex()}")
     try:
         os.mkdir(path)
     except OSError:
         return None
     try:
-        with open(os.path.join(path, "pids.max"), "w", encoding="ascii") as handle:
+        with open(os.path.join(path, "pids.max"), "w", encoding="utf-8") as handle:
             handle.write(str(int(limit)))
     except OSError:
         remove_cgroup(path)
@@ -419,7 +429,7 @@ def remove_cgroup(path: str) -> None:
 
     for _ in range(50):
         try:
-            with open(os.path.join(path, "cgroup.procs"), encoding="ascii") as handle:
+            with open(os.path.join(path, "cgroup.procs"), encoding="utf-8") as handle:
                 pids = [int(line) for line in handle if line.strip()]
         except (OSError, ValueError):
             pids = []
@@ -445,11 +455,7 @@ def support_report() -> dict[str, Any]:
     def unavailable(protection: str, reason: str) -> None:
         report["unavailable"].append({"protection": protection, "reason": reason})
 
-    try:
-        import resource  # noqa: F401
-        has_resource = True
-    except ImportError:
-        has_resource = False
+    has_resource = resource is not None
     for protection in ("memory", "cpu_time", "file_size"):
         if has_resource:
             report["available"].append(protection)

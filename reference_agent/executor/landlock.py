@@ -11,7 +11,6 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-import platform
 import stat
 import sys
 
@@ -133,7 +132,7 @@ def unsupported_reason() -> str | None:
     """Why this platform cannot have Landlock at all, or None."""
     if not sys.platform.startswith("linux"):
         return f"not Linux ({sys.platform}): Landlock is Linux's"
-    if platform.machine().lower().startswith("alpha"):
+    if os.uname().machine.lower().startswith("alpha"):
         return "Linux on alpha numbers its syscalls differently; this binding knows the generic table only"
     return None
 
@@ -172,13 +171,14 @@ class Ruleset:
         self.fd = _syscall(SYS_landlock_create_ruleset, ctypes.addressof(attr), _attr_size(abi), 0)
 
     def add_path(self, path: str, access: int) -> bool:
-        """Allow ``access`` beneath ``path``; False (no rule) when the path does not exist.
+        """Allow ``access`` beneath ``path``; False (no rule) when the path does not exist or this
+        process cannot reach it anyway (a directory on the way it may not search).
 
         On a non-directory only the file rights apply (the kernel refuses directory rights there).
         """
         try:
             fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
             return False
         try:
             access &= self.handled_fs

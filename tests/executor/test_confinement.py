@@ -34,6 +34,7 @@ needs_rlimits = pytest.mark.skipif(not sys.platform.startswith("linux"), reason=
 CHILD = '''
 import json, sys
 from reference_agent.executor import confine
+{setup}
 spec = json.loads(sys.argv[1])
 report = None
 def attempt():
@@ -57,8 +58,10 @@ def spec(tmp_path: Path, **changes: Any) -> dict[str, Any]:
     return base
 
 
-def child(body: str, spec_: dict[str, Any] | None, *, prelude: str = "", timeout: float = 30) -> dict[str, Any]:
-    code = prelude + CHILD.format(body=textwrap.indent(textwrap.dedent(body), "    "))
+def child(body: str, spec_: dict[str, Any] | None, *, prelude: str = "", setup: str = "",
+          timeout: float = 30) -> dict[str, Any]:
+    """``prelude`` runs first; ``setup`` after the child's imports, before it confines itself."""
+    code = prelude + CHILD.format(body=textwrap.indent(textwrap.dedent(body), "    "), setup=setup)
     proc = subprocess.run([sys.executable, "-c", code, json.dumps(spec_)], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=timeout)
     assert proc.returncode == 0, proc.stderr
@@ -252,7 +255,7 @@ def test_cpu_time_past_the_limit_kills_with_sigxcpu(tmp_path: Path) -> None:
         pass
     return "done"
     """
-    code = CHILD.format(body=textwrap.indent(textwrap.dedent(body), "    "))
+    code = CHILD.format(body=textwrap.indent(textwrap.dedent(body), "    "), setup="")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     limited = subprocess.run([sys.executable, "-c", code, json.dumps(spec(tmp_path, limits={"cpu_seconds": 1}))],
                              capture_output=True, env=env, timeout=30)
@@ -532,3 +535,101 @@ def test_the_warm_worker_exits_3_when_required_confinement_is_missing(tmp_path: 
         os.close(requests)
         os.close(replies)
     assert "processes" in stderr and "confinement required but not available" in stderr
+
+
+# --- what confined code can still do, and the guards -----------------------------------------------
+
+@needs_landlock
+def test_stdlib_extensions_time_zones_and_a_python_subprocess_work_confined(tmp_path: Path) -> None:
+    (tmp_path / "secret.txt").write_text("token")
+    body = f"""
+    import subprocess, sys, zoneinfo
+    for name in ("zlib", "sqlite3", "lzma", "bz2", "hashlib", "ssl"):
+        __import__(name)  # C extensions whose system libraries the loader must read
+    zoneinfo.ZoneInfo("Europe/Paris")
+    done = subprocess.run([sys.executable, "-c", "print(open({str(tmp_path / 'secret.txt')!r}).read())"],
+                          capture_output=True, text=True)
+    return [done.returncode, done.stderr.strip().splitlines()[-1]]
+    """
+    confined = child(body, spec(tmp_path))
+    assert confined["ok"], confined
+    assert confined["value"][0] == 1 and "PermissionError" in confined["value"][1]  # the grandchild is confined too
+
+
+@needs_landlock
+def test_a_process_that_already_runs_threads_is_not_reported_confined(tmp_path: Path) -> None:
+    prelude = "import threading, time\nthreading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
+    report = child("return None", spec(tmp_path), prelude=prelude)["report"]
+    missing = {m["protection"]: m["reason"] for m in report["missing"]}
+    assert {"filesystem_write", "filesystem_read", "network"} <= set(missing)
+    assert "threads" in missing["filesystem_read"]
+
+
+@needs_landlock
+def test_an_older_abi_is_handled_best_effort_and_names_what_it_lacks(tmp_path: Path, listeners: list[int]) -> None:
+    prelude = "from reference_agent.executor import landlock\nlandlock.abi_version = lambda: 3\n"
+    body = f"""
+    import socket
+    socket.create_connection(("127.0.0.1", {listeners[1]}), timeout=5).close()  # ABI 3 has no TCP rules
+    open({str(tmp_path / 'outside')!r}, "w")
+    """
+    out = child(body, spec(tmp_path, connect_ports=[listeners[0]]), prelude=prelude)
+    blocked(out, "PermissionError", errno.EACCES)  # the connect went through; the filesystem rules still hold
+    missing = {m["protection"]: m["reason"] for m in out["report"]["missing"]}
+    assert missing == {"network": "TCP rules need Landlock ABI 4 (Linux 6.7+); this kernel has ABI 3"}
+    assert out["report"]["abi"] == 3 and "signals_scoped" not in out["report"]["extra"]
+
+
+@pytest.mark.skipif(not ROOT, reason="switches the child to another uid")
+def test_processes_capped_by_rlimit_nproc_for_a_non_root_user(tmp_path: Path) -> None:
+    # The child drops to nobody after its imports, so RLIMIT_NPROC (which exempts root) binds it.
+    setup = "import os\nos.setgid(65534)\nos.setuid(65534)\n"
+    confined = child(FORKS, spec(tmp_path, write=[], limits={"processes": 8}), setup=setup)
+    assert confined["value"]["refused"] == errno.EAGAIN and confined["value"]["forked"] <= 8, confined
+    assert "processes" in confined["report"]["applied"]
+    free = child(FORKS, None, setup=setup)
+    assert free["value"] == {"forked": 50, "refused": None}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc")
+def test_tasks_of_uid_counts_threads_of_the_real_uid() -> None:
+    assert confine._tasks_of_uid(os.getuid()) >= len(os.listdir("/proc/self/task"))
+    assert confine._tasks_of_uid(2_000_000_123) == 0
+
+
+@pytest.mark.skipif(not ROOT, reason="the pids cgroup needs root")
+def test_remove_cgroup_kills_what_is_left_and_removes_it() -> None:
+    cgroup = confine.create_pids_cgroup(4)
+    if cgroup is None:
+        pytest.skip("no writable pids cgroup hierarchy")
+    with open(os.path.join(cgroup, "pids.max"), encoding="utf-8") as handle:
+        assert handle.read().strip() == "4"
+    joiner = (f"import os, time\nopen({os.path.join(cgroup, 'cgroup.procs')!r}, 'w').write(str(os.getpid()))\n"
+              "print('in', flush=True)\ntime.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", joiner], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "in\n"
+        confine.remove_cgroup(cgroup)
+        assert proc.wait(timeout=10) == -signal.SIGKILL
+        assert not os.path.exists(cgroup)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_create_pids_cgroup_is_none_when_not_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    assert confine.create_pids_cgroup(8) is None
+    monkeypatch.setattr(confine.sys, "platform", "darwin")
+    assert confine.create_pids_cgroup(8) is None
+
+
+def test_the_warm_worker_exits_2_on_a_bad_spec_naming_the_key(tmp_path: Path) -> None:
+    proc, requests, replies = _start_worker(tmp_path, {"limits": {"memory": 5}})
+    try:
+        assert proc.wait(timeout=20) == 2
+        stderr = proc.stderr.read().decode() if proc.stderr else ""
+    finally:
+        os.close(requests)
+        os.close(replies)
+    assert "unknown limit(s) ['memory']" in stderr
