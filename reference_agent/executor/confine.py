@@ -48,8 +48,9 @@ PROTECTIONS = ("filesystem_write", "filesystem_read", "network", "memory", "cpu_
 
 SPEC_KEYS = ("read", "write", "connect_ports", "limits", "cgroup", "required")
 LIMIT_KEYS = ("memory_bytes", "cpu_seconds", "file_bytes", "processes")
-HOW_TO_RUN_WITHOUT = ("to run without it, start the host without required confinement "
-                      "(the local backend's confinement option set to best effort or off)")
+HOW_TO_RUN_WITHOUT = ("to run with what this machine gives (and say what is missing once), drop the requirement: "
+                      "unset RLM_REQUIRE_CONFINEMENT, or run rlm-conformance without --require-confinement "
+                      "(docs/executor-confinement.md)")
 
 _PR_CAPBSET_DROP = 24
 _PR_CAP_AMBIENT = 47
@@ -57,6 +58,7 @@ _PR_CAP_AMBIENT_CLEAR_ALL = 4
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 
 _applied_report: dict[str, Any] | None = None  # a process is confined once (Landlock layers are capped at 16)
+_applied_limits: dict[str, Any] = {}  # the spec's limits, to name them when code hits one
 
 
 class ConfinementUnavailable(RuntimeError):
@@ -179,9 +181,38 @@ def apply_confinement(spec: dict[str, Any]) -> dict[str, Any]:
     abi = _apply_landlock(spec, report, threads)
     result = report.as_dict(abi, started)
     _applied_report = result
+    _applied_limits.update(limits)
     if spec.get("required") and result["missing"]:
         raise ConfinementUnavailable(result)
     return result
+
+
+def _mib(value: Any) -> str:
+    return f"{value / (1024 * 1024):g} MiB" if isinstance(value, int) else "its limit"
+
+
+def blocked_reason(exc: BaseException) -> str | None:
+    """Why this process's confinement most likely stopped ``exc``, in words for the code's author (the block's
+    error message, which the analyst reads next); None when it was not confined or ``exc`` is no such stop."""
+    if _applied_report is None:
+        return None
+    applied = set(_applied_report["applied"])
+    code = getattr(exc, "errno", None)
+    if isinstance(exc, MemoryError) and "memory" in applied:
+        return (f"this executor's memory limit is {_mib(_applied_limits.get('memory_bytes'))} of address space "
+                f"(RLIMIT_AS); work on smaller pieces")
+    if code == errno.EFBIG and "file_size" in applied:
+        return f"files may not grow past {_mib(_applied_limits.get('file_bytes'))} here (RLIMIT_FSIZE)"
+    if code == errno.EAGAIN and isinstance(exc, BlockingIOError) and "processes" in applied:
+        return (f"at most {_applied_limits.get('processes')} processes and threads may run here at once "
+                f"(the executor's process cap)")
+    if isinstance(exc, PermissionError) and code in (errno.EACCES, errno.EPERM):
+        if getattr(exc, "filename", None) is None and "network" in applied:
+            return "the only network connection allowed is the LM bridge (llm_query); no other TCP connect or bind"
+        if getattr(exc, "filename", None) is not None and "filesystem_write" in applied:
+            return ("the code may write only in its work dir and the volume folders of its block, and read only "
+                    "Python, its packages and its inputs")
+    return None
 
 
 def _thread_count() -> int:
@@ -409,6 +440,7 @@ def create_pids_cgroup(limit: int) -> str | None:
     root = _pids_hierarchy()
     if root is None:
         return None
+    _remove_orphans(root)
     path = os.path.join(root, f"rlm-exec-{os.getpid()}-{os.urandom(6).hex()}")
     try:
         os.mkdir(path)
@@ -421,6 +453,19 @@ def create_pids_cgroup(limit: int) -> str | None:
         remove_cgroup(path)
         return None
     return path
+
+
+def _remove_orphans(root: str) -> None:
+    """Remove the cgroups of host processes that died without removing theirs (killed, say): named
+    ``rlm-exec-<host pid>-...``, they would otherwise stay in the hierarchy until reboot."""
+    try:
+        names = [n for n in os.listdir(root) if n.startswith("rlm-exec-")]
+    except OSError:
+        return
+    for name in names:
+        host = name.split("-")[2]
+        if host.isdigit() and not os.path.exists(f"/proc/{host}"):
+            remove_cgroup(os.path.join(root, name))
 
 
 def remove_cgroup(path: str) -> None:

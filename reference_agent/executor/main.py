@@ -311,6 +311,13 @@ def run(args: argparse.Namespace, live: LiveNamespace | None = None, *,
     except BaseException as exc:  # noqa: BLE001 - analyst code may raise anything; it all goes in the result
         status, exit_code = "error", 1
         error = _error(exc, filename)
+        if confinement is not None:  # then confine.py is loaded: say which limit stopped the code, if one did
+            from .confine import blocked_reason
+
+            reason = blocked_reason(exc)
+            if reason:
+                said = f"{error['message']} " if error["message"] else ""
+                error["message"] = f"{said}[blocked by the executor's confinement: {reason}]"
     finally:
         sys.stdout, sys.stderr, sys.stdin = saved
     if timer.fired and status != "timeout":

@@ -68,6 +68,11 @@ def new_result(*, run_id: str, iteration: int, artifact_path: str) -> dict[str, 
     }
 
 
+# Signals a limit of the executor's confinement sends (executor/confine.py): said with the kill.
+_SIGNAL_MEANING = {"SIGXCPU": ": it used up its CPU-time limit (RLIMIT_CPU, the executor's confinement)",
+                   "SIGXFSZ": ": it wrote past its file-size limit (RLIMIT_FSIZE, the executor's confinement)"}
+
+
 def runner_result(*, run_id: str, iteration: int, artifact: Path, returncode: int | None, hard_timeout: bool,
                   timeout_s: float, grace_s: float, duration_s: float, stdout: Any, stderr: Any) -> dict[str, Any]:
     """The result a job runner writes when Job_B ended without writing its own: how the process ended.
@@ -95,7 +100,8 @@ def runner_result(*, run_id: str, iteration: int, artifact: Path, returncode: in
         except ValueError:
             name = f"signal {-returncode}"
         result.update(status="killed", exit_code=returncode, signal=-returncode)
-        result["error"] = {"type": "Killed", "message": f"Job_B was killed by {name} before writing its result",
+        why = _SIGNAL_MEANING.get(name, "")
+        result["error"] = {"type": "Killed", "message": f"Job_B was killed by {name} before writing its result{why}",
                            "traceback": None}
     else:
         result.update(status="exit", exit_code=returncode)

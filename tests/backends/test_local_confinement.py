@@ -123,3 +123,19 @@ def test_the_limits_come_from_the_environment(monkeypatch) -> None:
     monkeypatch.setenv("RLM_EXECUTOR_FILE_MB", "lots")
     with pytest.raises(ValueError, match="RLM_EXECUTOR_FILE_MB='lots' is not a limit"):
         AgentSettings.from_env()
+
+
+@pytest.mark.parametrize("warm", MODES)
+async def test_a_block_past_its_cpu_time_is_killed_and_the_result_says_why(volume: LocalVolumeStore,
+                                                                          warm: bool) -> None:
+    runner = LocalJobRunner(volume, warm=warm, confinement=ConfinementPolicy(cpu_seconds=1))
+    try:
+        blocks = Blocks(volume, runner)
+        spun = await blocks.run("while True:\n    pass\n")
+        after = await blocks.run("print('next block')\n")
+    finally:
+        runner.close()
+    assert spun["status"] == "killed" and spun["written_by"] == "runner"
+    assert spun["error"]["message"] == ("Job_B was killed by SIGXCPU before writing its result: it used up its "
+                                        "CPU-time limit (RLIMIT_CPU, the executor's confinement)")
+    assert after["status"] == "success" and after["stdout"] == "next block\n"  # a new process: a fresh budget

@@ -335,7 +335,7 @@ def test_required_without_landlock_raises_naming_what_is_missing(tmp_path: Path)
     for protection in ("filesystem_write", "filesystem_read", "network"):
         assert protection in out["message"]
     assert "kernel ABI 0" in out["message"] and "Linux 5.13" in out["message"]
-    assert "to run without it" in out["message"]
+    assert "drop the requirement: unset RLM_REQUIRE_CONFINEMENT" in out["message"]
 
 
 def test_best_effort_without_landlock_reports_instead_of_raising(tmp_path: Path) -> None:
@@ -633,3 +633,46 @@ def test_the_warm_worker_exits_2_on_a_bad_spec_naming_the_key(tmp_path: Path) ->
         os.close(requests)
         os.close(replies)
     assert "unknown limit(s) ['memory']" in stderr
+
+
+@pytest.mark.skipif(not ROOT, reason="the pids cgroup needs root")
+def test_a_dead_hosts_cgroup_is_removed_when_the_next_one_is_made() -> None:
+    root = confine._pids_hierarchy()
+    if root is None:
+        pytest.skip("no writable pids cgroup hierarchy")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    orphan = os.path.join(root, f"rlm-exec-{dead.stdout.strip()}-0123456789ab")  # its host was killed
+    mine = os.path.join(root, f"rlm-exec-{os.getpid()}-0123456789ab")  # a live host's: left alone
+    os.mkdir(orphan)
+    os.mkdir(mine)
+    try:
+        made = confine.create_pids_cgroup(4)
+        assert made is not None
+        confine.remove_cgroup(made)
+        assert not os.path.exists(orphan) and os.path.exists(mine)
+    finally:
+        for path in (orphan, mine):
+            if os.path.exists(path):
+                os.rmdir(path)
+
+
+@pytest.mark.parametrize(("code", "says"), [
+    ("bytes(1 << 40)", "MemoryError: [blocked by the executor's confinement: this executor's memory limit is 512 MiB"),
+    ("import os\nfd = os.open('big', os.O_WRONLY | os.O_CREAT)\nos.pwrite(fd, b'x', 1 << 21)",
+     "[blocked by the executor's confinement: files may not grow past 2 MiB here (RLIMIT_FSIZE)]"),
+    ("import socket\nsocket.socket().bind(('127.0.0.1', 0))",
+     "[blocked by the executor's confinement: the only network connection allowed is the LM bridge"),
+    ("open('/etc/hostname')", "[blocked by the executor's confinement: the code may write only in its work dir"),
+], ids=["memory", "file-size", "network", "file"])
+@needs_tcp_rules
+def test_a_blocked_attempt_says_which_limit_stopped_it(tmp_path: Path, code: str, says: str) -> None:
+    spec = {"read": [], "write": [str(tmp_path)], "connect_ports": [],
+            "limits": {"memory_bytes": 512 << 20, "file_bytes": 2 << 20, "cpu_seconds": None, "processes": None}}
+    artifact = tmp_path / "code.py"
+    artifact.write_text(code + "\n", encoding="utf-8")
+    subprocess.run([sys.executable, "-s", "-m", "reference_agent.executor", "--artifact-path", str(artifact),
+                    "--run-id", "r", "--iteration", "1", "--confine", json.dumps(spec)], cwd=tmp_path, timeout=60,
+                   env={**os.environ, "PYTHONPATH": str(REPO)})
+    result = json.loads((tmp_path / "result_r_iter1.json").read_text(encoding="utf-8"))
+    assert result["status"] == "error"
+    assert says in f"{result['error']['type']}: {result['error']['message']}", result["error"]
