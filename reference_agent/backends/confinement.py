@@ -22,6 +22,7 @@ import os
 import sys
 import sysconfig
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,20 +78,32 @@ def _interpreter_paths(python: str) -> set[str]:
     return {p for p in paths if p}
 
 
-def block_folders(*volume_files: str | None) -> list[str]:
-    """The folders of a block's volume files (artifact, result, snapshot, context): the code's inputs and
-    the executor's outputs, which it writes under temp names and renames."""
-    return sorted({str(Path(f).parent) for f in volume_files if f})
+@dataclass(frozen=True)
+class BlockFolders:
+    """A block's volume folders: ``write`` holds the artifact, the result and the namespace snapshot (the
+    executor writes them under temp names and renames), ``read`` the context (an input, shared by sessions)."""
+
+    write: tuple[str, ...]
+    read: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, *written: str | None, context: str | None = None) -> BlockFolders:
+        write = tuple(sorted({str(Path(f).parent) for f in written if f}))
+        read = (str(Path(context).parent),) if context and str(Path(context).parent) not in write else ()
+        return cls(write=write, read=read)
+
+
+NO_FOLDERS = BlockFolders(write=())
 
 
 class ProcessConfinement:
     """The spec for one executor process and the pids cgroup it joins; ``close()`` removes the cgroup."""
 
-    def __init__(self, policy: ConfinementPolicy, *, python: str, workdir: str, write: list[str],
-                 connect_ports: list[int]) -> None:
+    def __init__(self, policy: ConfinementPolicy, *, python: str, workdir: str, write: Sequence[str],
+                 connect_ports: Sequence[int], read: Sequence[str] = ()) -> None:
         self.policy = policy
         self.cgroup = create_pids_cgroup(policy.processes) if policy.processes and _is_root() else None
-        read = sorted(_interpreter_paths(python) | {_EXECUTOR_PACKAGE, *_SYSTEM_READ, *policy.extra_read})
+        read = sorted(_interpreter_paths(python) | {_EXECUTOR_PACKAGE, *_SYSTEM_READ, *policy.extra_read, *read})
         self.spec: dict[str, Any] = {
             "read": read,
             "write": [workdir, *write, *_DEVICES_WRITE],

@@ -30,7 +30,7 @@ from .confinement import (
     DEFAULT_CONFINEMENT,
     ConfinementPolicy,
     ProcessConfinement,
-    block_folders,
+    BlockFolders,
     confinement_support,
 )
 from .process import CappedBuffer, kill_group, scrubbed_env
@@ -262,9 +262,9 @@ class LocalJobRunner:
 
         bridge = LmBridge(sub_lm, max_calls=request.max_sublm_calls, max_tokens=request.max_sublm_tokens)
         # The block's volume folders: the code's inputs and what the executor writes (result, snapshot).
-        folders = block_folders(str(artifact), str(result_path), request.namespace_path and
-                                str(self._local(request.namespace_path)),
-                                request.context_path and str(self._local(request.context_path)))
+        folders = BlockFolders.of(str(artifact), str(result_path),
+                                  request.namespace_path and str(self._local(request.namespace_path)),
+                                  context=request.context_path and str(self._local(request.context_path)))
         started = time.perf_counter()
         try:
             ran = None
@@ -310,7 +310,7 @@ class LocalJobRunner:
             argv += ["--namespace-path", str(self._local(request.namespace_path))]
         return argv
 
-    async def _run_warm(self, request: JobRequest, artifact: Path, bridge: LmBridge, folders: list[str], *,
+    async def _run_warm(self, request: JobRequest, artifact: Path, bridge: LmBridge, folders: BlockFolders, *,
                         key: str) -> BlockRun | None:
         """The block in the session's warm process; None when the pool has none to give (run one-shot)."""
         confinement = self.confinement if self.confinement.enabled else None
@@ -336,14 +336,15 @@ class LocalJobRunner:
             return ran
         return None
 
-    async def _run_one_shot(self, argv: list[str], request: JobRequest, *, folders: list[str],
+    async def _run_one_shot(self, argv: list[str], request: JobRequest, *, folders: BlockFolders,
                             bridge_port: int) -> BlockRun:
         out, err = CappedBuffer(request.output_cap_bytes), CappedBuffer(request.output_cap_bytes)
         workdir = tempfile.mkdtemp(prefix="rlm-jobb-")
         hard_timeout = False
         proc: asyncio.subprocess.Process | None = None
-        confinement = (ProcessConfinement(self.confinement, python=self.python, workdir=workdir, write=folders,
-                                          connect_ports=[bridge_port]) if self.confinement.enabled else None)
+        confinement = (ProcessConfinement(self.confinement, python=self.python, workdir=workdir,
+                                          write=folders.write, read=folders.read, connect_ports=[bridge_port])
+                       if self.confinement.enabled else None)
         try:
             proc = await asyncio.create_subprocess_exec(
                 self.python, "-s", "-m", "reference_agent.executor", *argv, *(confinement.argv() if confinement else ()),

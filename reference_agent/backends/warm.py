@@ -34,11 +34,10 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO
 
-from .confinement import ConfinementPolicy, ProcessConfinement
+from .confinement import NO_FOLDERS, BlockFolders, ConfinementPolicy, ProcessConfinement
 from .process import CappedBuffer, PipeTap, kill_group, kill_group_except, scrubbed_env
 
 WARM_SUPPORTED = sys.platform.startswith("linux") and os.path.isdir("/proc")
@@ -90,12 +89,13 @@ class WarmExecutor:
     """One ``executor.worker`` process with its own process group, temp cwd and scrubbed environment."""
 
     def __init__(self, python: str, *, idle_s: float, confinement: ConfinementPolicy | None = None,
-                 folders: Sequence[str] = ()) -> None:
+                 folders: BlockFolders = NO_FOLDERS) -> None:
         self.workdir = tempfile.mkdtemp(prefix="rlm-jobb-warm-")
         # The worker's own LM bridge port, for all its blocks: its confinement is set once, at start, and lets
         # it connect to this port only (each block's bridge serves on it: LmBridge.start(listener)).
         self.bridge_listener = socket.create_server(("127.0.0.1", 0))
-        self.confinement = (ProcessConfinement(confinement, python=python, workdir=self.workdir, write=list(folders),
+        self.confinement = (ProcessConfinement(confinement, python=python, workdir=self.workdir,
+                                               write=folders.write, read=folders.read,
                                                connect_ports=[self.bridge_listener.getsockname()[1]])
                             if confinement is not None else None)
         request_r, request_w = os.pipe()
@@ -231,7 +231,8 @@ class WarmPool:
         self._workers: OrderedDict[str, WarmExecutor] = OrderedDict()
 
     def acquire(self, key: str, *, python: str, idle_s: float, max_size: int,
-                confinement: ConfinementPolicy | None = None, folders: Sequence[str] = ()) -> WarmExecutor | None:
+                confinement: ConfinementPolicy | None = None, folders: BlockFolders = NO_FOLDERS
+                ) -> WarmExecutor | None:
         """The session's worker, marked busy (started if need be); None if the caller should run one-shot."""
         doomed: list[WarmExecutor] = []
         try:

@@ -139,3 +139,25 @@ async def test_a_block_past_its_cpu_time_is_killed_and_the_result_says_why(volum
     assert spun["error"]["message"] == ("Job_B was killed by SIGXCPU before writing its result: it used up its "
                                         "CPU-time limit (RLIMIT_CPU, the executor's confinement)")
     assert after["status"] == "success" and after["stdout"] == "next block\n"  # a new process: a fresh budget
+
+
+@needs_confinement
+@pytest.mark.parametrize("warm", MODES)
+async def test_the_context_is_read_only_to_the_code(volume: LocalVolumeStore, warm: bool) -> None:
+    context_path = volume.path("context", "context.json")  # shared by the sessions of this volume
+    volume.write_text(context_path, json.dumps({"rows": 3}))
+    artifact = volume.path("artifacts", "code_ctx_1.py")
+    volume.write_text(artifact, "print(context['rows'])\nimport os\n"
+                                "open(os.path.join(os.path.dirname(CONTEXT_PATH), 'x.json'), 'w')\n"
+                                .replace("CONTEXT_PATH", repr(str(volume.local_path(context_path)))))
+    runner = LocalJobRunner(volume, warm=warm)
+    try:
+        outcome = await runner.run(JobRequest(artifact_path=artifact, run_id="ctx", iteration=1, timeout_s=20.0,
+                                              context_path=context_path,
+                                              namespace_path=volume.path("artifacts", "namespace_ctx.pkl")),
+                                   sub_lm=_pong)
+    finally:
+        runner.close()
+    result = json.loads(volume.read_text(outcome.result_json_path))
+    assert result["stdout"] == "3\n"
+    assert result["error"]["type"] == "PermissionError"
