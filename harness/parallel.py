@@ -67,6 +67,8 @@ def _worker(conn: Connection, scenarios: Sequence[Scenario], options: RunOptions
             log_level: str) -> None:
     """Run the scenario index the parent sends, send back ``("ok", result)`` or ``("raise", exception)``."""
     from .cli import _configure_logging
+    from .llm import session  # noqa: F401 - imported before the first scenario, so its duration is its own
+    from .runner import run_scenario  # noqa: F401
 
     _configure_logging(log_level)
     try:
