@@ -380,11 +380,13 @@ def _run_all(scenarios: list[Scenario], options: RunOptions, *, progress: bool, 
 
     from .parallel import default_jobs, run_one, run_parallel
     from .result import RunReport
+    from .trace_spool import TraceSpool
 
     jobs = min(jobs or default_jobs(), len(scenarios))
     started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     err = Console(stderr=True)
     results: list[ScenarioResult | None] = [None] * len(scenarios)
+    spool = TraceSpool()  # full traces on disk, light ones in memory: flat memory however many scenarios
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn())
     with Progress(*columns, console=err, transient=True, disable=not progress or not err.is_terminal) as bar:
@@ -392,18 +394,18 @@ def _run_all(scenarios: list[Scenario], options: RunOptions, *, progress: bool, 
         if jobs <= 1:
             for index, scenario in enumerate(scenarios):
                 bar.update(task, description=scenario.name)
-                results[index] = run_one(scenario, options, snapshots)
+                results[index] = spool.keep(index, run_one(scenario, options, snapshots))
                 bar.advance(task)
         else:
             bar.update(task, description=f"{jobs} workers")
             for index, result in run_parallel(scenarios, options, jobs, snapshots=snapshots, log_level=log_level,
                                               crashed=lambda s, reason, took: _crashed(s, options, reason, took)):
-                results[index] = result
+                results[index] = spool.keep(index, result)
                 bar.update(task, description=result.scenario, advance=1)
     machine = (f"{platform.node() or 'unknown'} ({platform.system()} {platform.machine()}, "
                f"Python {platform.python_version()})")
     return RunReport(results=tuple(r for r in results if r is not None), started_at=started, machine=machine,
-                     tool_version=_tool_version(), extra=extra)
+                     tool_version=_tool_version(), extra=extra, full_traces=spool.load)
 
 
 def _crashed(scenario: Scenario, options: RunOptions, reason: str, duration_s: float) -> ScenarioResult:
