@@ -182,3 +182,46 @@ def test_a_copy_of_the_suite_is_runnable_elsewhere(tmp_path: Path) -> None:
         assert (ROOT / "scenarios" / f"{name}.yaml").is_file()
         assert (ROOT / "cassettes" / f"{name}.yaml").is_file()
         shutil.copy(ROOT / "snapshots" / f"{name}.json", tmp_path)
+
+
+def _children(pid: int) -> set[int]:
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.add(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table from /proc")
+def test_ctrl_c_stops_the_workers_and_exits_130(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    args = [sys.executable, "-m", "harness", "run", "-j", "2", "--no-progress", "--scenarios-dir",
+            str(ROOT / "scenarios"), "--cassette-dir", str(ROOT / "cassettes"), "--reports-dir",
+            str(tmp_path / "reports"), "--snapshot-dir", str(tmp_path / "snapshots"), "--snapshot-update"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cli = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    workers: set[int] = set()
+    while len(workers) < 2 and time.monotonic() < deadline and cli.poll() is None:
+        workers = {pid for pid in _children(cli.pid)
+                   if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()} if cli.poll() is None else set()
+        time.sleep(0.2)
+    assert len(workers) == 2, "the two workers did not start"
+    time.sleep(2)  # into their first scenarios
+    cli.send_signal(signal.SIGINT)  # the parent alone, as `kill -INT` does: it must stop the workers itself
+    _, err = cli.communicate(timeout=60)
+    assert cli.returncode == 130, err
+    assert "interrupted" in err
+    time.sleep(0.5)
+    assert not [pid for pid in workers if Path(f"/proc/{pid}").exists()
+                and "Z" not in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]]
+    assert not (tmp_path / "reports").exists()  # an interrupted run writes no report
