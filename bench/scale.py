@@ -57,9 +57,12 @@ def real_scenarios() -> list[str]:
 
 
 def _renamed(text: str, old: str, new: str) -> str:
-    """``old`` as a scenario name (``name: old``, ``"old"``) or a session id made from it (``old-0``) -> ``new``;
-    not where it is part of another word (``llm_query(prompt)`` in a prompt stays)."""
-    return re.sub(rf"(?<![A-Za-z0-9]){re.escape(old)}(?=-\d|\"|'|\s*$|_iter)", new, text, flags=re.M)
+    """``old`` as the scenario's name (``name: old``, ``"scenario": "old"``) or in a session id made from it
+    (``old-0``, ``result_old-0_iter1.json``) -> ``new``; nowhere else (``exit_loop`` is also a termination and a
+    tool, ``llm_query`` a function in the prompt)."""
+    text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(old)}(?=-\d)", new, text)
+    text = re.sub(rf"^(\s*name: ){re.escape(old)}$", rf"\g<1>{new}", text, flags=re.M)
+    return text.replace(f'"scenario": "{old}"', f'"scenario": "{new}"')
 
 
 def synthetic_suite(dest: Path, size: int, bases: list[str]) -> Path:
@@ -111,7 +114,11 @@ def _cli(home: Path, label: str, *args: str) -> dict[str, Any]:
     shutil.rmtree(reports, ignore_errors=True)
     return {"wall_s": wall, "exit": measured["exit"], "parent_peak_mib": measured["maxrss_kib"] / 1024,
             "scenarios": len(durations), "sum_durations_s": sum(durations),
-            "not_passed": len(statuses) - statuses.count("pass"), "stderr_tail": done.stderr[-500:]}
+            "not_passed": len(statuses) - statuses.count("pass"),
+            "failing": [f"{r['scenario']}: {', '.join(c['name'] for c in r['checks'] if c['status'] == 'fail')}"
+                        f"{' error: ' + r['error'][:300] if r['error'] else ''}"
+                        for r in report["results"] if r["status"] != "pass"][:5],
+            "stderr_tail": done.stderr[-500:]}
 
 
 def _run_suite(home: Path, jobs: int, label: str) -> dict[str, Any]:
@@ -134,7 +141,7 @@ def run(quick: bool = False, results_dir: Path | None = None) -> BenchResult:
         n = len(bases)
         for label, run_ in (("-j 1", serial), (f"-j {jobs}", parallel)):
             if run_["exit"] != 0 or run_["not_passed"]:
-                raise RuntimeError(f"run {label} of the real suite did not pass: {run_['stderr_tail']}")
+                raise RuntimeError(f"run {label} of the real suite did not pass: {run_['failing']}")
         result.rows += [
             Row("scale", f"`run -j {jobs}` of the {n} real scenarios, fresh process (cold), replay, all reports",
                 parallel["wall_s"], "s", target="<= 5 s on 2 cores" if not quick else "",
@@ -153,7 +160,7 @@ def run(quick: bool = False, results_dir: Path | None = None) -> BenchResult:
             home = synthetic_suite(root / f"n{size}", size, bases)
             by_size[size] = measured = _run_suite(home, jobs, f"n{size}")
             if measured["exit"] != 0 or measured["not_passed"]:
-                raise RuntimeError(f"the synthetic suite of {size} did not pass: {measured['stderr_tail']}")
+                raise RuntimeError(f"the synthetic suite of {size} did not pass: {measured['failing']}")
             shutil.rmtree(home, ignore_errors=True)
         result.details["by_size"] = {str(k): v for k, v in by_size.items()}
         small, large = min(sizes), max(sizes)
