@@ -225,3 +225,14 @@ def test_ctrl_c_stops_the_workers_and_exits_130(tmp_path: Path) -> None:
     assert not [pid for pid in workers if Path(f"/proc/{pid}").exists()
                 and "Z" not in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]]
     assert not (tmp_path / "reports").exists()  # an interrupted run writes no report
+
+
+def test_record_in_two_workers_writes_cassettes_that_replay(tmp_path: Path, capsys) -> None:
+    names = ["--scenario", "single_delegation", "--scenario", "app_state_two_users"]
+    common = ["-j", "2", "--no-progress", "--scenarios-dir", str(ROOT / "scenarios"), "--cassette-dir",
+              str(tmp_path / "cassettes"), "--reports-dir", str(tmp_path / "reports"), "--format", "json"]
+    assert main(["record", *common, *names]) == EXIT_OK
+    assert sorted(p.name for p in (tmp_path / "cassettes").iterdir()) == ["app_state_two_users.yaml",
+                                                                          "single_delegation.yaml"]
+    assert "cassette written" in capsys.readouterr().out
+    assert main(["run", *common, *names, "--snapshot-dir", str(ROOT / "snapshots")]) == EXIT_OK
