@@ -179,7 +179,7 @@ def run(quick: bool = False, results_dir: Path | None = None) -> BenchResult:
                                                    by_size[large]["wall_s"]) <= 1.05),
             Row("scale", f"CLI (parent) peak RSS at {large} scenarios (-j {jobs})", by_size[large]["parent_peak_mib"],
                 "MiB", baseline=by_size[small]["parent_peak_mib"], baseline_name=f"at {small} scenarios",
-                met=None, note="the parent holds every result with its trace until the reports are written"),
+                met=None, note="full traces on disk (harness/trace_spool.py); light results and the rendered reports in memory"),
         ]
         if quick:  # the long session's record and replay would double the quick run
             return result
