@@ -37,6 +37,7 @@ BENCHES = {
     "store": "bench.store",
     "state": "bench.state_budget",
     "executor": "bench.executor",
+    "scale": "bench.scale",
 }
 
 
@@ -86,6 +87,26 @@ def _plots(results: dict[str, BenchResult], out: Path) -> list[str]:
         path = out / "suite_per_scenario.svg"
         path.write_text(plots.bar_chart("Per-scenario wall time (median)", "seconds",
                                         [t["scenario"] for t in table], series), encoding="utf-8")
+        files.append(str(path))
+    scale = results.get("scale")
+    if scale and scale.details.get("by_size"):
+        by_size = {int(n): m for n, m in scale.details["by_size"].items()}
+        path = out / "scale_suite_time.svg"
+        path.write_text(plots.loglog_chart(
+            "Suite wall time vs scenarios (run -j 2, fresh process)", "scenarios", "seconds",
+            {"suite wall time": [(n, m["wall_s"]) for n, m in sorted(by_size.items())],
+             "sum of scenario run times": [(n, m["sum_durations_s"]) for n, m in sorted(by_size.items())],
+             "linear from the smallest": [(n, by_size[min(by_size)]["wall_s"] * n / min(by_size))
+                                          for n in sorted(by_size)]}), encoding="utf-8")
+        files.append(str(path))
+        jobs = scale.details["jobs"]
+        labels = [k for k in jobs if k.startswith("j")]
+        path = out / "scale_jobs.svg"
+        path.write_text(plots.bar_chart("run -j N on the real suite (fresh process)", "seconds",
+                                        [f"-j {k[1:]}" for k in labels],
+                                        {"wall time": [jobs[k]["wall_s"] for k in labels],
+                                         "sum of scenario run times": [jobs[k]["sum_durations_s"] for k in labels]}),
+                        encoding="utf-8")
         files.append(str(path))
     return files
 

@@ -50,6 +50,16 @@ def _formats(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
+def _jobs(value: str) -> int:
+    try:
+        jobs = int(value)
+    except ValueError:
+        jobs = 0
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of worker processes: use -j 1 or more")
+    return jobs
+
+
 def _add_selection(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scenario", action="append", metavar="NAME", default=[],
                         help="run only this scenario (repeat the flag for several)")
@@ -95,6 +105,11 @@ def _add_target(parser: argparse.ArgumentParser, *, modes: Sequence[str], defaul
                         help="the executor must confine the code it runs: where the machine cannot give a protection "
                              "(Landlock, TCP rules, a process cap), the run fails instead of warning once "
                              "(docs/executor-confinement.md)")
+    parser.add_argument("-j", "--jobs", type=_jobs, metavar="N",
+                        help="run N scenarios at a time, each in a worker process of its own (default: "
+                             "$RLM_CONFORMANCE_JOBS, else the machine's cores, os.cpu_count()); -j 1 runs them one by "
+                             "one in this process. Reports, snapshots and exit code are the same for every N: "
+                             "results are listed in scenario order")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (it is off anyway without a TTY)")
     parser.add_argument("--log-level", choices=LOG_LEVELS, default="error",
                         help="show log records of the target and libraries from this level on (default: %(default)s; "
@@ -359,30 +374,52 @@ def _preflight(scenarios: list[Scenario], options: RunOptions) -> None:
     endpoint_for(options.llm_mode, model=options.model, scripted_base_url="http://127.0.0.1:0")
 
 
-def _run_all(scenarios: list[Scenario], options: RunOptions, *, progress: bool,
-             extra: dict[str, str], snapshots: tuple[Path, bool] | None = None) -> RunReport:
+def _run_all(scenarios: list[Scenario], options: RunOptions, *, progress: bool, jobs: int | None = 1,
+             log_level: str = "error", extra: dict[str, str], snapshots: tuple[Path, bool] | None = None
+             ) -> RunReport:
+    """Run ``scenarios`` (in-process with ``jobs`` 1, else in worker processes: harness/parallel.py) and return
+    the report, its results in scenario order whatever order they finished in."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+    from .parallel import default_jobs, run_one, run_parallel
     from .result import RunReport
-    from .runner import run_scenario
+    from .trace_spool import TraceSpool
 
+    jobs = min(jobs or default_jobs(), len(scenarios))
     started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     err = Console(stderr=True)
-    results: list[ScenarioResult] = []
+    results: list[ScenarioResult | None] = [None] * len(scenarios)
+    spool = TraceSpool()  # full traces on disk, light ones in memory: flat memory however many scenarios
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn())
     with Progress(*columns, console=err, transient=True, disable=not progress or not err.is_terminal) as bar:
         task = bar.add_task("running", total=len(scenarios))
-        for scenario in scenarios:
-            bar.update(task, description=scenario.name)
-            result = run_scenario(scenario, options)
-            results.append(_with_snapshot(result, scenario, options, *snapshots) if snapshots else result)
-            bar.advance(task)
+        if jobs <= 1:
+            for index, scenario in enumerate(scenarios):
+                bar.update(task, description=scenario.name)
+                results[index] = spool.keep(index, run_one(scenario, options, snapshots))
+                bar.advance(task)
+        else:
+            bar.update(task, description=f"{jobs} workers")
+            for index, result in run_parallel(scenarios, options, jobs, snapshots=snapshots, log_level=log_level,
+                                              crashed=lambda s, reason, took: _crashed(s, options, reason, took)):
+                results[index] = spool.keep(index, result)
+                bar.update(task, description=result.scenario, advance=1)
     machine = (f"{platform.node() or 'unknown'} ({platform.system()} {platform.machine()}, "
                f"Python {platform.python_version()})")
-    return RunReport(results=tuple(results), started_at=started, machine=machine, tool_version=_tool_version(),
-                     extra=extra)
+    return RunReport(results=tuple(r for r in results if r is not None), started_at=started, machine=machine,
+                     tool_version=_tool_version(), extra=extra, full_traces=spool.load)
+
+
+def _crashed(scenario: Scenario, options: RunOptions, reason: str, duration_s: float) -> ScenarioResult:
+    """The ``error`` result of a scenario whose worker process died (harness/parallel.py)."""
+    from .result import ScenarioResult
+
+    return ScenarioResult(scenario=scenario.name, description=scenario.description,
+                          target=_choice(scenario, options).spec, llm_mode=options.llm_mode.value,
+                          session_service=options.session_service, checks=(), trace=None, duration_s=duration_s,
+                          error=reason)
 
 
 def _with_snapshot(result: ScenarioResult, scenario: Scenario, options: RunOptions, folder: Path,
@@ -435,7 +472,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise HarnessError(f"--snapshot-update with --backend {options.backend}: snapshots are written by the local "
                            f"backend and compared on the others. Update them without --backend.")
     _preflight(scenarios, options)
-    report = _run_all(scenarios, options, progress=not args.no_progress, extra={
+    report = _run_all(scenarios, options, progress=not args.no_progress, jobs=args.jobs,
+                      log_level=args.log_level, extra={
         "command": "run", "target": args.target or "(each scenario's own)", "llm_mode": args.llm_mode,
         "session_service": args.session_service, "backend": args.backend, "executor": args.executor,
         "scenarios_dir": ", ".join(args.scenarios_dir)}, snapshots=(Path(args.snapshot_dir), args.snapshot_update))
@@ -459,7 +497,8 @@ def cmd_record(args: argparse.Namespace) -> int:
     paths = {s.name: cassette_dir_for(options.cassette_dir, _choice(s, options).name, options.backend)
              / f"{s.name}.yaml" for s in scenarios}
     before = {name: _stamp(path) for name, path in paths.items()}
-    report = _run_all(scenarios, options, progress=not args.no_progress, extra={
+    report = _run_all(scenarios, options, progress=not args.no_progress, jobs=args.jobs,
+                      log_level=args.log_level, extra={
         "command": "record", "target": args.target or "(each scenario's own)", "llm_mode": args.llm_mode,
         "session_service": args.session_service, "backend": args.backend, "executor": args.executor,
         "scenarios_dir": ", ".join(args.scenarios_dir)})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .checks.base import CheckResult, Status
@@ -52,7 +53,16 @@ class RunReport:
     extra: dict[str, str] = field(default_factory=dict)
     # What a row stands for: "scenario" for run/record; "session" for `audit`, whose rows are stored sessions.
     subject: str = "scenario"
+    # The CLI keeps each result with a light trace and the full one on disk (harness/trace_spool.py): this reads
+    # the full trace of results[i] back. None: every result holds its full trace.
+    full_traces: Callable[[int], Trace | None] | None = field(default=None, compare=False, repr=False)
 
     @property
     def ok(self) -> bool:
         return all(r.ok for r in self.results)
+
+    def trace_at(self, index: int) -> Trace | None:
+        """The full trace of ``results[index]`` (what the JSON and HTML reports show)."""
+        if self.full_traces is not None and self.results[index].trace is not None:
+            return self.full_traces(index)
+        return self.results[index].trace

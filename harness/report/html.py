@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ..checks.base import Status
 from ..result import RunReport, ScenarioResult
+from ..trace.model import Trace
 from .summary import abbreviations, check_columns, counts, error_lines, scenario_status, summary_line
 from .timeline import build_timeline
 
@@ -38,18 +39,35 @@ def _anchor(index: int, name: str) -> str:
     return f"s{index}-" + re.sub(r"[^A-Za-z0-9_-]+", "-", name)
 
 
-def _scenario_view(index: int, result: ScenarioResult, columns: list[str]) -> dict[str, Any]:
+class _ScenarioView(dict):
+    """A scenario's template values; the ones from its full trace are read when the template asks for them, so
+    a spooled run (harness/trace_spool.py) holds one full trace at a time, not all of them."""
+
+    def __init__(self, values: dict[str, Any], trace: Callable[[], Trace | None]) -> None:
+        super().__init__(values)
+        self._trace = trace
+
+    def __missing__(self, key: str) -> Any:
+        trace = self._trace()
+        if key == "timeline":
+            return build_timeline(trace) if trace is not None else []
+        if key == "events":
+            return len(trace.events) if trace is not None else 0
+        if key == "plugins":
+            return trace.plugins if trace is not None else []
+        if key == "executions":
+            return trace.executions if trace is not None else []
+        raise KeyError(key)
+
+
+def _scenario_view(index: int, result: ScenarioResult, columns: list[str], report: RunReport) -> dict[str, Any]:
     status = scenario_status(result)
-    trace = result.trace
-    return {
+    return _ScenarioView({
         "anchor": _anchor(index, result.scenario), "result": result, "status": status,
         "cells": [(name, result.check(name)) for name in columns],
-        "timeline": build_timeline(trace) if trace is not None else [],
-        "events": len(trace.events) if trace is not None else 0,
-        "plugins": trace.plugins if trace is not None else [],
         "failed": sum(1 for c in result.checks if c.status is Status.FAIL),
         "errors": error_lines(result),
-    }
+    }, lambda: report.trace_at(index))
 
 
 def render_html(report: RunReport, *, titles: Mapping[str, str] | None = None) -> str:
@@ -57,7 +75,7 @@ def render_html(report: RunReport, *, titles: Mapping[str, str] | None = None) -
     context = {
         "report": report, "columns": columns, "short": abbreviations(columns), "titles": dict(titles or {}),
         "counts": counts(report), "summary": summary_line(report),
-        "scenarios": [_scenario_view(i, r, columns) for i, r in enumerate(report.results)],
+        "scenarios": [_scenario_view(i, r, columns, report) for i, r in enumerate(report.results)],
         "status_class": STATUS_CLASS, "status_symbol": STATUS_SYMBOL,
     }
     return _environment().get_template(TEMPLATE).render(context)

@@ -6,8 +6,10 @@ renders every other format exactly as the original did.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,7 @@ from ..trace.model import Trace
 
 FORMAT_NAME = "rlm-conformance-report"
 FORMAT_VERSION = 1
+PLACEHOLDER = "@@rlm-conformance:results@@"  # where the results go in the rendered head
 
 
 class ReportError(HarnessError):
@@ -31,14 +34,15 @@ def _check_dict(check: CheckResult) -> dict[str, Any]:
             "evidence": list(check.evidence)}
 
 
-def _result_dict(result: ScenarioResult) -> dict[str, Any]:
+def _result_dict(result: ScenarioResult, trace: Trace | None = None) -> dict[str, Any]:
+    trace = trace if trace is not None else result.trace
     return {
         "scenario": result.scenario, "description": result.description, "target": result.target,
         "llm_mode": result.llm_mode, "session_service": result.session_service, "ok": result.ok,
         "status": result.status,
         "duration_s": result.duration_s, "error": result.error,
         "checks": [_check_dict(c) for c in result.checks],
-        "trace": result.trace.model_dump(mode="json") if result.trace is not None else None,
+        "trace": trace.model_dump(mode="json") if trace is not None else None,
     }
 
 
@@ -46,7 +50,7 @@ def report_dict(report: RunReport) -> dict[str, Any]:
     data = {
         "format": FORMAT_NAME, "version": FORMAT_VERSION, "ok": report.ok, "started_at": report.started_at,
         "machine": report.machine, "tool_version": report.tool_version, "extra": dict(report.extra),
-        "results": [_result_dict(r) for r in report.results],
+        "results": [_result_dict(r, report.trace_at(i)) for i, r in enumerate(report.results)],
     }
     if report.subject != "scenario":  # only an audit's report says so: a run's JSON is as it always was
         data["subject"] = report.subject
@@ -54,8 +58,18 @@ def report_dict(report: RunReport) -> dict[str, Any]:
 
 
 def render_json(report: RunReport) -> str:
+    """``report_dict`` as indented JSON, rendered one result at a time (one full trace in memory at a time):
+    the same text ``json.dumps(report_dict(report), indent=2)`` gives."""
     # default=repr: a trace value pydantic could not make JSON (it is typed Any) still leaves a readable trace.
-    return json.dumps(report_dict(report), indent=2, ensure_ascii=False, default=repr) + "\n"
+    head = report_dict(dataclasses.replace(report, results=(), full_traces=None))
+    if not report.results:
+        return json.dumps(head, indent=2, ensure_ascii=False, default=repr) + "\n"
+    head["results"] = [PLACEHOLDER]
+    before, after = json.dumps(head, indent=2, ensure_ascii=False, default=repr).split(f'"{PLACEHOLDER}"', 1)
+    items = (textwrap.indent(json.dumps(_result_dict(r, report.trace_at(i)), indent=2, ensure_ascii=False,
+                                        default=repr), "    ").lstrip(" ")
+             for i, r in enumerate(report.results))
+    return before + ",\n    ".join(items) + after + "\n"
 
 
 def _result_from(data: dict[str, Any]) -> ScenarioResult:

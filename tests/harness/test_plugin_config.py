@@ -255,6 +255,7 @@ def test_replay_blocks_the_network_during_collection(project: pytest.Pytester) -
 CLI_ONLY = {
     "--scenario": "pytest selects by node id and -k",
     "--no-progress": "pytest has its own progress output",
+    "--jobs": "pytest runs items in parallel with pytest-xdist (-n N)", "-j": "same",
     "--reports-dir": "pytest writes reports with --junitxml and the report plugin",
     "--format": "same",
     "--databricks-live": "the databricks backend's live workspace is a CLI recording step",

@@ -199,3 +199,26 @@ def test_items_run_in_parallel_with_xdist(project: pytest.Pytester) -> None:
     result.assert_outcomes(passed=2)
     assert sorted(p.name for p in (project.path / "snapshots").iterdir()) == [
         "second_scenario.json", "single_delegation.json"]
+
+
+def test_xdist_gives_the_serial_verdicts_and_snapshots(project: pytest.Pytester) -> None:
+    """``pytest -n 2`` over the scenarios: the snapshots a serial run writes, byte for byte, and the same verdicts
+    (each scenario runs in its own work dir, store and executor, ids seeded by its name: harness/determinism.py)."""
+    pytest.importorskip("xdist")
+    for name in ("second_scenario", "third_scenario"):
+        add_scenario(project, name)
+    folder = project.path / "snapshots"
+    run(project, "test_conformance.py", "--llm-mode", "scripted", "--snapshot-update").assert_outcomes(passed=3)
+    serial = {p.name: p.read_bytes() for p in folder.iterdir()}
+    for path in folder.iterdir():
+        path.unlink()
+    run(project, "test_conformance.py", "-n", "2", "--llm-mode", "scripted", "--snapshot-update",
+        ).assert_outcomes(passed=3)
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == serial
+    assert len(serial) == 3
+    # And each verdict holds against the other's snapshots: serial snapshots, parallel comparison, and back.
+    run(project, "test_conformance.py", "-n", "2", "--llm-mode", "scripted").assert_outcomes(passed=3)
+    (folder / "third_scenario.json").write_bytes(serial["third_scenario.json"].replace(b'"turns"', b'"turnz"'))
+    result = run(project, "test_conformance.py", "-n", "2", "--llm-mode", "scripted")
+    result.assert_outcomes(passed=2, failed=1)
+    assert "third_scenario" in result.stdout.str()

@@ -1,0 +1,196 @@
+"""``rlm-conformance run -j N``: whole scenarios in N worker processes, results handed back as they finish.
+
+Why processes of the "spawn" context, not fork: the parent has threads (rich's progress bar, logging) and the
+harness runs event loops; a forked child would inherit locks held by threads that do not exist in it. Each
+worker imports the harness once, then runs one scenario at a time exactly as ``-j 1`` does in-process
+(``run_scenario``, then its snapshot row), so each scenario still has its own temporary work dir, DuckDB
+file, volume and warm executor processes, and its ids are seeded by its own name (harness/determinism.py),
+whatever ran before it in the same worker.
+
+One pipe per worker, one scenario in flight per worker: when a worker dies (a segfault, the OOM killer) the
+parent knows which scenario it was running, gives it an ``error`` result naming the exit, starts a fresh
+worker and goes on. An exception the scenario raises in the worker is raised in the parent, as ``-j 1``
+would. Ctrl-C (or SIGINT to the parent alone) interrupts every worker, waits briefly for them to clean up
+their executor processes, then ends them.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from multiprocessing.process import BaseProcess
+
+    from .result import ScenarioResult
+    from .run_options import RunOptions
+    from .scenario.models import Scenario
+
+Snapshots = tuple[Path, bool] | None
+"""The snapshot folder and whether to update it (``run``), or None (``record``: no snapshot row)."""
+STOP_GRACE_S = 5.0
+
+
+JOBS_VARIABLE = "RLM_CONFORMANCE_JOBS"
+
+
+def default_jobs() -> int:
+    """``-j``'s default: ``$RLM_CONFORMANCE_JOBS`` if set, else one worker per core (``os.cpu_count()``)."""
+    value = os.environ.get(JOBS_VARIABLE, "").strip()
+    if not value:
+        return os.cpu_count() or 1
+    if not value.isdigit() or int(value) < 1:
+        from .errors import HarnessError
+
+        raise HarnessError(f"{JOBS_VARIABLE}={value!r} is not a number of worker processes: set it to 1 or more, "
+                           f"or unset it to use one per core.")
+    return int(value)
+
+
+def run_one(scenario: Scenario, options: RunOptions, snapshots: Snapshots) -> ScenarioResult:
+    """One scenario and its snapshot row: what ``-j 1`` does in-process and every worker does per scenario."""
+    from .cli import _with_snapshot
+    from .runner import run_scenario
+
+    result = run_scenario(scenario, options)
+    return _with_snapshot(result, scenario, options, *snapshots) if snapshots else result
+
+
+def _worker(conn: Connection, scenarios: Sequence[Scenario], options: RunOptions, snapshots: Snapshots,
+            log_level: str) -> None:
+    """Run the scenario index the parent sends, send back ``("ok", result)`` or ``("raise", exception)``."""
+    from .cli import _configure_logging
+    from .llm import session  # noqa: F401 - imported before the first scenario, so its duration is its own
+    from .runner import run_scenario  # noqa: F401
+
+    _configure_logging(log_level)
+    try:
+        while (index := conn.recv()) is not None:
+            try:
+                reply: tuple[str, Any] = ("ok", run_one(scenarios[index], options, snapshots))
+            except Exception as exc:  # noqa: BLE001 - raised again in the parent, as -j 1 would raise it
+                reply = ("raise", _picklable(exc))
+            conn.send(reply)
+    except (KeyboardInterrupt, EOFError, BrokenPipeError):  # Ctrl-C, or the parent went away: stop quietly
+        return
+
+
+def _picklable(exc: Exception) -> Exception:
+    import pickle
+
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:  # noqa: BLE001 - an exception type that does not pickle: keep its type name and text
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+
+
+@dataclass
+class _Worker:
+    process: BaseProcess
+    conn: Connection
+    index: int | None = None  # the scenario it is running
+    started: float = 0.0
+
+
+def run_parallel(scenarios: Sequence[Scenario], options: RunOptions, jobs: int, *, snapshots: Snapshots,
+                 log_level: str = "error", crashed: Callable[[Scenario, str, float], ScenarioResult]
+                 ) -> Iterator[tuple[int, ScenarioResult]]:
+    """Yield ``(index, result)`` for every scenario as it finishes (in finishing order; the caller orders them).
+
+    ``crashed(scenario, reason, duration)`` builds the ``error`` result of a scenario whose worker died.
+    """
+    context = multiprocessing.get_context("spawn")
+    pending = list(range(len(scenarios)))[::-1]  # popped from the end: scenario order
+    workers: list[_Worker] = []
+
+    def start() -> _Worker:
+        parent, child = context.Pipe()
+        process = context.Process(target=_worker, args=(child, scenarios, options, snapshots, log_level),
+                                  name="rlm-conformance-worker", daemon=True)
+        process.start()
+        child.close()
+        return _Worker(process, parent)
+
+    def feed(worker: _Worker) -> None:
+        if pending:
+            worker.index, worker.started = pending.pop(), time.perf_counter()
+            worker.conn.send(worker.index)
+        else:
+            worker.index = None
+
+    try:
+        for _ in range(max(1, min(jobs, len(scenarios)))):
+            workers.append(worker := start())
+            feed(worker)
+        while any(w.index is not None for w in workers):
+            busy = [w for w in workers if w.index is not None]
+            ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy])
+            for worker in busy:
+                index = worker.index
+                assert index is not None
+                if worker.conn in ready:
+                    try:
+                        kind, payload = worker.conn.recv()
+                    except (EOFError, OSError):  # died while sending: handled as a death below
+                        pass
+                    else:
+                        if kind == "raise":
+                            raise payload
+                        yield index, payload
+                        feed(worker)
+                        continue
+                if worker.process.sentinel in ready or not worker.process.is_alive():
+                    worker.process.join()
+                    reason = _death(worker.process.exitcode)
+                    yield index, crashed(scenarios[index], reason, time.perf_counter() - worker.started)
+                    worker.conn.close()
+                    workers[workers.index(worker)] = fresh = start()
+                    feed(fresh)
+    finally:
+        _stop(workers)
+
+
+def _death(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        how = f"was killed by {name}"
+    else:
+        how = f"exited with code {exitcode}"
+    return (f"the worker process running this scenario {how} before it finished (a crash of the interpreter "
+            f"or a native library, or the out-of-memory killer); the other scenarios went on. Run it alone with "
+            f"-j 1 to see the crash.")
+
+
+def _stop(workers: list[_Worker]) -> None:
+    """Stop every worker: ask the idle ones to leave, interrupt the busy ones, then end what is left."""
+    for worker in workers:
+        if not worker.process.is_alive():
+            continue
+        try:
+            if worker.index is None:
+                worker.conn.send(None)
+            elif worker.process.pid is not None:
+                os.kill(worker.process.pid, signal.SIGINT)  # KeyboardInterrupt: its finally blocks clean up
+        except OSError:
+            pass
+    deadline = time.monotonic() + STOP_GRACE_S
+    for worker in workers:
+        worker.process.join(max(0.0, deadline - time.monotonic()))
+        if worker.process.is_alive():
+            worker.process.terminate()
+            worker.process.join(1.0)
+        if worker.process.is_alive():
+            worker.process.kill()
+            worker.process.join()
+        worker.conn.close()

@@ -1,0 +1,48 @@
+"""The CLI keeps light traces in memory and the full ones on disk (harness/trace_spool.py): every report it
+writes from such a run is the one it would write with every full trace in memory."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from harness.report.html import render_html
+from harness.report.json_report import render_json
+from harness.report.junit import render_junit
+from harness.report.markdown import render_markdown
+from harness.result import RunReport
+from harness.runner import RunOptions, run_scenario
+from harness.scenario.loader import load_scenarios
+from harness.trace_spool import TraceSpool
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def report() -> RunReport:
+    scenarios = {s.name: s for s in load_scenarios([str(ROOT / "scenarios")])}
+    options = RunOptions(cassette_dir=ROOT / "cassettes")
+    results = tuple(run_scenario(scenarios[name], options) for name in ("single_delegation", "app_state_two_users"))
+    return RunReport(results=results, started_at="2026-01-01T00:00:00+00:00", machine="m", tool_version="0")
+
+
+def test_a_spooled_report_renders_every_format_as_the_full_one(report: RunReport) -> None:
+    spool = TraceSpool()
+    light = tuple(spool.keep(i, r) for i, r in enumerate(report.results))
+    spooled = dataclasses.replace(report, results=light, full_traces=spool.load)
+    assert all(r.trace is not None and not r.trace.events and not r.trace.llm_requests for r in light)
+    assert all(r.trace.events for r in report.results)  # the full ones had them: the comparison means something
+    assert render_json(spooled) == render_json(report)
+    assert render_html(spooled) == render_html(report)
+    assert render_markdown(spooled) == render_markdown(report)
+    assert render_junit(spooled) == render_junit(report)
+    folder = spool.folder
+    assert sorted(p.name for p in folder.iterdir()) == ["0.pickle", "1.pickle"]
+    spool.close()
+    assert not folder.exists()
+
+
+def test_without_a_spool_the_report_reads_the_results_own_traces(report: RunReport) -> None:
+    assert report.trace_at(0) is report.results[0].trace
