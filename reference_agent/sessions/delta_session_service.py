@@ -28,9 +28,9 @@ correct on both because no step relies on the transaction:
   (carried on the returned ``Session`` as ``_storage_update_marker``);
   ``append_event`` updates it only ``WHERE version = :expected``. A stale
   writer gets ADK's ``StaleSessionError`` and nothing is written. This
-  ``UPDATE`` is the append's **commit point**: it also stores the append's
-  redo record (``pending_json``: the event row and its ``app:``/``user:``
-  deltas).
+  ``UPDATE`` is the append's **commit point**: on an engine without
+  transactions it also stores the append's redo record (``pending_json``: the
+  event row and its ``app:``/``user:`` deltas).
 * *Scope rows, compare-and-set per key.* Before the commit point the
   ``app_states``/``user_states`` rows the event writes are read; if a key the
   event sets or deletes holds, in storage, another value than the writer's
@@ -69,9 +69,28 @@ correct on both because no step relies on the transaction:
   only with a schema/protocol change), ``DELETE``s and DDL (idempotent).
   Reads never conflict.
 
-The happy path runs as many statements as before this design: per scope
-written one ``SELECT`` and one ``UPDATE`` (a ``MERGE`` when the row is new),
-the session ``UPDATE`` and the event ``INSERT``.
+**State as snapshot + tail.** An append does not rewrite the session's state:
+its event row carries the delta, and the session row's ``state_json`` is a
+snapshot as of the append with seq ``state_version`` (NULL in rows written
+before that column: the row's version). Readers fold the later events'
+session-scope deltas in (from the events they read anyway, else one more
+``SELECT``). An append whose service knows the snapshot writes a new one, in
+the same compare-and-set, once the tail has outgrown it (``COMPACT_MIN_CHARS``
+at least): the state is written once per as many delta bytes, so an append's
+cost follows its delta, not the state's size (one 20 MB value no longer makes
+every later append rewrite 20 MB).
+
+**DuckDB.** Its ``transaction()`` is atomic, so the session row and the event
+row commit together and no redo record is written (``pending_json`` NULL);
+roll-forward is still read (older rows, and engines without transactions).
+The service's storage work runs in a worker thread where the engine says it
+is thread-safe (``thread_safe``; DuckDB's engine holds a lock per statement and
+transaction), so an append never blocks the event loop.
+
+The happy path: per scope written one ``SELECT`` and one ``UPDATE`` (a
+``MERGE`` when the row is new), the session ``UPDATE`` and the event
+``INSERT`` — on DuckDB inside one transaction (``BEGIN``/``COMMIT``); an
+append that writes no ``app:``/``user:`` key is those two statements.
 """
 
 from __future__ import annotations
