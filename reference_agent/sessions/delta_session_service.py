@@ -371,9 +371,10 @@ class DeltaSessionService(BaseSessionService):
     def _remember_view(self, keys: Mapping[str, str], marker: int, app_state: Mapping[str, Any],
                        user_state: Mapping[str, Any], *, update: bool = False) -> None:
         key = (keys["app_name"], keys["user_id"], keys["session_id"])
-        if update and key not in self._scope_views:
+        current = self._scope_views.get(key)  # one lookup: a worker thread may evict it meanwhile
+        if update and current is None:
             return  # no view to update: the next append of this session writes blind (or get_session loads one)
-        seen = dict(self._scope_views[key][1]) if update else {}
+        seen = dict(current[1]) if update and current is not None else {}
         for prefix, state in ((State.APP_PREFIX, app_state), (State.USER_PREFIX, user_state)):
             for name, value in state.items():
                 if value is None:
