@@ -226,8 +226,9 @@ async def _big_state_appends(folder: Path, appends: int) -> dict[str, float]:
 
     service, close = build_service("delta", folder)
     try:
-        small = await service.create_session(app_name=APP, user_id=USER, session_id="small")
-        big = await service.create_session(app_name=APP, user_id=USER, session_id="big")
+        # Two users: the events' user: keys would make the two sessions each other's rivals.
+        small = await service.create_session(app_name=APP, user_id="small_user", session_id="small")
+        big = await service.create_session(app_name=APP, user_id="big_user", session_id="big")
         await service.append_event(big, Event(author="x", invocation_id="i",
                                               actions=EventActions(state_delta={"blob": "x" * BIG_VALUE_CHARS})))
         times: dict[str, list[float]] = {"small": [], "big": []}
