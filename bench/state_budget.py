@@ -3,8 +3,8 @@
 The reference agent runs on its embedded defaults (DuckDB file, local Job_B,
 ``DeltaSessionService``) with a scripted model: one turn, two delegations, each
 printing S bytes (S = 1 KB, 10 KB, 100 KB, 1 MB, 10 MB), then exit. After the
-turn the bench reads what *storage* holds: the session row's ``state_json``, and
-every events row (``state_delta_json`` + ``deleted_keys_json`` + ``event_json``).
+turn the bench reads what *storage* holds: the session state (``persisted_rows``: the row's snapshot and the
+later deltas), and every events row (``state_delta_json`` + ``deleted_keys_json`` + ``event_json``).
 stdout belongs in the volume (the result JSON, itself capped at
 ``output_cap_bytes``); state gets pointers and previews in ``temp:`` only.
 
@@ -69,8 +69,6 @@ async def _measure(size: int, home: Path) -> dict[str, Any]:
             "SELECT state_delta_json, deleted_keys_json, event_json FROM events"
             " WHERE app_name = :app AND user_id = :user AND session_id = :sid ORDER BY seq",
             {"app": app, "user": USER, "sid": SESSION})
-        [state_json] = engine.execute("SELECT state_json FROM sessions WHERE app_name = :app AND user_id = :user"
-                                      " AND id = :sid", {"app": app, "user": USER, "sid": SESSION})[0]
         event_bytes = [sum(len((c or "").encode("utf-8")) for c in row) for row in events]
         results = []
         for artifact in stack.services.registry.list_for_session(app, USER, SESSION):
@@ -85,7 +83,8 @@ async def _measure(size: int, home: Path) -> dict[str, Any]:
             "stdout_bytes": size,
             "termination": outcome.termination,
             "delegations": outcome.delegations,
-            "state_bytes": len((state_json or "").encode("utf-8")),
+            # The session state as stored (its snapshot with the later deltas folded in), as JSON text.
+            "state_bytes": len(json.dumps(rows.state, ensure_ascii=False).encode("utf-8")),
             "state_keys": sorted(rows.state),
             "events": len(event_bytes),
             "events_bytes": sum(event_bytes),

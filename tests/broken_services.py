@@ -46,7 +46,9 @@ class LostUpdateService(DeltaSessionService):
         if not event.partial:
             own = {k: v for k, v in session.state.items()
                    if not k.startswith((State.APP_PREFIX, State.USER_PREFIX, State.TEMP_PREFIX))}
-            self.engine.execute(f"UPDATE sessions SET state_json = :state WHERE {_SESSION}",
+            # The whole state as the snapshot as of now (state_version = version): no later delta is folded in.
+            self.engine.execute(f"UPDATE sessions SET state_json = :state, state_version = version, tail_bytes = 0"
+                                f" WHERE {_SESSION}",
                                 {**_keys(session), "state": json.dumps(own)})
         return event
 
@@ -61,19 +63,23 @@ class NullStoringService(DeltaSessionService):
                  if v is None and not k.startswith(State.TEMP_PREFIX)]
         event = await super().append_event(session, event)
         for key in nulls:
-            self._store_null(session, key)
+            await self._store_null(session, key)
         return event
 
-    def _store_null(self, session: Session, key: str) -> None:
+    async def _store_null(self, session: Session, key: str) -> None:
         table, where, name = "sessions", _SESSION, key
         for prefix, scope_table, scope_where in _SCOPES:
             if key.startswith(prefix):
                 table, where, name = scope_table, scope_where, key.removeprefix(prefix)
-        rows = self.engine.execute(f"SELECT state_json FROM {table} WHERE {where}", _keys(session))
-        state = json.loads(rows[0][0]) if rows else {}
+        if table == "sessions":  # the whole state (snapshot and later deltas), rewritten as the snapshot as of now
+            state = (await self.persisted_rows(**_keys(session))).state
+            sets = "state_json = :state, state_version = version, tail_bytes = 0"
+        else:
+            rows = self.engine.execute(f"SELECT state_json FROM {table} WHERE {where}", _keys(session))
+            state = json.loads(rows[0][0]) if rows else {}
+            sets = "state_json = :state"
         state[name] = None
-        self.engine.execute(f"UPDATE {table} SET state_json = :state WHERE {where}",
-                            {**_keys(session), "state": json.dumps(state)})
+        self.engine.execute(f"UPDATE {table} SET {sets} WHERE {where}", {**_keys(session), "state": json.dumps(state)})
 
 
 class ConfigIgnoringService(DeltaSessionService):

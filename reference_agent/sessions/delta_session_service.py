@@ -28,9 +28,9 @@ correct on both because no step relies on the transaction:
   (carried on the returned ``Session`` as ``_storage_update_marker``);
   ``append_event`` updates it only ``WHERE version = :expected``. A stale
   writer gets ADK's ``StaleSessionError`` and nothing is written. This
-  ``UPDATE`` is the append's **commit point**: it also stores the append's
-  redo record (``pending_json``: the event row and its ``app:``/``user:``
-  deltas).
+  ``UPDATE`` is the append's **commit point**: on an engine without
+  transactions it also stores the append's redo record (``pending_json``: the
+  event row and its ``app:``/``user:`` deltas).
 * *Scope rows, compare-and-set per key.* Before the commit point the
   ``app_states``/``user_states`` rows the event writes are read; if a key the
   event sets or deletes holds, in storage, another value than the writer's
@@ -69,23 +69,43 @@ correct on both because no step relies on the transaction:
   only with a schema/protocol change), ``DELETE``s and DDL (idempotent).
   Reads never conflict.
 
-The happy path runs as many statements as before this design: per scope
-written one ``SELECT`` and one ``UPDATE`` (a ``MERGE`` when the row is new),
-the session ``UPDATE`` and the event ``INSERT``.
+**State as snapshot + tail.** An append does not rewrite the session's state:
+its event row carries the delta, and the session row's ``state_json`` is a
+snapshot as of the append with seq ``state_version`` (NULL in rows written
+before that column: the row's version). Readers fold the later events'
+session-scope deltas in (from the events they read anyway, else one more
+``SELECT``). An append whose service knows the snapshot writes a new one, in
+the same compare-and-set, once the tail has outgrown it (``COMPACT_MIN_CHARS``
+at least): the state is written once per as many delta bytes, so an append's
+cost follows its delta, not the state's size (one 20 MB value no longer makes
+every later append rewrite 20 MB).
+
+**DuckDB.** Its ``transaction()`` is atomic, so the session row and the event
+row commit together and no redo record is written (``pending_json`` NULL);
+roll-forward is still read (older rows, and engines without transactions).
+The service's storage work runs in a worker thread where the engine says it
+is thread-safe (``thread_safe``; DuckDB's engine holds a lock per statement and
+transaction), so an append never blocks the event loop.
+
+The happy path: per scope written one ``SELECT`` and one ``UPDATE`` (a
+``MERGE`` when the row is new), the session ``UPDATE`` and the event
+``INSERT`` — on DuckDB inside one transaction (``BEGIN``/``COMMIT``); an
+append that writes no ``app:``/``user:`` key is those two statements.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
 import hashlib
 import json
 import logging
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from adk_compat import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
@@ -107,6 +127,7 @@ from .scope_rows import ScopeRow, ScopeRows, apply_delta
 from .values import check_storable
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 def _fingerprint(value: Any) -> str:
     """A short digest of a value's canonical JSON (what a session saw of a scope key; see _check_scope_keys)."""
@@ -219,6 +240,11 @@ _EVENT_COLUMNS = "seq, id, invocation_id, author, timestamp, state_delta_json, d
 _SESSION_KEY = "app_name = :app_name AND user_id = :user_id AND id = :session_id"
 _EVENT_KEY = "app_name = :app_name AND user_id = :user_id AND session_id = :session_id"
 _KNOWN_ROWS = 1024  # sessions whose row append_event may write without reading it first
+# An append folds the delta tail into a new state_json snapshot once the tail outgrows the snapshot (and this):
+# each compaction writes the state once per as many delta bytes, so an append's cost follows its delta, not the
+# state's size, and reading a session folds at most about a snapshot's worth of deltas.
+COMPACT_MIN_CHARS = 64 * 1024
+_NOT_SESSION_SCOPE = (State.APP_PREFIX, State.USER_PREFIX, State.TEMP_PREFIX)
 # The session row with its app and user state in one statement (one round trip, not three).
 # The last event's seq; equal to the row's version once its last append is complete (see the module docstring).
 _LAST_SEQ = ("(SELECT max(e.seq) FROM events e WHERE e.app_name = :app_name AND e.user_id = :user_id"
@@ -227,11 +253,15 @@ _SESSION_WITH_SCOPES = (
     "SELECT s.state_json, s.version, s.update_time,"
     " (SELECT a.state_json FROM app_states a WHERE a.app_name = :app_name),"
     " (SELECT u.state_json FROM user_states u WHERE u.app_name = :app_name AND u.user_id = :user_id),"
-    f" s.pending_json, {_LAST_SEQ}"
+    f" s.pending_json, {_LAST_SEQ}, s.create_time, coalesce(s.state_version, s.version)"
     " FROM sessions s WHERE s.app_name = :app_name AND s.user_id = :user_id AND s.id = :session_id"
 )
-_SESSION_ROW = (f"SELECT state_json, version, update_time, pending_json, {_LAST_SEQ} FROM sessions s"
+# What an append needs of a row it does not know: not state_json (an append writes its delta, not the state).
+_SESSION_ROW = (f"SELECT version, update_time, pending_json, {_LAST_SEQ}, create_time FROM sessions s"
                 " WHERE s.app_name = :app_name AND s.user_id = :user_id AND s.id = :session_id")
+# The deltas of the events after a snapshot (the state's tail), when the events read do not cover them.
+_TAIL = (f"SELECT state_delta_json, deleted_keys_json FROM events WHERE {_EVENT_KEY}"
+         " AND seq > :state_version AND seq <= :version ORDER BY seq")
 _INSERT_EVENT = (f"INSERT INTO events (app_name, user_id, session_id, {_EVENT_COLUMNS})"
                  " VALUES (:app_name, :user_id, :session_id, :seq, :id, :invocation_id, :author, :timestamp,"
                  " :state_delta_json, :deleted_keys_json, :event_json)")
@@ -242,6 +272,29 @@ _INSERT_EVENT_IF_ABSENT = (
     " VALUES (:app_name, :user_id, :session_id, :seq, :id, :invocation_id, :author, :timestamp,"
     " :state_delta_json, :deleted_keys_json, :event_json)"
 )
+
+
+@dataclass
+class _KnownRow:
+    """A session row as this service last read or wrote it (see ``_write_session_row``)."""
+
+    version: int
+    create_time: float
+    snapshot: str | None  # state_json as stored; None: not read by this service (it then does not compact)
+    tail: list[tuple[str, str]]  # (state_delta_json, deleted_keys_json) of the session-scope deltas since
+    tail_chars: int
+
+
+def _fold_tail(state: dict[str, Any], tail: Iterable[tuple[str | None, str | None]]) -> dict[str, Any]:
+    """``state`` (a snapshot) with the session-scope part of each later event's delta applied, in order."""
+    for delta_json, deleted_json in tail:
+        for key, value in _loads(delta_json, {}).items():
+            if not key.startswith(_NOT_SESSION_SCOPE):  # app:/user: live in their rows; temp: is never stored
+                state[key] = value
+        for key in _loads(deleted_json, []):
+            if not key.startswith(_NOT_SESSION_SCOPE):
+                state.pop(key, None)
+    return state
 
 
 def _incomplete(version: int, pending_json: str | None, last_seq: int | None) -> bool:
@@ -261,10 +314,14 @@ class DeltaSessionService(BaseSessionService):
         # Bounded retries of statements that lost a Delta write conflict (see the module docstring).
         self.retry = retry or ConflictRetry()
         self._scopes = ScopeRows(engine, self.retry, _dumps)
-        # (app, user, session) -> (version, state_json) of the row as this service last read or wrote it.
-        # append_event uses it instead of reading the row first; its UPDATE compares both, so a row changed
-        # by anyone else (even deleted and recreated at the same version) falls back to reading it.
-        self._known_rows: OrderedDict[tuple[str, str, str], tuple[int, str]] = OrderedDict()
+        # (app, user, session) -> the row as this service last read or wrote it. append_event uses it instead
+        # of reading the row first; its UPDATE compares version and create_time, so a row changed by anyone
+        # else (even deleted and recreated at the same version) falls back to reading it.
+        self._known_rows: OrderedDict[tuple[str, str, str], _KnownRow] = OrderedDict()
+        # An engine with real transactions (DuckDB) commits the session row and the event row together: no redo
+        # record is needed. One that may be used from a worker thread lets the calls leave the event loop free.
+        self._atomic = bool(getattr(engine, "transactional", False))
+        self._offload = bool(getattr(engine, "thread_safe", False))
         # (app, user, session) -> (marker, {"app:k"/"user:k": fingerprint}): the app:/user: values the session
         # was loaded with, plus its own writes since. ADK's State writes through to session.state before
         # append_event, so the live session cannot say what it had seen; this can (see _check_scope_keys).
@@ -297,12 +354,15 @@ class DeltaSessionService(BaseSessionService):
 
     # --- the session row as last seen ------------------------------------------
 
-    def _remember_row(self, keys: Mapping[str, str], version: int, state_json: str) -> None:
+    def _remember_row(self, keys: Mapping[str, str], row: _KnownRow) -> None:
         key = (keys["app_name"], keys["user_id"], keys["session_id"])
-        self._known_rows[key] = (version, state_json)
+        self._known_rows[key] = row
         self._known_rows.move_to_end(key)
         while len(self._known_rows) > _KNOWN_ROWS:
             self._known_rows.popitem(last=False)
+
+    def _forget_known(self, keys: Mapping[str, str]) -> None:
+        self._known_rows.pop((keys["app_name"], keys["user_id"], keys["session_id"]), None)
 
     def _forget_row(self, keys: Mapping[str, str]) -> None:
         self._known_rows.pop((keys["app_name"], keys["user_id"], keys["session_id"]), None)
@@ -311,9 +371,10 @@ class DeltaSessionService(BaseSessionService):
     def _remember_view(self, keys: Mapping[str, str], marker: int, app_state: Mapping[str, Any],
                        user_state: Mapping[str, Any], *, update: bool = False) -> None:
         key = (keys["app_name"], keys["user_id"], keys["session_id"])
-        if update and key not in self._scope_views:
+        current = self._scope_views.get(key)  # one lookup: a worker thread may evict it meanwhile
+        if update and current is None:
             return  # no view to update: the next append of this session writes blind (or get_session loads one)
-        seen = dict(self._scope_views[key][1]) if update else {}
+        seen = dict(current[1]) if update and current is not None else {}
         for prefix, state in ((State.APP_PREFIX, app_state), (State.USER_PREFIX, user_state)):
             for name, value in state.items():
                 if value is None:
@@ -324,6 +385,12 @@ class DeltaSessionService(BaseSessionService):
         self._scope_views.move_to_end(key)
         while len(self._scope_views) > _KNOWN_ROWS:
             self._scope_views.popitem(last=False)
+
+    async def _in_worker(self, call: Callable[..., T], *args: Any) -> T:
+        """``call(*args)`` in a worker thread where the engine allows it, so the event loop stays free."""
+        if self._offload:
+            return await asyncio.to_thread(call, *args)
+        return call(*args)
 
     # --- BaseSessionService ---------------------------------------------------
 
@@ -342,14 +409,23 @@ class DeltaSessionService(BaseSessionService):
         session_state_json = _dumps(_apply_delta({}, scopes["session"]))
         now = platform_time.get_time()
         keys = {"app_name": app_name, "user_id": user_id, "session_id": session_id}
+        app_state, user_state = await self._in_worker(self._create_rows, keys, scopes, session_state_json, now)
+        self._remember_row(keys, _KnownRow(0, now, session_state_json, [], 0))
+        self._remember_view(keys, 0, app_state, user_state)
+        # Built from the JSON written, so the result equals what a later get_session returns.
+        return self._build_session(keys, _loads(session_state_json, {}), app_state, user_state, 0, now, [])
+
+    def _create_rows(self, keys: Mapping[str, str], scopes: Mapping[str, dict[str, Any]], session_state_json: str,
+                     now: float) -> tuple[dict[str, Any], dict[str, Any]]:
+        session_id = keys["session_id"]
         with self.engine.transaction():
             # MERGE ... WHEN NOT MATCHED is an atomic insert-if-absent on both engines (no enforced keys on Delta);
             # run again after a Delta conflict, it re-checks, so a session another writer made is not overwritten.
             inserted = affected_rows(self.retry.run("creating a session row", lambda: self.engine.execute(
                 "MERGE INTO sessions t USING (SELECT :app_name AS app_name, :user_id AS user_id,"
                 " :session_id AS id) s ON t.app_name = s.app_name AND t.user_id = s.user_id AND t.id = s.id"
-                " WHEN NOT MATCHED THEN INSERT (app_name, user_id, id, state_json, version, create_time, update_time)"
-                " VALUES (s.app_name, s.user_id, s.id, :state_json, 0, :now, :now)",
+                " WHEN NOT MATCHED THEN INSERT (app_name, user_id, id, state_json, version, create_time, update_time,"
+                " state_version, tail_bytes) VALUES (s.app_name, s.user_id, s.id, :state_json, 0, :now, :now, 0, 0)",
                 {**keys, "state_json": session_state_json, "now": now},
             )))
             if not inserted:
@@ -362,11 +438,7 @@ class DeltaSessionService(BaseSessionService):
                 if scopes[scope]:
                     self._scopes.write(scope, keys, scopes[scope], event_id=token, now=now,
                                        row=self._scopes.read(scope, keys))
-            app_state, user_state = self._scoped_states(app_name, user_id)
-        self._remember_row(keys, 0, session_state_json)
-        self._remember_view(keys, 0, app_state, user_state)
-        # Built from the JSON written, so the result equals what a later get_session returns.
-        return self._build_session(keys, _loads(session_state_json, {}), app_state, user_state, 0, now, [])
+            return self._scoped_states(keys["app_name"], keys["user_id"])
 
     @override
     async def get_session(
@@ -378,25 +450,47 @@ class DeltaSessionService(BaseSessionService):
         config: GetSessionConfig | None = None,
     ) -> Session | None:
         keys = {"app_name": app_name, "user_id": user_id, "session_id": session_id}
+        return await self._in_worker(self._load_session, keys, config)
+
+    def _load_session(self, keys: Mapping[str, str], config: GetSessionConfig | None) -> Session | None:
         # One transaction = one consistent snapshot of the row, its events and scoped state.
         with self.engine.transaction():
             rows = self.engine.execute(_SESSION_WITH_SCOPES, keys)
             if not rows:
                 return None
-            state_json, version, update_time, app_json, user_json, pending_json, last_seq = rows[0]
+            state_json, version, update_time, app_json, user_json, pending_json, last_seq, *_ = rows[0]
             if _incomplete(version, pending_json, last_seq):
                 self._roll_forward(keys, version, pending_json)
                 rows = self.engine.execute(_SESSION_WITH_SCOPES, keys)
                 if not rows:
                     return None
-                state_json, version, update_time, app_json, user_json, pending_json, last_seq = rows[0]
-            events = self._read_events(keys, config)
-        self._remember_row(keys, version, state_json)
+            state_json, version, update_time, app_json, user_json, _, _, create_time, state_version = rows[0]
+            event_rows = self._read_events(keys, config)
+            tail = self._tail(keys, event_rows, config, version, state_version)
+        state = _fold_tail(_loads(state_json, {}), tail)
+        with _gc_paused():
+            events = [_event_from_row(row) for row in event_rows]
+        self._remember_row(keys, _KnownRow(version, create_time, state_json or "{}", tail,
+                                           sum(len(a or "") + len(b or "") for a, b in tail)))
         self._remember_view(keys, version, _loads(app_json, {}), _loads(user_json, {}))
-        return self._build_session(keys, _loads(state_json, {}), _loads(app_json, {}), _loads(user_json, {}),
+        return self._build_session(keys, state, _loads(app_json, {}), _loads(user_json, {}),
                                    version, update_time, events)
 
-    def _read_events(self, keys: Mapping[str, str], config: GetSessionConfig | None) -> list[Event]:
+    def _tail(self, keys: Mapping[str, str], event_rows: list[tuple], config: GetSessionConfig | None,
+              version: int, state_version: int) -> list[tuple[str, str]]:
+        """The (state_delta_json, deleted_keys_json) of the events after the snapshot, oldest first.
+
+        Taken from the events read when they are all of them (no config); otherwise one more statement.
+        """
+        if version <= state_version:
+            return []
+        if config is None or (config.num_recent_events is None and config.after_timestamp is None):
+            return [(row[5], row[6]) for row in event_rows if state_version < row[0] <= version]
+        return [tuple(row) for row in self.engine.execute(
+            _TAIL, {**keys, "state_version": state_version, "version": version})]
+
+    def _read_events(self, keys: Mapping[str, str], config: GetSessionConfig | None) -> list[tuple]:
+        """The event rows, oldest first."""
         if config and config.num_recent_events == 0:
             return []
         params: dict[str, Any] = dict(keys)
@@ -408,9 +502,7 @@ class DeltaSessionService(BaseSessionService):
         sql += " ORDER BY seq DESC"
         if config and config.num_recent_events is not None:
             sql += f" LIMIT {int(config.num_recent_events)}"  # an int, validated by GetSessionConfig
-        rows = self.engine.execute(sql, params)
-        with _gc_paused():
-            return [_event_from_row(row) for row in reversed(rows)]
+        return list(reversed(self.engine.execute(sql, params)))
 
     @staticmethod
     def _build_session(
@@ -446,6 +538,16 @@ class DeltaSessionService(BaseSessionService):
                 f" WHERE app_name = :app_name{user_filter} ORDER BY update_time, user_id, id",
                 params,
             )
+            # The deltas after each session's snapshot (see the schema), oldest first.
+            tails: dict[tuple[str, str], list[tuple[str, str]]] = {}
+            for uid, sid, delta_json, deleted_json in self.engine.execute(
+                "SELECT e.user_id, e.session_id, e.state_delta_json, e.deleted_keys_json FROM events e"
+                " JOIN sessions s ON e.app_name = s.app_name AND e.user_id = s.user_id AND e.session_id = s.id"
+                " WHERE s.app_name = :app_name" + (" AND s.user_id = :user_id" if user_id is not None else "") +
+                " AND e.seq > coalesce(s.state_version, s.version) AND e.seq <= s.version"
+                " ORDER BY e.user_id, e.session_id, e.seq", params,
+            ):
+                tails.setdefault((uid, sid), []).append((delta_json, deleted_json))
             user_states = {
                 uid: _loads(text, {})
                 for uid, text in self.engine.execute(
@@ -456,7 +558,8 @@ class DeltaSessionService(BaseSessionService):
         sessions = [
             self._build_session(
                 {"app_name": app_name, "user_id": uid, "session_id": sid},
-                _loads(state_json, {}), app_state, user_states.get(uid, {}), version, update_time, [],
+                _fold_tail(_loads(state_json, {}), tails.get((uid, sid), ())), app_state, user_states.get(uid, {}),
+                version, update_time, [],
             )
             for uid, sid, state_json, version, update_time in rows
         ]
@@ -500,22 +603,16 @@ class DeltaSessionService(BaseSessionService):
             "event_json": _event_to_json(persisted),
         }
         scoped = {scope: scopes[scope] for scope in ("app", "user") if scopes[scope]}
+        if not scopes["session"]:
+            tail_entry = None  # nothing for the session state's tail
+        elif not scoped:
+            tail_entry = (event_row["state_delta_json"], event_row["deleted_keys_json"])
+        else:
+            tail_entry = (_dumps({k: v for k, v in scopes["session"].items() if v is not None}),
+                          _dumps([k for k, v in scopes["session"].items() if v is None]))
 
-        with self.engine.transaction():
-            # Reads only, before the commit point: the scope rows as they are, checked against what this session saw.
-            rows = {scope: self._scopes.read(scope, keys) for scope in scoped}
-            self._check_scope_keys(session, scoped, rows)
-            pending = _dumps({"event": event_row, "scopes": scoped,
-                              "bases": {scope: row.version if row else 0 for scope, row in rows.items()}})
-            # The commit point: the session row's compare-and-set, carrying the redo record.
-            version, state_json = self._write_session_row(session, keys, scopes["session"], event.timestamp, pending)
-            for scope, scope_delta in scoped.items():
-                self._scopes.write(scope, keys, scope_delta, event_id=event.id, now=event.timestamp, row=rows[scope])
-            # Last: the event row marks the append complete. A blind append; a conflict means it did not commit.
-            self.retry.run("inserting an event row", lambda: self.engine.execute(
-                _INSERT_EVENT, {**keys, "seq": version + 1, **event_row}))  # seq = the version this append made
-
-        self._remember_row(keys, version + 1, state_json)  # committed: the row is now what was written
+        version, known = await self._in_worker(self._append_rows, session, keys, event_row, scoped, tail_entry)
+        self._remember_row(keys, known)  # committed: the row is now as written
         self._remember_view(keys, version + 1, scopes["app"], scopes["user"], update=True)
         # Base class: apply temp: to the live session, trim it from the event, then
         # commit the rest (through _update_session_state below) and append.
@@ -523,6 +620,27 @@ class DeltaSessionService(BaseSessionService):
         session.last_update_time = event.timestamp
         session._storage_update_marker = str(version + 1)
         return event
+
+    def _append_rows(self, session: Session, keys: Mapping[str, str], event_row: Mapping[str, Any],
+                     scoped: Mapping[str, dict[str, Any]], tail_entry: tuple[str, str] | None) -> tuple[int, _KnownRow]:
+        """The append's statements: (the version it replaced, the row as now known)."""
+        with self.engine.transaction():
+            # Reads only, before the commit point: the scope rows as they are, checked against what this session saw.
+            rows = {scope: self._scopes.read(scope, keys) for scope in scoped}
+            self._check_scope_keys(session, scoped, rows)
+            # The redo record, where the engine cannot commit the rows below together (Databricks).
+            pending = None if self._atomic else _dumps(
+                {"event": event_row, "scopes": scoped,
+                 "bases": {scope: row.version if row else 0 for scope, row in rows.items()}})
+            # The commit point: the session row's compare-and-set, carrying the redo record.
+            version, known = self._write_session_row(session, keys, tail_entry, event_row["timestamp"], pending)
+            for scope, scope_delta in scoped.items():
+                self._scopes.write(scope, keys, scope_delta, event_id=event_row["id"], now=event_row["timestamp"],
+                                   row=rows[scope])
+            # Last: the event row marks the append complete. A blind append; a conflict means it did not commit.
+            self.retry.run("inserting an event row", lambda: self.engine.execute(
+                _INSERT_EVENT, {**keys, "seq": version + 1, **event_row}))  # seq = the version this append made
+        return version, known
 
     def _check_scope_keys(self, session: Session, scoped: Mapping[str, Mapping[str, Any]],
                           rows: Mapping[str, ScopeRow | None]) -> None:
@@ -549,54 +667,70 @@ class DeltaSessionService(BaseSessionService):
                 f"{_STALE_MESSAGE} (another session changed {', '.join(sorted(changed))} since this one "
                 "loaded it; this append would overwrite that change)")
 
-    def _write_session_row(self, session: Session, keys: Mapping[str, str], delta: Mapping[str, Any],
-                           update_time: float, pending: str) -> tuple[int, str]:
-        """Apply ``delta`` to the stored session row by compare-and-set: (the version replaced, the new JSON).
+    def _write_session_row(self, session: Session, keys: Mapping[str, str], tail_entry: tuple[str, str] | None,
+                           update_time: float, pending: str | None) -> tuple[int, _KnownRow]:
+        """Commit the append on the session row by compare-and-set: (the version replaced, the row as now known).
 
-        The guard that holds where transaction() is a no-op (Databricks). When the row is known as the
-        session was fetched, the UPDATE alone does it (one statement, one round trip fewer); it compares
-        version *and* state, so if anyone else wrote the row since, it matches nothing and the row is read
-        (and a previous append its writer left incomplete is rolled forward first).
+        The row's state is not rewritten: the event row carries the delta, and the state is its snapshot plus
+        the later deltas (see the schema). Only when this service knows the snapshot and the tail has outgrown
+        it does the same UPDATE write a new snapshot (compaction). When the row is known as the session was
+        fetched, the UPDATE alone does it (one statement); it compares version and create_time, so if anyone
+        else wrote the row since (or deleted and recreated it), it matches nothing and the row is read (and a
+        previous append its writer left incomplete is rolled forward first). The guard holds where
+        transaction() is a no-op (Databricks).
         """
+        tail_chars = len(tail_entry[0]) + len(tail_entry[1]) if tail_entry else 0
         known = self._known_rows.get((keys["app_name"], keys["user_id"], keys["session_id"]))
-        if known is not None and session._storage_update_marker == str(known[0]):
-            version, state_json = known
-            written = self._update_row(keys, version, state_json, delta, update_time, pending, guard_state=True)
-            if written is not None:
-                return version, written
+        if known is not None and session._storage_update_marker == str(known.version):
+            tail = [*known.tail, tail_entry] if tail_entry else known.tail
+            snapshot = None
+            if known.snapshot is not None and known.tail_chars + tail_chars > max(len(known.snapshot),
+                                                                                  COMPACT_MIN_CHARS):
+                snapshot = _dumps(_fold_tail(_loads(known.snapshot, {}), tail))
+            if self._update_row(keys, known.version, update_time, pending, tail_chars, snapshot=snapshot,
+                                create_time=known.create_time):
+                after = (_KnownRow(known.version + 1, known.create_time, snapshot, [], 0) if snapshot is not None
+                         else _KnownRow(known.version + 1, known.create_time, known.snapshot, tail,
+                                        known.tail_chars + tail_chars))
+                return known.version, after
         rows = self.engine.execute(_SESSION_ROW, keys)
         if not rows:
             raise SessionNotFoundError(f"Session {session.id} not found.")
-        state_json, version, stored_update_time, pending_json, last_seq = rows[0]
+        version, stored_update_time, pending_json, last_seq, create_time = rows[0]
         if _incomplete(version, pending_json, last_seq):
             self._roll_forward(keys, version, pending_json)
         self._check_not_stale(session, keys, version, stored_update_time)
-        written = self._update_row(keys, version, state_json, delta, update_time, pending, guard_state=False)
-        if written is None:
+        if not self._update_row(keys, version, update_time, pending, tail_chars):
             raise StaleSessionError(_STALE_MESSAGE)
-        return version, written
+        # The snapshot was not read: this service does not compact the row until a get_session reads it.
+        return version, _KnownRow(version + 1, create_time, None, [], 0)
 
-    def _update_row(self, keys: Mapping[str, str], version: int, state_json: str, delta: Mapping[str, Any],
-                    update_time: float, pending: str, *, guard_state: bool) -> str | None:
-        """The new state JSON if the row still had ``version`` (and, guarded, ``state_json``); else None.
+    def _update_row(self, keys: Mapping[str, str], version: int, update_time: float, pending: str | None,
+                    tail_chars: int, *, snapshot: str | None = None, create_time: float | None = None) -> bool:
+        """Whether the row still had ``version`` (and ``create_time``, if given) and was advanced by one.
 
-        After a Delta conflict the UPDATE runs again: its WHERE re-checks, so it writes only if no one else
-        did. Once the attempts are used up the append is treated as having lost the race (None).
+        ``snapshot``: the new state_json, the tail folded in. After a Delta conflict the UPDATE runs again:
+        its WHERE re-checks, so it writes only if no one else did. Once the attempts are used up the append is
+        treated as having lost the race (False).
         """
-        new_json = _dumps(_apply_delta(_loads(state_json, {}), delta))
-        guard = " AND state_json = :previous" if guard_state else ""
+        sets = "version = version + 1, update_time = :update_time, pending_json = :pending"
+        if snapshot is None:  # state_version: NULL in rows written before it meant "the row's version"
+            sets += (", state_version = coalesce(state_version, version),"
+                     " tail_bytes = coalesce(tail_bytes, 0) + :tail_chars")
+        else:
+            sets += ", state_json = :state_json, state_version = version + 1, tail_bytes = 0"
+        guard = " AND create_time = :create_time" if create_time is not None else ""
         try:
             updated = affected_rows(self.retry.run("updating a session row", lambda: self.engine.execute(
-                "UPDATE sessions SET state_json = :state_json, version = version + 1, update_time = :update_time,"
-                f" pending_json = :pending WHERE {_SESSION_KEY} AND version = :expected{guard}",
-                {**keys, "state_json": new_json, "update_time": update_time, "expected": version, "pending": pending,
-                 **({"previous": state_json} if guard_state else {})},
+                f"UPDATE sessions SET {sets} WHERE {_SESSION_KEY} AND version = :expected{guard}",
+                {**keys, "update_time": update_time, "expected": version, "pending": pending,
+                 "tail_chars": tail_chars, "state_json": snapshot, "create_time": create_time},
             )))
         except WriteConflictError as exc:
             logger.warning("session %s: gave up after %d write conflicts (%s); reporting the append as stale",
                            keys["session_id"], self.retry.attempts, exc.error_class)
-            return None
-        return new_json if updated else None
+            return False
+        return bool(updated)
 
     def _roll_forward(self, keys: Mapping[str, str], version: int, pending_json: str) -> None:
         """Complete the append that made ``version`` from its redo record (its writer stopped after committing)."""
@@ -656,8 +790,10 @@ class DeltaSessionService(BaseSessionService):
             event_rows = self.engine.execute(
                 f"SELECT {_EVENT_COLUMNS} FROM events WHERE {_EVENT_KEY} ORDER BY seq", keys
             )
-        state_json, version, _, app_json, user_json, _, _ = rows[0]
+        state_json, version, _, app_json, user_json, _, _, _, state_version = rows[0]
         app_state, user_state = _loads(app_json, {}), _loads(user_json, {})
+        state = _fold_tail(_loads(state_json, {}), [(row[5], row[6]) for row in event_rows
+                                                    if state_version < row[0] <= version])
         events = [
             PersistedEvent(
                 seq=seq, id=eid, author=author, invocation_id=inv, timestamp=ts,
@@ -666,5 +802,5 @@ class DeltaSessionService(BaseSessionService):
             for seq, eid, inv, author, ts, delta_json, deleted_json, _ in event_rows
         ]
         return PersistedSession(
-            state=_loads(state_json, {}), app_state=app_state, user_state=user_state, version=version, events=events,
+            state=state, app_state=app_state, user_state=user_state, version=version, events=events,
         )

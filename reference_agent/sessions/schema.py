@@ -36,6 +36,12 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         # The last append's redo record: the event and its app:/user: deltas, written by the compare-and-set
         # that commits the append, so a writer that died before the event row was stored can be rolled forward.
         ("pending_json", "JSON"),
+        # state_json is a snapshot: the session state after the append with seq = state_version (NULL, rows
+        # written before this column: the row's version). The events after it carry the rest in their deltas
+        # (``tail_bytes`` of them), folded in on read and compacted into state_json now and then by an append,
+        # so an append writes its delta, not the whole state.
+        ("state_version", "BIGINT"),
+        ("tail_bytes", "BIGINT"),
     ),
     EVENTS: (
         ("app_name", "STRING"),

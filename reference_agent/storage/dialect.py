@@ -8,6 +8,7 @@ in the code base may branch on the engine.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +24,19 @@ LOGICAL_TYPES = ("STRING", "BIGINT", "DOUBLE", "BOOLEAN", "TIMESTAMP", "JSON")
 _TOKEN = re.compile(r"""'(?:[^']|'')*'|"(?:[^"]|"")*"|`(?:[^`]|``)*`|(?<!:):([A-Za-z_][A-Za-z0-9_]*)\b""")
 
 
+@functools.lru_cache(maxsize=512)  # the same few statements run over and over (an append is two)
+def _translate(param_prefix: str, sql: str) -> tuple[str, tuple[str, ...]]:
+    names: list[str] = []
+
+    def repl(match: re.Match[str]) -> str:
+        if match.group(1) is None:  # a string literal
+            return match.group(0)
+        names.append(match.group(1))
+        return param_prefix + match.group(1)
+
+    return _TOKEN.sub(repl, sql), tuple(dict.fromkeys(names))
+
+
 @dataclass(frozen=True)
 class Dialect:
     name: str
@@ -34,15 +48,7 @@ class Dialect:
 
     def translate(self, sql: str) -> tuple[str, tuple[str, ...]]:
         """``sql`` with markers in this dialect's style, and the parameter names it uses."""
-        names: list[str] = []
-
-        def repl(match: re.Match[str]) -> str:
-            if match.group(1) is None:  # a string literal
-                return match.group(0)
-            names.append(match.group(1))
-            return self.param_prefix + match.group(1)
-
-        return _TOKEN.sub(repl, sql), tuple(dict.fromkeys(names))
+        return _translate(self.param_prefix, sql)
 
     def bind(self, sql: str, params: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
         """``translate``, plus the values of the parameters the statement uses (in order), each required."""

@@ -44,6 +44,10 @@ class DuckDBEngine:
     """
 
     dialect: Dialect = DUCKDB
+    # transaction() is atomic: the session service needs no redo record here.
+    transactional = True
+    # Every statement and transaction holds the lock: callers may run them from worker threads.
+    thread_safe = True
 
     def __init__(self, path: str | Path | None = None) -> None:
         if path is None or str(path) == ":memory:":

@@ -25,11 +25,26 @@ class Layout:
     # --- session state ------------------------------------------------------------------------------------------
 
     def get_state(self, db: Any) -> dict:
-        (text,) = db.execute(f"SELECT {self.state} FROM sessions WHERE {KEY.format(sid='id')}", TARGET).fetchone()
-        return json.loads(text)
+        if self.name == "adk":
+            (text,) = db.execute(f"SELECT state FROM sessions WHERE {KEY.format(sid='id')}", TARGET).fetchone()
+            return json.loads(text)
+        # Ours: the snapshot, then the deltas of the events after it (reference_agent/sessions/schema.py).
+        text, snapshot_seq = db.execute("SELECT state_json, coalesce(state_version, version) FROM sessions"
+                                        f" WHERE {KEY.format(sid='id')}", TARGET).fetchone()
+        state = json.loads(text)
+        for delta, deleted in db.execute("SELECT state_delta_json, deleted_keys_json FROM events"
+                                         f" WHERE {KEY.format(sid='session_id')} AND seq > ? ORDER BY seq",
+                                         (*TARGET, snapshot_seq)).fetchall():
+            state.update({k: v for k, v in json.loads(delta).items() if not k.startswith(("app:", "user:"))})
+            for key in json.loads(deleted or "[]"):
+                state.pop(key, None)
+        return state
 
     def set_state(self, db: Any, state: dict) -> None:
-        db.execute(f"UPDATE sessions SET {self.state} = ? WHERE {KEY.format(sid='id')}", (json.dumps(state), *TARGET))
+        # Ours: written as the snapshot as of the row's version, so no later delta is folded over it.
+        snapshot = "" if self.name == "adk" else ", state_version = version, tail_bytes = 0"
+        db.execute(f"UPDATE sessions SET {self.state} = ?{snapshot} WHERE {KEY.format(sid='id')}",
+                   (json.dumps(state), *TARGET))
 
     # --- events, by author (the first event of that author, in order) ------------------------------------------------
 
@@ -87,7 +102,7 @@ def state_changed_without_event(layout: Layout, db: Any) -> str:
 def summary_missing(layout: Layout, db: Any) -> str:
     layout.set_delta(db, "results_processor", {}, drop=("rlm:last_results_summary",))
     state = layout.get_state(db)
-    state.pop("rlm:last_results_summary")
+    state.pop("rlm:last_results_summary", None)  # ours: gone already when only the (dropped) delta set it
     layout.set_state(db, state)
     return "rlm:last_results_summary"
 

@@ -122,9 +122,13 @@ async def test_delta_tables_of_the_previous_schema_gain_the_columns(engine, fake
     altered = [s.sql for s in fake.sql.statements.values() if s.sql.startswith("ALTER TABLE")]
     assert sorted(altered) == sorted([
         "ALTER TABLE sessions ADD COLUMN pending_json STRING",
+        "ALTER TABLE sessions ADD COLUMN state_version BIGINT", "ALTER TABLE sessions ADD COLUMN tail_bytes BIGINT",
         "ALTER TABLE app_states ADD COLUMN version BIGINT", "ALTER TABLE app_states ADD COLUMN applied_json STRING",
         "ALTER TABLE user_states ADD COLUMN version BIGINT", "ALTER TABLE user_states ADD COLUMN applied_json STRING"])
     s = await svc.get_session(app_name=APP, user_id="u", session_id="s")
     assert s.state == {"k": 1, "user:lang": "fr"}
-    await svc.append_event(s, ev({"user:lang": "de"}))
+    await svc.append_event(s, ev({"user:lang": "de", "k": 2}))
     assert await svc.get_user_state(app_name=APP, user_id="u") == {"lang": "de"}
+    # The old row's state_json is the snapshot as of its version; the append's delta folds in on read.
+    again = await DeltaSessionService(engine).get_session(app_name=APP, user_id="u", session_id="s")
+    assert again.state == {"k": 2, "user:lang": "de"}

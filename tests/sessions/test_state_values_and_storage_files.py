@@ -94,15 +94,23 @@ async def test_a_file_made_by_the_previous_schema_gains_the_columns_and_keeps_wo
     columns = {t: {c for (c,) in svc.engine.execute(
         f"SELECT column_name FROM information_schema.columns WHERE table_name = '{t}'")}
         for t in ("sessions", "user_states", "app_states")}
-    assert {"pending_json"} <= columns["sessions"] and {"version", "applied_json"} <= columns["user_states"]
+    assert {"pending_json", "state_version", "tail_bytes"} <= columns["sessions"]
+    assert {"version", "applied_json"} <= columns["user_states"]
+    # Its rows have no state_version: their state_json is the whole state (the snapshot as of their version).
+    assert svc.engine.execute("SELECT state_version, tail_bytes FROM sessions") == [(None, None)]
     s = await svc.get_session(app_name=APP, user_id="u", session_id="s")
     assert s.state == {"k": 1, "user:lang": "fr"} and [e.id for e in s.events] == ["e1"]
     await svc.append_event(s, Event(invocation_id="i", author="agent",
-                                    actions=EventActions(state_delta={"user:lang": "de", "app:a": 1})))
+                                    actions=EventActions(state_delta={"user:lang": "de", "app:a": 1, "k": 2})))
+    # The append wrote its delta only: the old state is the snapshot as of version 1, the new key its tail.
+    assert svc.engine.execute("SELECT state_json, state_version, version FROM sessions") == [('{"k": 1}', 1, 2)]
     svc.close()
     again = DeltaSessionService.duckdb(path)  # a second start adds nothing and reads it all
     rows = await again.persisted_rows(app_name=APP, user_id="u", session_id="s")
     assert (rows.version, rows.user_state, rows.app_state, len(rows.events)) == (2, {"lang": "de"}, {"a": 1}, 2)
+    assert rows.state == {"k": 2}
+    assert (await again.get_session(app_name=APP, user_id="u", session_id="s")).state == {
+        "k": 2, "user:lang": "de", "app:a": 1}
     assert again.engine.execute("SELECT version FROM user_states") == [(1,)]  # NULL read as 0, then bumped
     again.close()
 

@@ -9,6 +9,8 @@
   deleted, shown as ``{key: None}``), ``event_json``. A None deletes (``nulls_are_deletes`` True).
   ``extra["pending_append"]``: the last append committed (version above the last seq) and its redo record
   (``pending_json``) is there, so the service rolls it forward on the next read: not a lost event.
+  ``state_json`` is a snapshot as of the event with seq ``state_version`` (where the column is there and
+  set); the session state is that snapshot with the later events' session-scope deltas applied.
 * ``seed``: the seeds' Delta ``DeltaSessionService`` (databricks_rlm_agent): ``sessions.session_id, state_json,
   version`` (1 at creation, +1 per append), ``is_deleted`` (soft-deleted sessions are skipped, as its
   ``get_session`` does); ``events.event_id, sequence_num`` (``version_after_append * 1000 + n``),
@@ -44,6 +46,8 @@ class Layout:
     nulls_are_deletes: bool
     event: Callable[[Row, int], StoredEvent]
     session_facts: Callable[[Row], tuple[int | None, float | None, dict[str, Any]]]  # version, update time, extra
+    # Read when the store has them (a newer schema): e.g. ours' state_version, the snapshot's seq.
+    optional_session_columns: tuple[str, ...] = ()
     skip_session: Callable[[Row], bool] = lambda row: False
     skip_event: Callable[[Row], bool] = lambda row: False
 
@@ -120,7 +124,7 @@ RLM = Layout(
     event_columns=("seq", "id", "invocation_id", "author", "timestamp", "state_delta_json", "deleted_keys_json",
                    "event_json"),
     event_order=("seq", "id"), scope_columns=("version",), nulls_are_deletes=True, event=_rlm_event,
-    session_facts=_rlm_facts)
+    session_facts=_rlm_facts, optional_session_columns=("state_version",))
 
 SEED = Layout(
     name="seed", title="the seeds' Delta DeltaSessionService",

@@ -76,7 +76,9 @@ def _select(source: SqlSource, table: str, columns: Sequence[str], keys: Sequenc
 def _load(source: SqlSource, layout: Layout, keys: list[Key], on_unreadable: OnUnreadable | None
           ) -> Iterator[StoredSession]:
     sid = layout.session_id
-    session_columns = ("app_name", "user_id", sid, layout.state, *layout.session_columns)
+    present = source.columns("sessions") or () if layout.optional_session_columns else ()
+    session_columns = ("app_name", "user_id", sid, layout.state, *layout.session_columns,
+                       *(c for c in layout.optional_session_columns if c in present))
     sessions = {(r["app_name"], r["user_id"], r[sid]): r
                 for r in _select(source, "sessions", session_columns, keys, ("app_name", "user_id", sid))}
     event_columns = ("app_name", "user_id", "session_id", *layout.event_columns)
@@ -119,12 +121,23 @@ def _session(layout: Layout, key: Key, row: dict[str, Any], event_rows: list[dic
     for name, scope_row in (("app", app_row), ("user", user_row)):
         if scope_row is not None and "version" in scope_row:
             extra[f"{name}_state_version"] = scope_row["version"]
+    state = json_object(row[layout.state], f"{where} {layout.state}")
+    events = tuple(layout.event(r, i) for i, r in enumerate(kept))
+    if row.get("state_version") is not None:  # ours: a snapshot; the later events' deltas complete it
+        for event in events:
+            if event.seq is not None and event.seq > row["state_version"]:
+                for key, value in event.state_delta.items():
+                    if not key.startswith(("app:", "user:", "temp:")):
+                        if value is None:
+                            state.pop(key, None)
+                        else:
+                            state[key] = value
     return StoredSession(
         layout=layout.name, app_name=app, user_id=user, session_id=session_id,
-        state=json_object(row[layout.state], f"{where} {layout.state}"),
+        state=state,
         app_state=None if app_row is None else json_object(app_row[layout.state],
                                                            f"app_states row app={app} {layout.state}"),
         user_state=None if user_row is None else json_object(
             user_row[layout.state], f"user_states row app={app} user={user} {layout.state}"),
-        events=tuple(layout.event(r, i) for i, r in enumerate(kept)), version=version, update_time=update_time,
+        events=events, version=version, update_time=update_time,
         nulls_are_deletes=layout.nulls_are_deletes, row=where, extra=extra)
