@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import logging
 import os
 import platform
 import sys
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import HarnessError
+from .scenario_run import PROG, configure_logging
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from .scenario.models import Scenario
     from .targets.choice import TargetChoice
 
-PROG = "rlm-conformance"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 LLM_MODES = ("replay", "scripted", "live")
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -246,13 +245,6 @@ def _tool_version() -> str:
         return "0+unknown"
 
 
-def _configure_logging(level: str) -> None:
-    """Route log records (ADK's, the target's) to stderr from ``level`` on, unless the host already set logging up."""
-    root = logging.getLogger()
-    if not root.handlers:
-        logging.basicConfig(level=level.upper(), stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-
-
 def _stdout_console() -> Console:
     from rich.console import Console
 
@@ -382,7 +374,8 @@ def _run_all(scenarios: list[Scenario], options: RunOptions, *, progress: bool, 
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from .parallel import default_jobs, run_one, run_parallel
+    from .parallel import default_jobs, run_parallel
+    from .scenario_run import run_one
     from .result import RunReport
     from .trace_spool import TraceSpool
 
@@ -422,25 +415,6 @@ def _crashed(scenario: Scenario, options: RunOptions, reason: str, duration_s: f
                           error=reason)
 
 
-def _with_snapshot(result: ScenarioResult, scenario: Scenario, options: RunOptions, folder: Path,
-                   update: bool) -> ScenarioResult:
-    """The scenario's ``snapshot`` row: the verdict pytest's syrupy comparison gives, so both agree."""
-    import dataclasses
-
-    from .snapshot.compare import compare_snapshot, snapshot_path
-
-    if result.trace is None:
-        return result
-    choice = _choice(scenario, options)
-    target = None if choice.is_reference else choice.name
-    command = f"{PROG} run --scenario {result.scenario} --snapshot-update" + (
-        "" if choice.spec == "reference" else f" --target {choice.spec}") + (
-        f" --profile {choice.profile_path}" if choice.profile_path else "")
-    verdict = compare_snapshot(result.trace, snapshot_path(folder, target, result.scenario), update=update,
-                               update_command=command)
-    return dataclasses.replace(result, checks=(*result.checks, verdict))
-
-
 def _report_formats(requested: list[list[str]] | None, default: Sequence[str]) -> list[str]:
     from .report.write import check_formats
 
@@ -465,7 +439,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .report import DEFAULT_FORMATS, render_terminal, write_reports
 
     formats = _report_formats(args.formats, DEFAULT_FORMATS)
-    _configure_logging(args.log_level)
+    configure_logging(args.log_level)
     scenarios = _load(args.scenarios_dir, args.scenario, args.substring)
     options = _options(args, record=False)
     if args.snapshot_update and options.backend != "local":
@@ -490,7 +464,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     from .runner import cassette_dir_for
 
     formats = _report_formats(args.formats, DEFAULT_FORMATS)
-    _configure_logging(args.log_level)
+    configure_logging(args.log_level)
     scenarios = _load(args.scenarios_dir, args.scenario, args.substring)
     options = _options(args, record=True)
     _preflight(scenarios, options)

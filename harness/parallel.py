@@ -54,23 +54,14 @@ def default_jobs() -> int:
     return int(value)
 
 
-def run_one(scenario: Scenario, options: RunOptions, snapshots: Snapshots) -> ScenarioResult:
-    """One scenario and its snapshot row: what ``-j 1`` does in-process and every worker does per scenario."""
-    from .cli import _with_snapshot
-    from .runner import run_scenario
-
-    result = run_scenario(scenario, options)
-    return _with_snapshot(result, scenario, options, *snapshots) if snapshots else result
-
-
 def _worker(conn: Connection, scenarios: Sequence[Scenario], options: RunOptions, snapshots: Snapshots,
             log_level: str) -> None:
     """Run the scenario index the parent sends, send back ``("ok", result)`` or ``("raise", exception)``."""
-    from .cli import _configure_logging
+    from .scenario_run import configure_logging, run_one
     from .llm import session  # noqa: F401 - imported before the first scenario, so its duration is its own
     from .runner import run_scenario  # noqa: F401
 
-    _configure_logging(log_level)
+    configure_logging(log_level)
     try:
         while (index := conn.recv()) is not None:
             try:
