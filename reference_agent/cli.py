@@ -93,13 +93,14 @@ def main(argv: list[str] | None = None) -> int:
     ask.add_argument("--session", default=f"cli-{uuid.uuid4().hex[:8]}")
     ask.add_argument("--user", default="cli_user")
     args = parser.parse_args(argv)
+    from .backends.confinement import ConfinementUnavailable
     from .storage import DatabaseLockedError
 
     try:
         if args.command == "demo":
             return asyncio.run(_demo(args.home))
         return asyncio.run(_ask(args.question, args.session, args.user))
-    except DatabaseLockedError as exc:  # a user error: the message says what to do, no traceback
+    except (DatabaseLockedError, ConfinementUnavailable) as exc:  # the message says what to do, no traceback
         print(f"rlm-agent: {exc}", file=sys.stderr)
         return 2
 
