@@ -525,15 +525,21 @@ def test_the_warm_worker_confines_itself_once_and_reports_it_per_block(tmp_path:
     assert results[1]["stdout"] == "42\n" and results[1]["error"]["type"] == "PermissionError"
 
 
-def test_the_warm_worker_exits_3_when_required_confinement_is_missing(tmp_path: Path) -> None:
-    impossible = spec(tmp_path, required=True, cgroup=str(tmp_path / "no-such-cgroup"), limits={"processes": 8})
-    proc, requests, replies = _start_worker(tmp_path, impossible)
+def _worker_exit(tmp_path: Path, confinement: dict[str, Any]) -> tuple[int, str]:
+    """A warm worker started with ``confinement`` that leaves before serving: its exit code and stderr."""
+    proc, requests, replies = _start_worker(tmp_path, confinement)
     try:
-        assert proc.wait(timeout=20) == 3
-        stderr = proc.stderr.read().decode() if proc.stderr else ""
+        code = proc.wait(timeout=20)
+        return code, proc.stderr.read().decode() if proc.stderr else ""
     finally:
         os.close(requests)
         os.close(replies)
+
+
+def test_the_warm_worker_exits_3_when_required_confinement_is_missing(tmp_path: Path) -> None:
+    impossible = spec(tmp_path, required=True, cgroup=str(tmp_path / "no-such-cgroup"), limits={"processes": 8})
+    code, stderr = _worker_exit(tmp_path, impossible)
+    assert code == 3
     assert "processes" in stderr and "confinement required but not available" in stderr
 
 
@@ -625,13 +631,8 @@ def test_create_pids_cgroup_is_none_when_not_root(monkeypatch: pytest.MonkeyPatc
 
 
 def test_the_warm_worker_exits_2_on_a_bad_spec_naming_the_key(tmp_path: Path) -> None:
-    proc, requests, replies = _start_worker(tmp_path, {"limits": {"memory": 5}})
-    try:
-        assert proc.wait(timeout=20) == 2
-        stderr = proc.stderr.read().decode() if proc.stderr else ""
-    finally:
-        os.close(requests)
-        os.close(replies)
+    code, stderr = _worker_exit(tmp_path, {"limits": {"memory": 5}})
+    assert code == 2
     assert "unknown limit(s) ['memory']" in stderr
 
 
