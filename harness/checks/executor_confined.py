@@ -71,7 +71,7 @@ def _missing_protections(trace: Trace) -> list[str]:
 @check(
     NAME,
     title="The executed code cannot get out of its executor",
-    why="The code Job_B runs is model-written, and prompt-injected data can make it hostile: on a laptop or a CI "
+    why="The code the executor runs is model-written, and prompt-injected data can make it hostile: on a laptop or a CI "
         "runner it must not write or read outside its folders, reach local services other than the LM bridge, "
         "or take the machine's memory, disk or process table. The escape-probe scenario tries each way out; the "
         "harness watches the targets from outside, so a report the code forged or never finished cannot pass.",
