@@ -37,12 +37,15 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
-
-from databricks.sdk import WorkspaceClient
-from databricks.sdk.config import Config
+from typing import TYPE_CHECKING, Any
 
 from .errors import DatabricksConfigError
+
+if TYPE_CHECKING:
+    from databricks.sdk import WorkspaceClient
+
+# databricks-sdk is imported where a client is made, not here: importing it takes ~1.8 s (every service module),
+# and the CLI reads this module's flag list on every start, local backend or not.
 
 PARTS = ("workspace", "sql", "volume", "jobs")
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -277,6 +280,8 @@ def _env_neutralizers(explicit: Mapping[str, Any]) -> dict[str, Any]:
     ``DATABRICKS_DEBUG_TRUNCATE_BYTES``) have no neutral value and still apply;
     they do not change what is requested.
     """
+    from databricks.sdk.config import Config
+
     neutral: dict[str, Any] = {}
     for attr in Config.attributes():
         names = [n for n in (attr.env, *getattr(attr, "env_aliases", ())) if n]
@@ -320,6 +325,9 @@ def make_workspace_client(settings: DatabricksSettings, *, hermetic: bool) -> Wo
     host-metadata discovery; failures only log a warning), so the fake serves it
     and cassettes record it.
     """
+    from databricks.sdk import WorkspaceClient
+    from databricks.sdk.config import Config
+
     try:
         config = Config(product="rlm-conformance", product_version=_version(),
                         **workspace_config_kwargs(settings, hermetic=hermetic))

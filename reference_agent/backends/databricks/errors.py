@@ -7,9 +7,12 @@ error, not as a stack trace from ``requests``.
 
 from __future__ import annotations
 
-from databricks.sdk.errors import DatabricksError, NotFound, PermissionDenied, Unauthenticated
+from typing import TYPE_CHECKING
 
 from reference_agent.storage.sql import WriteConflictError
+
+if TYPE_CHECKING:  # the SDK is imported by translate() only: importing it costs ~1.8 s, see config.py
+    from databricks.sdk.errors import DatabricksError
 
 
 class DatabricksBackendError(RuntimeError):
@@ -53,6 +56,8 @@ def translate(exc: DatabricksError, doing: str, *, not_found: str | None = None)
     ``doing`` says what was attempted ("executing a SQL statement"); ``not_found``
     is the hint for an HTTP 404 (e.g. which setting names the missing thing).
     """
+    from databricks.sdk.errors import NotFound, PermissionDenied, Unauthenticated
+
     if isinstance(exc, Unauthenticated):
         return DatabricksAuthError(
             f"Databricks rejected the credentials while {doing} (HTTP 401: {exc}): {TOKEN_HINT}.")
