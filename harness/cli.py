@@ -317,7 +317,7 @@ def _settle(args: argparse.Namespace) -> None:
 
 def _options(args: argparse.Namespace, *, record: bool) -> RunOptions:
     from .llm.modes import LlmMode
-    from .runner import RunOptions
+    from .run_options import RunOptions
     from .targets.profile import load_profile
 
     profile = load_profile(args.profile) if args.profile is not None else None

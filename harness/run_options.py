@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from functools import cache
 from typing import TYPE_CHECKING, Any
-
-from google.genai import types
 
 from .llm.modes import LlmMode
 
 if TYPE_CHECKING:
+    from google.genai import types
+
     from .targets.profile import TargetProfile
 
 __all__ = ["CASSETTE_VERDICT", "DEFAULT_MODEL", "MODEL_TIMEOUT_S", "RETRY_OPTIONS", "RunOptions"]
@@ -22,10 +23,24 @@ __all__ = ["CASSETTE_VERDICT", "DEFAULT_MODEL", "MODEL_TIMEOUT_S", "RETRY_OPTION
 DEFAULT_MODEL = "gemini-2.5-flash"
 CASSETTE_VERDICT = "cassette"
 """The verdict row of a replayed run: the cassette is this scenario's and still matches what the target sends."""
-# Retries as a production agent would configure them; short delays keep replay fast.
-# jitter=0: google-genai's default jitter (up to 1 s) would make nearly every retry sleep max_delay.
-RETRY_OPTIONS = types.HttpRetryOptions(attempts=3, initial_delay=0.05, max_delay=0.2, exp_base=2.0, jitter=0.0,
-                                       http_status_codes=[429, 500, 503])
+
+
+@cache
+def _retry_options() -> types.HttpRetryOptions:
+    # Retries as a production agent would configure them; short delays keep replay fast.
+    # jitter=0: google-genai's default jitter (up to 1 s) would make nearly every retry sleep max_delay.
+    from google.genai import types
+
+    return types.HttpRetryOptions(attempts=3, initial_delay=0.05, max_delay=0.2, exp_base=2.0, jitter=0.0,
+                                  http_status_codes=[429, 500, 503])
+
+
+def __getattr__(name: str) -> Any:
+    # RETRY_OPTIONS is built on first use: google-genai's types take ~0.9 s to import, and the `run -j N` parent,
+    # which only hands RunOptions to its workers, never needs them.
+    if name == "RETRY_OPTIONS":
+        return _retry_options()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 # Client timeout of each agent model request, per LLM mode (None: google-genai's default). The scripted endpoint
 # answers in milliseconds, so a short timeout lets the `slow` fault (a delay past it) exercise the timeout path
 # without slowing the suite; replay answers from the cassette and replays a recorded timeout as one.

@@ -10,21 +10,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Protocol
-
-from google.adk.apps import App
-from google.adk.artifacts import BaseArtifactService
-from google.adk.memory import BaseMemoryService
-from google.adk.models.base_llm import BaseLlm
-from google.adk.runners import Runner
-from google.adk.sessions.base_session_service import BaseSessionService
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
 
 from ..trace.model import ExecutionRecord, TurnOutcome
 from .profile import TargetProfile
 
+if TYPE_CHECKING:  # annotations only: the `run -j N` parent resolves targets without importing ADK (~1.3 s)
+    from google.adk.apps import App
+    from google.adk.artifacts import BaseArtifactService
+    from google.adk.memory import BaseMemoryService
+    from google.adk.models.base_llm import BaseLlm
+    from google.adk.runners import Runner
+    from google.adk.sessions.base_session_service import BaseSessionService
+
 SubLm = Callable[[str], Awaitable[str]]
 TokenCounter = Callable[[str], Awaitable[int]]
-SessionServiceFactory = Callable[["TargetEnvironment"], BaseSessionService]
+SessionServiceFactory = Callable[["TargetEnvironment"], "BaseSessionService"]
 
 
 @dataclass
@@ -58,7 +59,7 @@ class TargetEnvironment:
     require_confinement: bool = False
 
 
-RunTurn = Callable[[Runner, str, str, str], Awaitable[TurnOutcome]]
+RunTurn = Callable[["Runner", str, str, str], Awaitable[TurnOutcome]]
 """(runner, user_id, session_id, message) -> outcome, the target's own run_conversation."""
 
 ListExecutions = Callable[[str, str, str], list[ExecutionRecord]]

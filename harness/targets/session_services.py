@@ -18,14 +18,15 @@ import importlib
 import inspect
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-from google.adk.sessions.base_session_service import BaseSessionService
+from typing import TYPE_CHECKING, Any
 
 from ..errors import HarnessError
 from .base import SessionServiceFactory, TargetEnvironment
 
-FolderFactory = Callable[[Path], BaseSessionService]
+if TYPE_CHECKING:  # imported where a service is checked: the `run -j N` parent resolves names without ADK
+    from google.adk.sessions.base_session_service import BaseSessionService
+
+FolderFactory = Callable[[Path], "BaseSessionService"]
 
 
 class SessionServiceError(HarnessError):
@@ -84,6 +85,8 @@ def _wants_env(factory: Callable[..., Any]) -> bool:
 def call_factory(spec: str, factory: Callable[..., Any], folder: Path, env: TargetEnvironment | None = None,
                  *, flag: str = "--session-service") -> BaseSessionService:
     """Call a user's factory (no argument, a folder, or the TargetEnvironment) and check what it built."""
+    from google.adk.sessions.base_session_service import BaseSessionService
+
     factory = getattr(factory, "factory", factory)
     try:
         takes_arg = bool(inspect.signature(factory).parameters)
