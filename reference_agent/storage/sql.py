@@ -73,14 +73,10 @@ def add_missing_columns(engine: SqlEngine, tables: Mapping[str, Sequence[tuple[s
     """Add the columns a table made by an older schema lacks (``ALTER TABLE ... ADD COLUMN``; Delta and DuckDB).
 
     Added columns are NULL in existing rows, so readers must treat NULL as the column's old meaning. One
-    query finds what is missing; returns the ``table.column`` names added.
+    query finds what is missing; returns the ``table.column`` names added. Call it after ``ensure_tables``.
     """
-    names = ", ".join(f"'{table}'" for table in tables)
     present: dict[str, set[str]] = {}
-    for table, column in engine.execute(
-        "SELECT lower(table_name), lower(column_name) FROM information_schema.columns"
-        f" WHERE table_schema = current_schema() AND lower(table_name) IN ({names})"
-    ):
+    for table, column in engine.execute(engine.dialect.list_columns(list(tables))):
         present.setdefault(table, set()).add(column)
     added = []
     for table, columns in tables.items():
