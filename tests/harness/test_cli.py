@@ -168,3 +168,31 @@ def test_a_scenario_naming_an_unknown_check_is_a_usage_error(workdir: Path,
     err = capsys.readouterr().err
     _one_paragraph(err)
     assert "'cli_smoke'" in err and "'no_such_check'" in err and "summary_persisted" in err
+
+
+PARENT_PROBE = """
+import sys
+import harness.parallel as parallel
+
+def stop(*args, **kwargs):  # the moment the parent would start its workers
+    heavy = [m for m in ("google.adk", "google.genai.types", "databricks.sdk") if m in sys.modules]
+    print("HEAVY", ",".join(heavy) or "none")
+    raise SystemExit(0)
+
+parallel.run_parallel = stop
+from harness.cli import main
+main(["run", "-j", "2", "--no-progress", "--reports-dir", sys.argv[1]])
+"""
+
+
+def test_the_parallel_parent_leaves_adk_and_the_databricks_sdk_to_its_workers(tmp_path: Path) -> None:
+    """``run -j N``'s parent parses, loads and preflights the suite, then hands scenarios out: importing ADK
+    (~1.3 s), google-genai's types (~0.9 s) or databricks-sdk (~1.8 s) there would delay every worker's start."""
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", PARENT_PROBE, str(tmp_path)], cwd=repo, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "HEAVY none" in done.stdout, done.stdout + done.stderr

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import HarnessError
+from harness.scenario import loader as loader_module
 from harness.scenario.loader import ScenarioError, load_scenario, load_scenarios, parse_scenario
 from harness.scenario.models import Scenario
 from harness.scenario.schema import REGENERATE, SCHEMA_PATH, render_json_schema, scenario_json_schema
@@ -233,3 +234,47 @@ def test_json_schema_is_strict_and_documented() -> None:
         assert definition["additionalProperties"] is False, definition["title"]
         for name, field in definition["properties"].items():
             assert field.get("description"), f"{definition['title']}.{name} has no description"
+
+
+# --- libyaml fast path (harness/scenario/loader.py: _FastLoader) -------------------------------------------------
+
+needs_libyaml = pytest.mark.skipif(loader_module._FastLoader is None, reason="PyYAML without libyaml")
+
+
+@needs_libyaml
+@pytest.mark.parametrize("path", sorted((REPO / "scenarios").glob("*.yaml")), ids=lambda p: p.stem)
+def test_libyaml_and_the_pure_python_parser_read_every_shipped_scenario_alike(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    fast, slow = loader_module._FastLoader(text), loader_module._Loader(text)
+    try:
+        fast_node, slow_node = fast.get_single_node(), slow.get_single_node()
+        assert fast.construct_document(fast_node) == slow.construct_document(slow_node)
+        assert loader_module._line_of(fast_node, ["script"]) == loader_module._line_of(slow_node, ["script"])
+    finally:
+        fast.dispose()
+        slow.dispose()
+
+
+@needs_libyaml
+@pytest.mark.parametrize(("text", "expected"), [
+    # libyaml alone accepts a tab after "key:"; a file must load, or not, the same without libyaml.
+    ("name:\tx\n", ":1:6: invalid YAML: found character '\\t' that cannot start any token"),
+    ("name: x\n\tdescription: y\n", ":2:1: invalid YAML: found character '\\t'"),
+    ("name: a\nname: b\n", ":2:1: invalid YAML: found duplicate key 'name' (first at line 1)"),
+    ("name: [x\n", "invalid YAML:"),
+    ("name: b\x07c\n", ":1: invalid YAML: unreadable character 7"),
+    ("name: \ud800\n", ":1: invalid YAML: unreadable character 55296"),
+])
+def test_a_file_libyaml_refuses_gets_the_pure_python_message(tmp_path: Path, text: str, expected: str,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "x.yaml"
+    with_libyaml = _yaml_error(text, path)
+    monkeypatch.setattr(loader_module, "_FastLoader", None)
+    assert with_libyaml == _yaml_error(text, path)
+    assert expected in with_libyaml
+
+
+def _yaml_error(text: str, path: Path) -> str:
+    with pytest.raises(ScenarioError) as caught:
+        loader_module._parse_yaml(text, str(path))
+    return str(caught.value)
