@@ -10,7 +10,50 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["write_atomic"]
+__all__ = ["StagedFile", "write_atomic"]
+
+
+class StagedFile:
+    """A temporary file beside ``path``, written in pieces, that becomes ``path`` on ``commit()``.
+
+    For output too large to hold whole (a report of hundreds of scenarios): written as it is produced, and
+    readers of ``path`` see the old content until ``commit()``. ``discard()`` removes it (safe to repeat).
+    ``mode``: the file's permissions (mkstemp makes 0600; a file others review wants 0644).
+    """
+
+    def __init__(self, path: Path, *, mode: int | None = None) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        self.tmp = Path(tmp)
+        try:
+            if mode is not None:
+                os.fchmod(fd, mode)
+            self._handle = os.fdopen(fd, "wb")
+        except BaseException:
+            os.close(fd)
+            self.tmp.unlink(missing_ok=True)
+            raise
+
+    def write(self, data: bytes) -> None:
+        self._handle.write(data)
+
+    def finish(self, *, durable: bool = False) -> None:
+        """Close the file; ``durable``: fsync first, for files that must survive a crash of the machine."""
+        if durable:
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
+        self._handle.close()
+
+    def commit(self) -> None:
+        os.replace(self.tmp, self.path)
+
+    def discard(self) -> None:
+        try:
+            self._handle.close()
+        except OSError:
+            pass
+        self.tmp.unlink(missing_ok=True)
 
 
 def write_atomic(path: Path, data: bytes, *, mode: int | None = None, durable: bool = False) -> None:
@@ -19,17 +62,11 @@ def write_atomic(path: Path, data: bytes, *, mode: int | None = None, durable: b
     ``mode``: the file's permissions (mkstemp makes 0600; a file others review wants 0644).
     ``durable``: fsync before the rename, for files that must survive a crash of the machine.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    staged = StagedFile(path, mode=mode)
     try:
-        if mode is not None:
-            os.fchmod(fd, mode)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            if durable:
-                handle.flush()
-                os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        staged.write(data)
+        staged.finish(durable=durable)
+        staged.commit()
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        staged.discard()
         raise

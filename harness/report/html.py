@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +71,12 @@ def _scenario_view(index: int, result: ScenarioResult, columns: list[str], repor
 
 
 def render_html(report: RunReport, *, titles: Mapping[str, str] | None = None) -> str:
+    return "".join(iter_html(report, titles=titles))
+
+
+def iter_html(report: RunReport, *, titles: Mapping[str, str] | None = None) -> Iterator[str]:
+    """``render_html``'s text in pieces as the template produces them (Jinja2's ``generate``), so a writer that
+    streams them to a file holds neither the text nor more than one scenario's full trace."""
     columns = check_columns(report)
     context = {
         "report": report, "columns": columns, "short": abbreviations(columns), "titles": dict(titles or {}),
@@ -78,4 +84,4 @@ def render_html(report: RunReport, *, titles: Mapping[str, str] | None = None) -
         "scenarios": [_scenario_view(i, r, columns, report) for i, r in enumerate(report.results)],
         "status_class": STATUS_CLASS, "status_symbol": STATUS_SYMBOL,
     }
-    return _environment().get_template(TEMPLATE).render(context)
+    return _environment().get_template(TEMPLATE).generate(context)

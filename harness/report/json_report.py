@@ -10,6 +10,7 @@ import dataclasses
 import json
 import os
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -58,18 +59,27 @@ def report_dict(report: RunReport) -> dict[str, Any]:
 
 
 def render_json(report: RunReport) -> str:
-    """``report_dict`` as indented JSON, rendered one result at a time (one full trace in memory at a time):
-    the same text ``json.dumps(report_dict(report), indent=2)`` gives."""
+    """``report_dict`` as indented JSON: the same text ``json.dumps(report_dict(report), indent=2)`` gives."""
+    return "".join(iter_json(report))
+
+
+def iter_json(report: RunReport) -> Iterator[str]:
+    """``render_json``'s text in pieces, one result at a time: one full trace in memory at a time, and a writer
+    that streams the pieces to a file holds none of the text (harness/report/write.py)."""
     # default=repr: a trace value pydantic could not make JSON (it is typed Any) still leaves a readable trace.
     head = report_dict(dataclasses.replace(report, results=(), full_traces=None))
     if not report.results:
-        return json.dumps(head, indent=2, ensure_ascii=False, default=repr) + "\n"
+        yield json.dumps(head, indent=2, ensure_ascii=False, default=repr) + "\n"
+        return
     head["results"] = [PLACEHOLDER]
     before, after = json.dumps(head, indent=2, ensure_ascii=False, default=repr).split(f'"{PLACEHOLDER}"', 1)
-    items = (textwrap.indent(json.dumps(_result_dict(r, report.trace_at(i)), indent=2, ensure_ascii=False,
-                                        default=repr), "    ").lstrip(" ")
-             for i, r in enumerate(report.results))
-    return before + ",\n    ".join(items) + after + "\n"
+    yield before
+    for i, result in enumerate(report.results):
+        if i:
+            yield ",\n    "
+        yield textwrap.indent(json.dumps(_result_dict(result, report.trace_at(i)), indent=2, ensure_ascii=False,
+                                         default=repr), "    ").lstrip(" ")
+    yield after + "\n"
 
 
 def _result_from(data: dict[str, Any]) -> ScenarioResult:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 
 from ..checks.base import CheckResult, Status
 from ..result import RunReport
@@ -34,7 +35,16 @@ def _evidence_text(check: CheckResult) -> str:
     return xml_safe("\n".join(lines))
 
 
+_SLOT = "rlm-conformance-testcases-go-here"
+
+
 def render_junit(report: RunReport) -> str:
+    return "".join(iter_junit(report))
+
+
+def iter_junit(report: RunReport) -> Iterator[str]:
+    """The JUnit XML in pieces, one ``<testcase>`` at a time: the text ``ET.indent`` + ``ET.tostring`` of the whole
+    tree gives, without holding the tree (about 60 KB of elements per scenario)."""
     c = counts(report)
     errors = sum((r.error is not None) + len(r.crashed_turns) for r in report.results)
     tests = sum(len(r.checks) for r in report.results) + errors
@@ -48,11 +58,22 @@ def render_junit(report: RunReport) -> str:
     properties = ET.SubElement(suite, "properties")
     for name, value in {"tool_version": report.tool_version, **report.extra}.items():
         ET.SubElement(properties, "property", name=xml_safe(name), value=xml_safe(value))
+    ET.SubElement(suite, "testcase", name=_SLOT)  # where the test cases go, in the indented text
+    ET.indent(root)
+    head, tail = ET.tostring(root, encoding="unicode", xml_declaration=True).split(f'<testcase name="{_SLOT}" />')
+    first = True
+    for case in _testcases(report):
+        ET.indent(case, level=2)  # as deep as under the whole tree
+        yield (head if first else "\n    ") + ET.tostring(case, encoding="unicode")
+        first = False
+    yield (head.removesuffix("\n    ") if first else "") + tail + "\n"
 
+
+def _testcases(report: RunReport) -> Iterator[ET.Element]:
     for result in report.results:
         for check in result.checks:
-            case = ET.SubElement(suite, "testcase", classname=xml_safe(result.scenario),
-                                 name=xml_safe(f"{result.scenario}::{check.name}"), time="0.000")
+            case = ET.Element("testcase", classname=xml_safe(result.scenario),
+                              name=xml_safe(f"{result.scenario}::{check.name}"), time="0.000")
             if check.status is Status.FAIL:
                 failure = ET.SubElement(case, "failure", message=xml_safe(check.explanation), type="CheckFailed")
                 failure.text = _evidence_text(check)
@@ -60,17 +81,19 @@ def render_junit(report: RunReport) -> str:
                 ET.SubElement(case, "skipped", message=xml_safe(check.explanation))
             else:
                 ET.SubElement(case, "system-out").text = _evidence_text(check)
+            yield case
         if result.error is not None:
-            case = ET.SubElement(suite, "testcase", classname=xml_safe(result.scenario),
-                                 name=xml_safe(f"{result.scenario}::{ERROR_CASE}"), time=f"{result.duration_s:.3f}")
+            case = ET.Element("testcase", classname=xml_safe(result.scenario),
+                              name=xml_safe(f"{result.scenario}::{ERROR_CASE}"), time=f"{result.duration_s:.3f}")
             first_line = result.error.strip().splitlines()[0] if result.error.strip() else "the scenario could not run"
             error = ET.SubElement(case, "error", message=xml_safe(first_line), type="HarnessError")
             error.text = xml_safe(f"{result.error}\n(target {result.target}, LLM mode {result.llm_mode}, "
                                   f"session service {result.session_service})")
+            yield case
         for turn in result.crashed_turns:
             crash = turn.outcome.crash
-            case = ET.SubElement(suite, "testcase", classname=xml_safe(result.scenario),
-                                 name=xml_safe(f"{result.scenario}::turn {turn.turn}"), time="0.000")
+            case = ET.Element("testcase", classname=xml_safe(result.scenario),
+                              name=xml_safe(f"{result.scenario}::turn {turn.turn}"), time="0.000")
             error = ET.SubElement(case, "error", message=xml_safe(crash.describe().splitlines()[0]),
                                   type=xml_safe(crash.type))
             error.text = xml_safe("\n".join([
@@ -78,5 +101,4 @@ def render_junit(report: RunReport) -> str:
                 *([f"caused by {crash.cause}"] if crash.cause else []),
                 f"termination {turn.outcome.termination}; target {result.target}, LLM mode {result.llm_mode}",
                 *crash.traceback]))
-    ET.indent(root)
-    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+            yield case

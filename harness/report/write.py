@@ -1,22 +1,25 @@
-"""Write the report files: every format is rendered in memory first, then each file is replaced atomically.
+"""Write the report files: every format is streamed into a temporary file beside its report, then, once all are
+complete, each replaces its report.
 
-A renderer that raises leaves every previous report untouched (nothing is
-written before all renderers succeeded), and a write that fails leaves neither
-a half-written file nor a stray temporary one.
+Streamed, because a run of hundreds of scenarios makes reports of tens of MB (the JSON and HTML carry every
+trace): the text is never held whole. A renderer that raises leaves every previous report untouched (nothing is
+replaced before all renderers succeeded), and a write that fails leaves neither a half-written file nor a stray
+temporary one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..files import write_atomic
+from ..files import StagedFile
 from ..result import RunReport
-from .html import render_html
-from .json_report import ReportError, render_json
-from .junit import render_junit
+from .html import iter_html
+from .json_report import ReportError, iter_json
+from .junit import iter_junit
 from .markdown import render_markdown
 
 
@@ -24,15 +27,16 @@ from .markdown import render_markdown
 class ReportFormat:
     name: str
     filename: str
-    render: Callable[[RunReport, Mapping[str, str]], str]
+    render: Callable[[RunReport, Mapping[str, str]], str | Iterable[str]]
+    """The report's text, whole or in pieces."""
 
 
 FORMATS: dict[str, ReportFormat] = {
-    "junit": ReportFormat("junit", "conformance.xml", lambda report, titles: render_junit(report)),
+    "junit": ReportFormat("junit", "conformance.xml", lambda report, titles: iter_junit(report)),
     "markdown": ReportFormat("markdown", "conformance.md",
                              lambda report, titles: render_markdown(report, titles=titles)),
-    "html": ReportFormat("html", "conformance.html", lambda report, titles: render_html(report, titles=titles)),
-    "json": ReportFormat("json", "conformance.json", lambda report, titles: render_json(report)),
+    "html": ReportFormat("html", "conformance.html", lambda report, titles: iter_html(report, titles=titles)),
+    "json": ReportFormat("json", "conformance.json", lambda report, titles: iter_json(report)),
 }
 """Format name -> file name and renderer; ``titles`` (check name -> title) feed the legends."""
 DEFAULT_FORMATS: tuple[str, ...] = ("junit", "markdown", "html", "json")
@@ -47,30 +51,44 @@ def check_formats(formats: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(formats))
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Replace ``path`` whole; 0644, as a report is meant to be read by others (CI artifacts)."""
-    write_atomic(path, text.encode("utf-8"), mode=0o644, durable=True)
-
-
 def write_reports(report: RunReport, out_dir: str | os.PathLike[str],
                   formats: Sequence[str] = DEFAULT_FORMATS, *,
                   titles: Mapping[str, str] | None = None) -> dict[str, Path]:
     """Render ``formats`` and write them into ``out_dir``; returns format name -> written path."""
     names = check_formats(formats)
     out = Path(out_dir)
-    rendered = {name: FORMATS[name].render(report, dict(titles or {})) for name in names}
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ReportError(f"cannot create the reports folder {out} ({exc.strerror or exc}). "
                           f"Fix: pass a writable --reports-dir.") from None
-    written: dict[str, Path] = {}
-    for name, text in rendered.items():
-        path = out / FORMATS[name].filename
-        try:
-            write_atomically(path, text)
-        except OSError as exc:
-            raise ReportError(f"cannot write {path} ({exc.strerror or exc}); the previous file, if any, is "
-                              f"unchanged. Fix: pass a writable --reports-dir.") from None
-        written[name] = path
-    return written
+    staged: dict[str, StagedFile] = {}
+    try:
+        for name in names:
+            path = out / FORMATS[name].filename
+            text = FORMATS[name].render(report, dict(titles or {}))
+            with _writing(path):
+                staged[name] = StagedFile(path, mode=0o644)
+            for piece in (text,) if isinstance(text, str) else text:  # a renderer's own error propagates as is
+                with _writing(path):
+                    staged[name].write(piece.encode("utf-8"))
+            with _writing(path):
+                staged[name].finish(durable=True)
+        for name, file in staged.items():
+            with _writing(file.path):
+                file.commit()
+    except BaseException:
+        for file in staged.values():
+            file.discard()
+        raise
+    return {name: file.path for name, file in staged.items()}
+
+
+@contextlib.contextmanager
+def _writing(path: Path) -> Iterator[None]:
+    """An ``OSError`` while writing ``path`` as a ``ReportError`` that names it and says the old file is kept."""
+    try:
+        yield
+    except OSError as exc:
+        raise ReportError(f"cannot write {path} ({exc.strerror or exc}); the previous file, if any, is "
+                          f"unchanged. Fix: pass a writable --reports-dir.") from None

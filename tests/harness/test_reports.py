@@ -269,3 +269,23 @@ def test_render_json_is_what_load_reads(report: RunReport, tmp_path: Path) -> No
     path = tmp_path / "r.json"
     path.write_text(render_json(report), encoding="utf-8")
     assert load_report_json(path).results[2].error == CASSETTE_ERROR
+
+
+@pytest.mark.parametrize("results", [slice(None), slice(0, 0), slice(2, 3)], ids=["all", "none", "errored only"])
+def test_streamed_junit_is_the_whole_tree_indented(report: RunReport, results: slice) -> None:
+    """iter_junit writes one <testcase> at a time; stitched, the text is what ET gives for the whole tree."""
+    import dataclasses
+
+    from harness.report import junit
+
+    part = dataclasses.replace(report, results=report.results[results])
+    root = ET.fromstring(render_junit(dataclasses.replace(part, results=())).encode("utf-8"))
+    suite = root.find("testsuite")
+    for case in junit._testcases(part):
+        suite.append(case)
+    for name in ("tests", "failures", "errors", "skipped", "time"):  # the counts of the whole run
+        whole = ET.fromstring(render_junit(part).encode("utf-8"))
+        root.set(name, whole.get(name))
+        suite.set(name, whole.find("testsuite").get(name))
+    ET.indent(root)
+    assert render_junit(part) == ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

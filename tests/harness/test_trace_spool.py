@@ -46,3 +46,36 @@ def test_a_spooled_report_renders_every_format_as_the_full_one(report: RunReport
 
 def test_without_a_spool_the_report_reads_the_results_own_traces(report: RunReport) -> None:
     assert report.trace_at(0) is report.results[0].trace
+
+
+def _write_peak(report: RunReport, folder: Path) -> tuple[int, int]:
+    """(peak bytes Python allocated while writing every report, bytes written)."""
+    import tracemalloc
+
+    from harness.report.write import write_reports
+
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        written = write_reports(report, folder)
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    return peak, sum(path.stat().st_size for path in written.values())
+
+
+def test_writing_the_reports_of_a_large_spooled_run_holds_no_report_whole(report: RunReport, tmp_path: Path) -> None:
+    """The JSON and HTML carry every trace (tens of MB for hundreds of scenarios): they are streamed to their
+    files, so writing them needs about one scenario's trace in memory, not the reports' text."""
+    from harness.report.write import write_reports
+
+    write_reports(report, tmp_path / "warm-up")  # compiles the HTML template (~4 MB, once per process)
+    spool = TraceSpool()
+    copies = 80
+    light = tuple(spool.keep(i, report.results[i % 2]) for i in range(copies))
+    spooled = dataclasses.replace(report, results=light, full_traces=spool.load)
+    peak, size = _write_peak(spooled, tmp_path / "reports")
+    spool.close()
+    assert size > 4_000_000  # the comparison means something: the reports are large
+    assert peak < size / 4, f"writing {size:,} bytes of reports peaked at {peak:,} bytes allocated"
