@@ -161,6 +161,15 @@ def run(quick: bool = False, results_dir: Path | None = None) -> BenchResult:
             by_size[size] = measured = _run_suite(home, jobs, f"n{size}")
             if measured["exit"] != 0 or measured["not_passed"]:
                 raise RuntimeError(f"the synthetic suite of {size} did not pass: {measured['failing']}")
+            if not quick and size == sorted(sizes)[len(sizes) // 2]:
+                # -j 1 of a larger suite too: each worker pays the fixed start (imports, ADK's first run, the
+                # session-service probe) that -j 1 pays once, so the speedup depends on the suite's size.
+                serial_mid = _run_suite(home, 1, f"n{size}-j1")
+                result.details["jobs_at"] = {"size": size, "j1": serial_mid, f"j{jobs}": measured}
+                result.rows.append(Row(
+                    "scale", f"`run -j {jobs}` speedup at {size} scenarios: wall of -j 1 / wall of -j {jobs}",
+                    serial_mid["wall_s"] / measured["wall_s"], "x", baseline=None, met=None,
+                    note=f"-j 1: {serial_mid['wall_s']:.1f} s; -j {jobs}: {measured['wall_s']:.1f} s"))
             shutil.rmtree(home, ignore_errors=True)
         result.details["by_size"] = {str(k): v for k, v in by_size.items()}
         small, large = min(sizes), max(sizes)
@@ -179,7 +188,7 @@ def run(quick: bool = False, results_dir: Path | None = None) -> BenchResult:
                                                    by_size[large]["wall_s"]) <= 1.05),
             Row("scale", f"CLI (parent) peak RSS at {large} scenarios (-j {jobs})", by_size[large]["parent_peak_mib"],
                 "MiB", baseline=by_size[small]["parent_peak_mib"], baseline_name=f"at {small} scenarios",
-                met=None, note="full traces on disk (harness/trace_spool.py); light results and the rendered reports in memory"),
+                met=None, note="full traces on disk (harness/trace_spool.py), reports streamed to their files; light results in memory"),
         ]
         if quick:  # the long session's record and replay would double the quick run
             return result
