@@ -7,8 +7,8 @@ without importing the pipeline (``harness.runner`` re-exports every name here).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .llm.modes import LlmMode
@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
     from .targets.profile import TargetProfile
 
-__all__ = ["CASSETTE_VERDICT", "DEFAULT_MODEL", "MODEL_TIMEOUT_S", "RETRY_OPTIONS", "RunOptions"]
+# RETRY_OPTIONS too, through the module __getattr__ below (a name __all__ cannot list).
+__all__ = ["CASSETTE_VERDICT", "DEFAULT_MODEL", "MODEL_TIMEOUT_S", "RunOptions"]
 
 DEFAULT_MODEL = "gemini-2.5-flash"
 CASSETTE_VERDICT = "cassette"
@@ -41,6 +42,8 @@ def __getattr__(name: str) -> Any:
     if name == "RETRY_OPTIONS":
         return _retry_options()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 # Client timeout of each agent model request, per LLM mode (None: google-genai's default). The scripted endpoint
 # answers in milliseconds, so a short timeout lets the `slow` fault (a delay past it) exercise the timeout path
 # without slowing the suite; replay answers from the cassette and replays a recorded timeout as one.

@@ -74,7 +74,7 @@ def write_reports(report: RunReport, out_dir: str | os.PathLike[str],
                     staged[name].write(piece.encode("utf-8"))
             with _writing(path):
                 staged[name].finish(durable=True)
-        for name, file in staged.items():
+        for file in staged.values():
             with _writing(file.path):
                 file.commit()
     except BaseException:
