@@ -152,8 +152,11 @@ def run_parallel(scenarios: Sequence[Scenario], options: RunOptions, jobs: int, 
                     reason = _death(worker.process.exitcode)
                     yield index, crashed(scenarios[index], reason, time.perf_counter() - worker.started)
                     worker.conn.close()
-                    workers[workers.index(worker)] = fresh = start()
-                    feed(fresh)
+                    if pending:  # a replacement only when a scenario is left for it
+                        workers[workers.index(worker)] = fresh = start()
+                        feed(fresh)
+                    else:
+                        worker.index = None
     finally:
         _stop(workers)
 

@@ -131,27 +131,26 @@ def _yaml_hint(problem: str) -> str:
     return "check the indentation and quoting on that line and the one before"
 
 
-def _parse_yaml(text: str, path: str) -> tuple[Any, yaml.Node | None]:
-    if _FastLoader is not None and "\t" not in text:
-        fast = None
-        try:
-            fast = _FastLoader(text)
-            node = fast.get_single_node()
-            if node is not None:
-                _check_size(node)
-            return (fast.construct_document(node) if node is not None else None), node
-        except Exception:  # noqa: BLE001 - the pure-Python parser below finds the problem and says where
-            pass
-        finally:
-            if fast is not None:
-                fast.dispose()
-    loader = None
+def _read(loader_class: type, text: str) -> tuple[Any, yaml.Node | None]:
+    """The document and its root node, the size checked before anything is constructed."""
+    loader = loader_class(text)  # the pure-Python reader checks for unprintable characters right here
     try:
-        loader = _Loader(text)  # the reader checks for unprintable characters right here
         node = loader.get_single_node()
         if node is not None:
             _check_size(node)
         return (loader.construct_document(node) if node is not None else None), node
+    finally:
+        loader.dispose()
+
+
+def _parse_yaml(text: str, path: str) -> tuple[Any, yaml.Node | None]:
+    if _FastLoader is not None and "\t" not in text:
+        try:
+            return _read(_FastLoader, text)
+        except Exception:  # noqa: BLE001 - the pure-Python parser below finds the problem and says where
+            pass
+    try:
+        return _read(_Loader, text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = " ".join(str(exc.problem or exc.context or "cannot parse").split())
@@ -170,9 +169,6 @@ def _parse_yaml(text: str, path: str) -> tuple[Any, yaml.Node | None]:
     except yaml.YAMLError as exc:
         reason = " ".join(str(exc).split()) or type(exc).__name__
         problem_at = Problem(path, None, None, f"invalid YAML: {reason}. Fix: check the file's syntax")
-    finally:
-        if loader is not None:
-            loader.dispose()
     raise ScenarioError([problem_at])
 
 
