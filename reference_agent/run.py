@@ -126,10 +126,9 @@ async def run_conversation(runner: Runner, *, user_id: str, session_id: str, mes
             delta[keys.FORCED_ANSWER] = forced
         await _append(runner, stored, delta, "outcome")
         error = problem
-    stored = await service.get_session(app_name=runner.app_name, user_id=user_id, session_id=session_id)
+    # No re-read below: append_event applies each delta to ``stored`` itself, as the base service does.
     await _fold_history(runner, stored, question=message, termination=reason, analyst_text=analyst_text,
                         summary_before=summary_before)
-    stored = await service.get_session(app_name=runner.app_name, user_id=user_id, session_id=session_id)
     return RunOutcome(
         session_id=session_id,
         termination=reason,
