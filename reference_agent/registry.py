@@ -111,6 +111,9 @@ class ArtifactRegistry:
     def __init__(self, engine: SqlEngine, *, clock: Callable[[], float] = time.time) -> None:
         self.engine = engine
         self._clock = clock
+        # Writes made through this object; a reader that sees the same number twice knows nothing it wrote
+        # changed in between (the harness polls statuses after every event: harness/targets/reference_common.py).
+        self.revision = 0
         ensure_schema(engine)
 
     def register(
@@ -156,6 +159,7 @@ class ArtifactRegistry:
         ))
         if not inserted:
             raise ArtifactExistsError(f"artifact {record.artifact_id!r} is already registered; pass a new artifact_id")
+        self.revision += 1
         return record
 
     def mark_executed(
@@ -220,6 +224,15 @@ class ArtifactRegistry:
         )
         return [ArtifactRecord.from_row(row) for row in rows]
 
+    def statuses_for_session(self, app_name: str, user_id: str, session_id: str) -> dict[str, ArtifactStatus]:
+        """``{artifact_id: status}`` of one session's artifacts: ``list_for_session`` without the rest of the rows."""
+        rows = self.engine.execute(
+            f"SELECT artifact_id, status FROM {TABLE}"
+            " WHERE app_name = :app_name AND user_id = :user_id AND session_id = :session_id",
+            {"app_name": app_name, "user_id": user_id, "session_id": session_id},
+        )
+        return {artifact_id: ArtifactStatus(status) for artifact_id, status in rows}
+
     # --- helpers -------------------------------------------------------------
 
     def _require(self, artifact_id: str) -> ArtifactRecord:
@@ -244,6 +257,7 @@ class ArtifactRegistry:
         ))
         if updated == 0:  # another writer moved it between our read and this update
             raise IllegalTransitionError(f"artifact {current.artifact_id!r} changed concurrently; re-read it")
+        self.revision += 1
 
 
 _ALLOWED_FROM = {

@@ -119,3 +119,21 @@ def test_shares_engine_with_session_service_and_survives_reopen(tmp_path):
     with DuckDBEngine(path) as again:
         rec = ArtifactRegistry(again).get("a1")
         assert rec is not None and rec.status is ArtifactStatus.PENDING and rec.metadata == {"lang": "python"}
+
+
+def test_statuses_for_session_and_revision(registry):
+    register(registry, "a1")
+    register(registry, "a2")
+    register(registry, "other", session_id="s2")
+    assert registry.revision == 3
+    registry.mark_executed("a1", result_json_path="/vol/r.json")
+    assert registry.statuses_for_session("app", "u", "s") == {"a1": ArtifactStatus.EXECUTED,
+                                                              "a2": ArtifactStatus.PENDING}
+    assert registry.revision == 4
+    with pytest.raises(IllegalTransitionError):  # a refused write changes nothing, and is not counted
+        registry.mark_consumed("a2")
+    with pytest.raises(ArtifactExistsError):
+        register(registry, "a1")
+    assert registry.revision == 4
+    assert registry.mark_consumed("a1") and not registry.mark_consumed("a1")
+    assert registry.revision == 5

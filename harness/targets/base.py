@@ -65,6 +65,9 @@ RunTurn = Callable[["Runner", str, str, str], Awaitable[TurnOutcome]]
 ListExecutions = Callable[[str, str, str], list[ExecutionRecord]]
 """(app_name, user_id, session_id) -> Job_B runs, from the target's artifact registry."""
 
+ArtifactStatuses = Callable[[str, str, str], dict[str, str]]
+"""(app_name, user_id, session_id) -> {artifact id: status}: read after every event, so it must be cheap."""
+
 
 @dataclass
 class BuiltTarget:
@@ -74,6 +77,8 @@ class BuiltTarget:
     run_turn: RunTurn
     profile: TargetProfile = field(default_factory=TargetProfile)
     list_executions: ListExecutions | None = None
+    # The statuses alone, after every event (None: taken from list_executions, which may read each result).
+    artifact_statuses: ArtifactStatuses | None = None
     close: Callable[[], None] = lambda: None
     # What else the Runner gets (None: none; ADK agents that save artifacts need the artifact service).
     artifact_service: BaseArtifactService | None = None

@@ -11,7 +11,13 @@ from reference_agent.storage.duckdb_engine import DuckDBEngine
 
 from ..trace.model import TurnOutcome
 from .base import BuiltTarget, TargetEnvironment
-from .reference_common import executions_from_registry, executor_confinement, local_services, settings_for
+from .reference_common import (
+    executions_from_registry,
+    executor_confinement,
+    local_services,
+    settings_for,
+    statuses_from_registry,
+)
 from .reference_profile import reference_profile
 
 
@@ -35,6 +41,7 @@ def build_legacy(env: TargetEnvironment) -> BuiltTarget:
         run_turn=_run_turn,
         profile=reference_profile().model_copy(update={"name": "legacy", "target": "legacy", "none_semantics": "delete"}),
         list_executions=executions_from_registry(services.registry, services.volume.read_text),
+        artifact_statuses=statuses_from_registry(services.registry),
         close=services.close,
         executor_confinement=executor_confinement(services),
     )

@@ -13,6 +13,7 @@ from .reference_common import (
     local_services,
     run_turn,
     settings_for,
+    statuses_from_registry,
 )
 from .reference_profile import reference_profile
 
@@ -35,6 +36,7 @@ def build_reference(env: TargetEnvironment) -> BuiltTarget:
         session_service=session_service,
         run_turn=run_turn,
         list_executions=executions_from_registry(services.registry, services.volume.read_text),
+        artifact_statuses=statuses_from_registry(services.registry),
         close=services.close,
         executor_confinement=executor_confinement(services),
     )

@@ -62,6 +62,21 @@ def executions_from_registry(registry: ArtifactRegistry,
     return list_executions
 
 
+def statuses_from_registry(registry: ArtifactRegistry) -> Callable[[str, str, str], dict[str, str]]:
+    """The harness's after-every-event status read: one SELECT of ids and statuses, and none at all while the
+    registry (the agent's only writer of it) has written nothing since the session's last read."""
+    seen: dict[tuple[str, str, str], tuple[int, dict[str, str]]] = {}
+
+    def artifact_statuses(app_name: str, user_id: str, session_id: str) -> dict[str, str]:
+        key, revision = (app_name, user_id, session_id), registry.revision
+        if key not in seen or seen[key][0] != revision:
+            statuses = registry.statuses_for_session(app_name, user_id, session_id)
+            seen[key] = (revision, {artifact_id: status.value for artifact_id, status in statuses.items()})
+        return dict(seen[key][1])
+
+    return artifact_statuses
+
+
 def output_sample(stdout: object) -> dict[str, object]:
     """stdout's length, head and tail for the trace: enough to judge a preview, not 10 MB of it."""
     if not isinstance(stdout, str):
