@@ -28,7 +28,7 @@ async def _run_turn(runner: Runner, user_id: str, session_id: str, message: str)
 
 def build_legacy(env: TargetEnvironment) -> BuiltTarget:
     settings = settings_for(env)
-    engine = DuckDBEngine(settings.database_path)
+    engine = DuckDBEngine(settings.database_path, shared_instance=True)  # one per scenario: see _SharedInstance
     services = local_services(settings, engine, sub_lm=env.sub_lm)
     if env.context is not None:
         services.put_context(env.context)

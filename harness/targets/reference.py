@@ -24,7 +24,7 @@ def build_reference(env: TargetEnvironment) -> BuiltTarget:
 
         return build_reference_on_databricks(env)
     settings = settings_for(env)
-    engine = DuckDBEngine(settings.database_path)
+    engine = DuckDBEngine(settings.database_path, shared_instance=True)  # one per scenario: see _SharedInstance
     services = local_services(settings, engine, sub_lm=env.sub_lm, count_tokens=env.count_tokens)
     if env.context is not None:
         services.put_context(env.context)

@@ -120,3 +120,55 @@ def test_memory_alias():
     with DuckDBEngine(":memory:") as eng:
         assert eng.path is None
         assert eng.execute("SELECT 1") == [(1,)]
+
+
+HOLD_FILE = """
+import sys, time, duckdb
+connection = duckdb.connect(sys.argv[1])
+print(connection.execute("SELECT count(*) FROM t").fetchone()[0], flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_shared_instance_engines_keep_file_semantics(tmp_path):
+    """Stores opened on the process's shared DuckDB instance: the same file, locked and released as a file is."""
+    import subprocess
+    import sys
+
+    from reference_agent.storage import DatabaseLockedError
+
+    path = tmp_path / "store" / "rlm.duckdb"
+    first = DuckDBEngine(path, shared_instance=True)
+    first.execute("CREATE TABLE t (k STRING, v BIGINT)")
+    with first.transaction():
+        first.execute("INSERT INTO t VALUES ('a', 1)")
+    with pytest.raises(RuntimeError), first.transaction():
+        first.execute("INSERT INTO t VALUES ('b', 2)")
+        raise RuntimeError("rolled back")
+    second = DuckDBEngine(path, shared_instance=True)  # the same file twice in a process: one attachment
+    assert second.execute("SELECT k FROM t") == [("a",)]
+    first.close()
+    first.close()  # a second close is a no-op, and leaves the other engine's attachment alone
+    assert second.execute("SELECT count(*) FROM t") == [(1,)]
+    other = DuckDBEngine(tmp_path / "other.duckdb", shared_instance=True)  # another file: its own tables
+    assert other.execute("SELECT count(*) FROM information_schema.tables WHERE table_catalog = current_database()"
+                         ) == [(0,)]
+    other.close()
+    # While attached, the file is locked against other processes, as duckdb.connect locks it.
+    held = subprocess.run([sys.executable, "-c", HOLD_FILE, str(path), "0"], capture_output=True, text=True)
+    assert held.returncode != 0 and "lock" in held.stderr.lower()
+    second.close()  # the last engine on the file: detached (checkpointed), free for another process
+    held = subprocess.run([sys.executable, "-c", HOLD_FILE, str(path), "0"], capture_output=True, text=True)
+    assert held.returncode == 0 and held.stdout.strip() == "1", held.stderr
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_FILE, str(path), "60"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "1"
+        with pytest.raises(DatabaseLockedError) as caught:
+            DuckDBEngine(path, shared_instance=True)
+        assert caught.value.pid == holder.pid
+    finally:
+        holder.kill()
+        holder.wait()
+    reopened = DuckDBEngine(path, shared_instance=True)  # a refused attach left nothing behind
+    assert reopened.execute("SELECT k, v FROM t") == [("a", 1)]
+    reopened.close()
