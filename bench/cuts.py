@@ -11,10 +11,6 @@ for real; the patch here reproduces that change without editing the file.
   two clients per scenario (ADK's ``Gemini`` and the sub-LM client). Passing one
   process-wide context in ``HttpOptions.client_args``/``async_client_args`` makes
   a client ~1 ms instead of ~100 ms.
-* ``duckdb_shared`` — reference_agent/storage/duckdb_engine.py, ``DuckDBEngine.__init__``/``close``:
-  a DuckDB database instance costs ~20 ms to open and ~10 ms to close. One
-  process-wide in-memory instance that ``ATTACH``es each scenario's file keeps
-  the same file semantics and costs < 1 ms per scenario.
 * ``no_jitter`` — harness/run_options.py, ``RETRY_OPTIONS``: ``jitter`` is unset, so
   google-genai adds up to 1 s of random jitter, capped by ``max_delay`` = 0.2 s: a
   retried call nearly always sleeps the full 0.2 s. ``jitter=0`` sleeps 0.05 s,
@@ -25,10 +21,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import itertools
 import os
 import ssl
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -83,67 +77,6 @@ def _shared_ssl() -> Iterator[None]:
         modes.ModelEndpoint.gemini, modes.ModelEndpoint.genai_client = original_gemini, original_client
 
 
-class _SharedInstance:
-    """One in-memory DuckDB database per process; each engine attaches its own file to it."""
-
-    lock = threading.RLock()
-    connection: Any = None
-    counter = itertools.count()
-
-    @classmethod
-    def get(cls) -> Any:
-        import duckdb
-
-        with cls.lock:
-            if cls.connection is None:
-                cls.connection = duckdb.connect(":memory:")
-            return cls.connection
-
-
-def _shared_engine_class() -> type:
-    from reference_agent.storage.duckdb_engine import DuckDBEngine
-
-    class SharedInstanceDuckDBEngine(DuckDBEngine):
-        """``DuckDBEngine`` on a cursor of the process-wide instance, with the file ATTACHed."""
-
-        def __init__(self, path: str | Path | None = None) -> None:
-            base = _SharedInstance.get()
-            self._alias = f"bench_db_{next(_SharedInstance.counter)}"
-            if path is None or str(path) == ":memory:":
-                self.path = None
-                target = ":memory:"
-            else:
-                self.path = Path(path)
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                target = str(self.path).replace("'", "''")
-            with _SharedInstance.lock:
-                base.execute(f"ATTACH '{target}' AS {self._alias}")
-            self._conn = base.cursor()
-            self._conn.execute(f"USE {self._alias}")
-            self._lock = threading.RLock()
-            self._tx_depth = 0
-
-        def close(self) -> None:
-            with self._lock:
-                self._conn.close()
-            with _SharedInstance.lock:
-                _SharedInstance.get().execute(f"DETACH {self._alias}")
-
-    return SharedInstanceDuckDBEngine
-
-
-@contextlib.contextmanager
-def _duckdb_shared() -> Iterator[None]:
-    from harness.targets import reference
-
-    original = reference.DuckDBEngine
-    reference.DuckDBEngine = _shared_engine_class()
-    try:
-        yield
-    finally:
-        reference.DuckDBEngine = original
-
-
 @contextlib.contextmanager
 def _no_jitter() -> Iterator[None]:
     from harness import run_options, runner
@@ -160,8 +93,6 @@ def _no_jitter() -> Iterator[None]:
 CUTS: dict[str, tuple[Callable[[], contextlib.AbstractContextManager[None]], str]] = {
     "shared_ssl": (_shared_ssl, ("harness/llm/modes.py ModelEndpoint.gemini/genai_client: one process-wide "
                                  "SSL context in HttpOptions.client_args/async_client_args")),
-    "duckdb_shared": (_duckdb_shared, ("reference_agent/storage/duckdb_engine.py DuckDBEngine: one process-wide "
-                                       "DuckDB instance, ATTACH the file per engine (DETACH on close)")),
     "no_jitter": (_no_jitter, "harness/run_options.py RETRY_OPTIONS: jitter=0.0"),
 }
 
@@ -226,8 +157,6 @@ def micro(folder: Path, scenarios: list[Any], runs: int = 7) -> dict[str, dict[s
 
     from harness.runner import RETRY_OPTIONS
     from harness.scenario.script import FaultStep
-    from reference_agent.sessions.schema import ensure_schema
-    from reference_agent.storage.duckdb_engine import DuckDBEngine
 
     out: dict[str, dict[str, Any]] = {}
     n = len(scenarios)
@@ -238,18 +167,6 @@ def micro(folder: Path, scenarios: list[Any], runs: int = 7) -> dict[str, dict[s
                               runs)
     out["shared_ssl"] = {"unit": "google.genai.Client construction", "as_is_s": as_is, "cut_s": cut,
                          "per_suite": 2 * n, "why": "ADK's Gemini client and the sub-LM client, per scenario"}
-
-    shared = _shared_engine_class()
-
-    def engine_cycle(cls: type, i: int, tag: str) -> None:
-        engine = cls(folder / f"{tag}{i}" / "rlm.duckdb")
-        ensure_schema(engine)
-        engine.close()
-
-    as_is, cut = _interleaved(lambda i: engine_cycle(DuckDBEngine, i, "plain"),
-                              lambda i: engine_cycle(shared, i, "shared"), runs)
-    out["duckdb_shared"] = {"unit": "DuckDBEngine open + schema + close (a file)", "as_is_s": as_is, "cut_s": cut,
-                            "per_suite": n, "why": "one engine per scenario (reference target)"}
 
     retries: list[int] = []  # the attempt number before each back-off sleep, over the whole suite
     for scenario in scenarios:
