@@ -36,6 +36,14 @@ class DatabaseLockedError(RuntimeError):
         )
 
 
+# One thread per instance: a store's statements are small (a row, or one session's events), and DuckDB's parallel
+# scheduling made them ~30 % slower on 2 cores (an append 6.4 -> 4.5 ms); the one large read, a 10,000-event
+# session, takes ~17 ms more of its ~700 ms. A process running scenarios in parallel is already one of N (-j).
+# Set after connecting, not as connect(config=...): DuckDB refuses a second connect() of the same file in the
+# process whose config differs from the first's, and a user's own duckdb.connect(path) must keep working.
+_SET_THREADS = "SET threads = 1"
+
+
 class _SharedInstance:
     """One in-memory DuckDB instance per process, to which database files are ATTACHed.
 
@@ -57,10 +65,8 @@ class _SharedInstance:
         key = path.resolve()
         with cls.lock:
             if cls._conn is None:
-                # One thread: a store's statements are small (a row or a session's events), and DuckDB's parallel
-                # scheduling made them ~30 % slower on 2 cores; a process running scenarios in parallel is
-                # already one of N (-j).
-                cls._conn = duckdb.connect(":memory:", config={"threads": 1})
+                cls._conn = duckdb.connect(":memory:")
+                cls._conn.execute(_SET_THREADS)
             alias, users = cls._attached.get(key, (f"store_{next(cls._names)}", 0))
             if not users:
                 quoted = str(key).replace("'", "''")
@@ -118,6 +124,8 @@ class DuckDBEngine:
                 if "Could not set lock" not in str(exc):
                     raise
                 raise DatabaseLockedError(self.path, str(exc)) from exc
+        if not self._shared:
+            self._conn.execute(_SET_THREADS)  # the instance's setting (the shared one has it)
         self._lock = threading.RLock()
         self._tx_depth = 0  # only touched while holding the lock
 

@@ -172,3 +172,23 @@ def test_shared_instance_engines_keep_file_semantics(tmp_path):
     reopened = DuckDBEngine(path, shared_instance=True)  # a refused attach left nothing behind
     assert reopened.execute("SELECT k, v FROM t") == [("a", 1)]
     reopened.close()
+
+
+@pytest.mark.parametrize("shared_instance", [False, True])
+def test_one_thread_and_the_file_still_opens_plainly_in_the_process(tmp_path, shared_instance):
+    """Small statements run faster on one DuckDB thread; set after connecting, so a plain connect() of the same
+    file in the process (a user's own, or a debugging session) is not refused for a different configuration."""
+    import duckdb
+
+    path = tmp_path / "store.duckdb"
+    engine = DuckDBEngine(path, shared_instance=shared_instance)
+    assert engine.execute("SELECT current_setting('threads')") == [(1,)]
+    engine.execute("CREATE TABLE t (k STRING)")
+    if shared_instance:  # the shared instance has the file attached: DuckDB says so rather than open it twice
+        with pytest.raises(duckdb.Error, match="already attached"):
+            duckdb.connect(str(path))
+    else:
+        with duckdb.connect(str(path)) as plain:
+            assert plain.execute("SELECT count(*) FROM t").fetchone() == (0,)
+    engine.close()
+    assert DuckDBEngine(None).execute("SELECT current_setting('threads')") == [(1,)]
