@@ -208,7 +208,11 @@ def test_ctrl_c_stops_the_workers_and_exits_130(tmp_path: Path) -> None:
             str(ROOT / "scenarios"), "--cassette-dir", str(ROOT / "cassettes"), "--reports-dir",
             str(tmp_path / "reports"), "--snapshot-dir", str(tmp_path / "snapshots"), "--snapshot-update"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cli = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Ctrl-C as a terminal gives it: SIGINT at its default in the CLI, so Python turns it into KeyboardInterrupt.
+    # A test run started in the background (`tox &`, a script's `cmd &`) has SIGINT ignored, and a child inherits
+    # an ignored signal: the CLI would run to the end and exit 0.
+    cli = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     workers: set[int] = set()
     while len(workers) < 2 and time.monotonic() < deadline and cli.poll() is None:
