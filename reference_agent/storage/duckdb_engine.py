@@ -60,8 +60,8 @@ class _SharedInstance:
     _names = itertools.count()
 
     @classmethod
-    def open(cls, path: Path) -> tuple[duckdb.DuckDBPyConnection, str]:
-        """A new connection (cursor) to the instance with ``path`` attached and in use, and the file's alias."""
+    def open(cls, path: Path) -> duckdb.DuckDBPyConnection:
+        """A new connection (cursor) to the instance, with ``path`` attached and in use."""
         key = path.resolve()
         with cls.lock:
             if cls._conn is None:
@@ -74,7 +74,7 @@ class _SharedInstance:
             cls._attached[key] = (alias, users + 1)
             cursor = cls._conn.cursor()
         cursor.execute(f"USE {alias}")
-        return cursor, alias
+        return cursor
 
     @classmethod
     def close(cls, path: Path) -> None:
@@ -116,7 +116,7 @@ class DuckDBEngine:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             try:
                 if shared_instance:
-                    self._conn, _ = _SharedInstance.open(self.path)
+                    self._conn = _SharedInstance.open(self.path)
                     self._shared = True
                 else:
                     self._conn = duckdb.connect(str(self.path))
