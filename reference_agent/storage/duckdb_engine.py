@@ -67,8 +67,9 @@ class _SharedInstance:
             if cls._conn is None:
                 cls._conn = duckdb.connect(":memory:")
                 cls._conn.execute(_SET_THREADS)
-            alias, users = cls._attached.get(key, (f"store_{next(cls._names)}", 0))
-            if not users:
+            alias, users = cls._attached.get(key, ("", 0))
+            if not users:  # a fresh alias: a file attached before and detached since may be attached again
+                alias = f"store_{next(cls._names)}"
                 quoted = str(key).replace("'", "''")
                 cls._conn.execute(f"ATTACH '{quoted}' AS {alias}")
             cls._attached[key] = (alias, users + 1)
