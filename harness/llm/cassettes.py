@@ -105,12 +105,18 @@ def rewrite_loopback(request: Request) -> Request:
 
 def scrub_text(text: str, *, secrets: Sequence[str] = ()) -> str:
     """Replace known secret values and secret-looking strings with ``SCRUBBED``."""
-    for value in sorted({*secrets, *DUMMY_API_KEYS}, key=len, reverse=True):
-        if value:
-            text = text.replace(value, SCRUBBED)
+    for value in _longest_first(tuple(secrets)):
+        text = text.replace(value, SCRUBBED)
     for pattern in SECRET_PATTERNS.values():
         text = pattern.sub(SCRUBBED, text)
     return text
+
+
+@functools.lru_cache(maxsize=64)
+def _longest_first(secrets: tuple[str, ...]) -> tuple[str, ...]:
+    """The values to replace, longest first (a secret containing another is replaced whole); a run scrubs
+    hundreds of strings with the same few secrets."""
+    return tuple(value for value in sorted({*secrets, *DUMMY_API_KEYS}, key=len, reverse=True) if value)
 
 
 def _scrub_json_fields(value: Any) -> Any:
@@ -173,8 +179,18 @@ def scrub_request(request: Request, *, secrets: Sequence[str] = ()) -> Request:
     if query != original:
         request.uri = urlunsplit(parts._replace(query=urlencode(query, safe="<>")))
     request.uri = scrub_text(request.uri, secrets=secrets)
-    request.body = _scrub_body(request.body, secrets=secrets, fields=True)
+    body = request.body
+    request.body = (_scrubbed_request_body(body, tuple(secrets)) if isinstance(body, (bytes, str))
+                    else _scrub_body(body, secrets=secrets, fields=True))
     return request
+
+
+@functools.lru_cache(maxsize=8)
+def _scrubbed_request_body(body: bytes | str, secrets: tuple[str, ...]) -> bytes | str:
+    """``_scrub_body`` of a request's body, remembered: on replay vcrpy applies ``before_record_request`` to the
+    same request each time it matches or plays it (four or five times), and a model request's body is the whole
+    prompt. A few entries: the calls for one request come one after another."""
+    return _scrub_body(body, secrets=secrets, fields=True)
 
 
 def scrub_response(response: dict[str, Any], *, secrets: Sequence[str] = ()) -> dict[str, Any]:
@@ -247,7 +263,7 @@ class CassettePersister:
                     raise CassetteIdentityError(f"Cassette {path} {mismatch}. Re-record it with: "
                                                 f"{self.rerecord or 'rlm-conformance record'}")
             if problem is None:
-                return deserialize(text, serializer)
+                return deserialize(text, _Parsed(data))  # vcrpy's own reading of it, without parsing it again
         except CassetteIdentityError:
             raise
         except CassetteNotFoundError:
@@ -294,6 +310,17 @@ class CassettePersister:
                 f"SECRET_HEADERS / SECRET_QUERY_PARAMS / _SECRET_FIELD in harness/llm/cassettes.py, or pass "
                 f"the value in make_vcr(secrets=[...]).")
         _write_atomically(path, text)
+
+
+class _Parsed:
+    """A serializer handing vcrpy's ``deserialize`` the data already parsed from the text: a cassette's YAML is
+    parsed once (~4-8 ms a scenario), not once to check it and again to load it."""
+
+    def __init__(self, data: Any) -> None:
+        self.data = data
+
+    def deserialize(self, _text: str) -> Any:
+        return self.data
 
 
 def _cassette_problem(data: Any) -> str | None:
