@@ -79,9 +79,10 @@ def test_bare_adk_baseline_drives_the_same_events_as_the_harness(name):
     scenario = _scenario(name)
     harness = suite.run_harness(scenario)
     bare = suite.run_baseline(scenario)
+    same_store = suite.run_baseline(scenario, same_store=True)  # the target's own DuckDB session service
     assert harness.ok, harness.error
-    assert harness.events == bare.events > 0
-    assert harness.terminations == bare.terminations
+    assert harness.events == bare.events == same_store.events > 0
+    assert harness.terminations == bare.terminations == same_store.terminations
 
 
 def test_bare_baseline_plays_http_faults_like_the_client():
