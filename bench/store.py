@@ -294,8 +294,7 @@ def run(quick: bool = False, results_dir: Path | None = None) -> BenchResult:
         m = ours[size]
         rows.append(Row("store", f"ours, where append_event goes at {size:,} events: DuckDB (mean ms of mean)",
                         m["append_sql_ms_mean"], "ms", m["append_mean_ms"], "whole append",
-                        note=f"({m['append_statements']:.1f} statements per append, with BEGIN/COMMIT where there is a "
-                             "transaction)"))
+                        note=f"({m['append_statements']:.1f} statements incl. BEGIN/COMMIT per append)"))
         rows.append(Row("store", f"ours, where get_session goes at {size:,} events: DuckDB (mean ms of mean)",
                         m["get_sql_ms_mean"], "ms", m["get_mean_ms"], "whole get_session",
                         note=f"({m['get_statements']:.0f} statements incl. BEGIN/COMMIT; the rest builds Events)"))

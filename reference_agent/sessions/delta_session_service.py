@@ -92,12 +92,7 @@ transaction), so an append never blocks the event loop.
 The happy path: per scope written one ``SELECT`` and one ``UPDATE`` (a
 ``MERGE`` when the row is new), the session ``UPDATE`` and the event
 ``INSERT`` — on DuckDB inside one transaction (``BEGIN``/``COMMIT``); an
-append that writes no ``app:``/``user:`` key is those two statements, and on
-DuckDB one: the compare-and-set ``UPDATE … RETURNING version`` in a ``WITH``
-clause feeding the event ``INSERT`` (a dialect that allows it:
-``Dialect.dml_in_cte``), atomic as any statement, with no transaction around
-it. If its guard matches nothing, nothing was written and the append takes the
-path above (the row is read).
+append that writes no ``app:``/``user:`` key is those two statements.
 """
 
 from __future__ import annotations
@@ -285,11 +280,6 @@ _TAIL = (f"SELECT state_delta_json, deleted_keys_json FROM events WHERE {_EVENT_
 _INSERT_EVENT = (f"INSERT INTO events (app_name, user_id, session_id, {_EVENT_COLUMNS})"
                  " VALUES (:app_name, :user_id, :session_id, :seq, :id, :invocation_id, :author, :timestamp,"
                  " :state_delta_json, :deleted_keys_json, :event_json)")
-# The event row from the session row's compare-and-set (``WITH advanced AS (UPDATE ... RETURNING version)``): the
-# seq is the version the UPDATE made, and a guard that matches nothing inserts nothing.
-_INSERT_EVENT_FROM_ADVANCED = (f"INSERT INTO events (app_name, user_id, session_id, {_EVENT_COLUMNS})"
-                               " SELECT :app_name, :user_id, :session_id, version, :id, :invocation_id, :author,"
-                               " :timestamp, :state_delta_json, :deleted_keys_json, :event_json FROM advanced")
 _INSERT_EVENT_IF_ABSENT = (
     "MERGE INTO events t USING (SELECT :app_name AS app_name, :user_id AS user_id, :session_id AS session_id,"
     " :seq AS seq) s ON t.app_name = s.app_name AND t.user_id = s.user_id AND t.session_id = s.session_id"
@@ -297,18 +287,6 @@ _INSERT_EVENT_IF_ABSENT = (
     " VALUES (:app_name, :user_id, :session_id, :seq, :id, :invocation_id, :author, :timestamp,"
     " :state_delta_json, :deleted_keys_json, :event_json)"
 )
-
-
-def _row_update(*, compacting: bool, guard_create_time: bool) -> str:
-    """The session row's compare-and-set: advance ``version`` by one where it is still ``:expected`` (and, when
-    guarded, ``create_time`` too: a row deleted and recreated at the same version is another row)."""
-    sets = "version = version + 1, update_time = :update_time, pending_json = :pending"
-    if compacting:
-        sets += ", state_json = :state_json, state_version = version + 1, tail_bytes = 0"
-    else:  # state_version: NULL in rows written before it meant "the row's version"
-        sets += ", state_version = coalesce(state_version, version), tail_bytes = coalesce(tail_bytes, 0) + :tail_chars"
-    guard = " AND create_time = :create_time" if guard_create_time else ""
-    return f"UPDATE sessions SET {sets} WHERE {_SESSION_KEY} AND version = :expected{guard}"
 
 
 @dataclass
@@ -360,8 +338,6 @@ class DeltaSessionService(BaseSessionService):
         self._atomic = bool(getattr(engine, "transactional", False))
         self._row_with_scopes = _SESSION_WITH_SCOPES_ATOMIC if self._atomic else _SESSION_WITH_SCOPES
         self._row = _SESSION_ROW_ATOMIC if self._atomic else _SESSION_ROW
-        # An append without app:/user: keys as one statement (see the module docstring).
-        self._one_statement_append = self._atomic and getattr(engine.dialect, "dml_in_cte", False)
         self._offload = bool(getattr(engine, "thread_safe", False))
         # (app, user, session) -> (marker, {"app:k"/"user:k": fingerprint}): the app:/user: values the session
         # was loaded with, plus its own writes since. ADK's State writes through to session.state before
@@ -665,10 +641,6 @@ class DeltaSessionService(BaseSessionService):
     def _append_rows(self, session: Session, keys: Mapping[str, str], event_row: Mapping[str, Any],
                      scoped: Mapping[str, dict[str, Any]], tail_entry: tuple[str, str] | None) -> tuple[int, _KnownRow]:
         """The append's statements: (the version it replaced, the row as now known)."""
-        if not scoped and self._one_statement_append:
-            done = self._append_in_one_statement(session, keys, event_row, tail_entry)
-            if done is not None:
-                return done
         with self.engine.transaction():
             # Reads only, before the commit point: the scope rows as they are, checked against what this session saw.
             rows = {scope: self._scopes.read(scope, keys) for scope in scoped}
@@ -725,10 +697,18 @@ class DeltaSessionService(BaseSessionService):
         transaction() is a no-op (Databricks).
         """
         tail_chars = len(tail_entry[0]) + len(tail_entry[1]) if tail_entry else 0
-        if (advance := self._known_advance(session, keys, tail_entry)) is not None:
-            known, snapshot, after = advance
+        known = self._known_rows.get((keys["app_name"], keys["user_id"], keys["session_id"]))
+        if known is not None and session._storage_update_marker == str(known.version):
+            tail = [*known.tail, tail_entry] if tail_entry else known.tail
+            snapshot = None
+            if known.snapshot is not None and known.tail_chars + tail_chars > max(len(known.snapshot),
+                                                                                  COMPACT_MIN_CHARS):
+                snapshot = _dumps(_fold_tail(_loads(known.snapshot, {}), tail))
             if self._update_row(keys, known.version, update_time, pending, tail_chars, snapshot=snapshot,
                                 create_time=known.create_time):
+                after = (_KnownRow(known.version + 1, known.create_time, snapshot, [], 0) if snapshot is not None
+                         else _KnownRow(known.version + 1, known.create_time, known.snapshot, tail,
+                                        known.tail_chars + tail_chars))
                 return known.version, after
         rows = self.engine.execute(self._row, keys)
         if not rows:
@@ -742,41 +722,6 @@ class DeltaSessionService(BaseSessionService):
         # The snapshot was not read: this service does not compact the row until a get_session reads it.
         return version, _KnownRow(version + 1, create_time, None, [], 0)
 
-    def _known_advance(self, session: Session, keys: Mapping[str, str], tail_entry: tuple[str, str] | None
-                       ) -> tuple[_KnownRow, str | None, _KnownRow] | None:
-        """Where the row is known as ``session`` was fetched: (that row, the new snapshot if this append compacts
-        the tail into one, the row as it will be after the append); else None (the row must be read)."""
-        known = self._known_rows.get((keys["app_name"], keys["user_id"], keys["session_id"]))
-        if known is None or session._storage_update_marker != str(known.version):
-            return None
-        tail_chars = len(tail_entry[0]) + len(tail_entry[1]) if tail_entry else 0
-        tail = [*known.tail, tail_entry] if tail_entry else known.tail
-        if known.snapshot is not None and known.tail_chars + tail_chars > max(len(known.snapshot), COMPACT_MIN_CHARS):
-            snapshot = _dumps(_fold_tail(_loads(known.snapshot, {}), tail))
-            return known, snapshot, _KnownRow(known.version + 1, known.create_time, snapshot, [], 0)
-        return known, None, _KnownRow(known.version + 1, known.create_time, known.snapshot, tail,
-                                      known.tail_chars + tail_chars)
-
-    def _append_in_one_statement(self, session: Session, keys: Mapping[str, str], event_row: Mapping[str, Any],
-                                 tail_entry: tuple[str, str] | None) -> tuple[int, _KnownRow] | None:
-        """The append as one statement (the session row's compare-and-set feeding the event INSERT), where the
-        row is known as ``session`` was fetched: (the version it replaced, the row as now known), or None when
-        the row is not known or its guard matched nothing — then nothing was written."""
-        advance = self._known_advance(session, keys, tail_entry)
-        if advance is None:
-            return None
-        known, snapshot, after = advance
-        update = _row_update(compacting=snapshot is not None, guard_create_time=True)
-        inserted = affected_rows(self.engine.execute(
-            f"WITH advanced AS ({update} RETURNING version) {_INSERT_EVENT_FROM_ADVANCED}",
-            {**keys, **event_row, "update_time": event_row["timestamp"], "expected": known.version, "pending": None,
-             "tail_chars": len(tail_entry[0]) + len(tail_entry[1]) if tail_entry else 0, "state_json": snapshot,
-             "create_time": known.create_time}))
-        if not inserted:
-            self._forget_known(keys)  # someone else wrote the row: the next attempt reads it
-            return None
-        return known.version, after
-
     def _update_row(self, keys: Mapping[str, str], version: int, update_time: float, pending: str | None,
                     tail_chars: int, *, snapshot: str | None = None, create_time: float | None = None) -> bool:
         """Whether the row still had ``version`` (and ``create_time``, if given) and was advanced by one.
@@ -785,9 +730,16 @@ class DeltaSessionService(BaseSessionService):
         its WHERE re-checks, so it writes only if no one else did. Once the attempts are used up the append is
         treated as having lost the race (False).
         """
+        sets = "version = version + 1, update_time = :update_time, pending_json = :pending"
+        if snapshot is None:  # state_version: NULL in rows written before it meant "the row's version"
+            sets += (", state_version = coalesce(state_version, version),"
+                     " tail_bytes = coalesce(tail_bytes, 0) + :tail_chars")
+        else:
+            sets += ", state_json = :state_json, state_version = version + 1, tail_bytes = 0"
+        guard = " AND create_time = :create_time" if create_time is not None else ""
         try:
             updated = affected_rows(self.retry.run("updating a session row", lambda: self.engine.execute(
-                _row_update(compacting=snapshot is not None, guard_create_time=create_time is not None),
+                f"UPDATE sessions SET {sets} WHERE {_SESSION_KEY} AND version = :expected{guard}",
                 {**keys, "update_time": update_time, "expected": version, "pending": pending,
                  "tail_chars": tail_chars, "state_json": snapshot, "create_time": create_time},
             )))

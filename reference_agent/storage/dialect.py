@@ -48,9 +48,6 @@ class Dialect:
     # How the engine lists tables' columns (``list_columns``): "information_schema" (standard; skips missing
     # tables) or "pragma" (DuckDB's pragma_table_info, per existing table).
     columns_from: str = "information_schema"
-    # Whether a WITH clause may hold an UPDATE ... RETURNING that feeds the statement (a data-modifying CTE:
-    # DuckDB 2, not Databricks SQL). The session service then makes an append one statement (it checks this).
-    dml_in_cte: bool = False
 
     def translate(self, sql: str) -> tuple[str, tuple[str, ...]]:
         """``sql`` with markers in this dialect's style, and the parameter names it uses."""
@@ -94,5 +91,5 @@ class Dialect:
 
 # pragma_table_info answers in ~1 ms; DuckDB's catalog views (information_schema, duckdb_columns()) take 25-45 ms
 # on a connection's first use, which every scenario's fresh store paid on start.
-DUCKDB = Dialect(name="duckdb", param_prefix="$", columns_from="pragma", dml_in_cte=True)
+DUCKDB = Dialect(name="duckdb", param_prefix="$", columns_from="pragma")
 DATABRICKS = Dialect(name="databricks", param_prefix=":", create_table_suffix="USING DELTA")

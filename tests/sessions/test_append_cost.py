@@ -12,7 +12,6 @@ import threading
 import time
 
 import pytest
-from adk_compat import StaleSessionError
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
 from google.adk.sessions.base_session_service import GetSessionConfig
@@ -62,8 +61,8 @@ async def test_an_append_after_a_20_mb_value_writes_its_delta_not_the_state():
     for session in (small, big, small, big):
         await svc.append_event(session, ev({"n": 1, "note": "a small change"}))
         written[session.id] = engine.take()
-    # On DuckDB one statement: the session row's compare-and-set feeding the event row; no read-back.
-    assert written["small"][0] == written["big"][0] == ["WITH advanced"]
+    # On DuckDB: the session row's compare-and-set and the event row, in one transaction; no read-back.
+    assert written["small"][0] == written["big"][0] == ["UPDATE sessions", "INSERT INTO"]
     # The same bytes bound in both (the session ids aside), a few hundred: not the 20 MB state.
     assert abs(written["big"][1] - written["small"][1]) <= 2 * len("small") and written["big"][1] < 2_000, written
     # The state reads back whole from its snapshot and the later deltas.
@@ -75,37 +74,6 @@ async def test_an_append_after_a_20_mb_value_writes_its_delta_not_the_state():
     engine.take()
     await other.append_event(stale_view, ev({"n": 2}))
     assert engine.take()[1] < 2_000
-
-
-async def test_on_duckdb_an_append_without_scope_keys_is_one_statement_and_a_stale_one_writes_nothing():
-    engine = CountingEngine()
-    svc = DeltaSessionService(engine)
-    mine = await svc.create_session(app_name=APP, user_id="u", session_id="s")
-    engine.take()
-    await svc.append_event(mine, ev({"n": 1}))
-    assert engine.take()[0] == ["WITH advanced"]
-    # Another service appends to the session: the first one's copy is stale now.
-    other = DeltaSessionService(engine)
-    await other.append_event(await other.get_session(app_name=APP, user_id="u", session_id="s"), ev({"n": 2}))
-    engine.take()
-    with pytest.raises(StaleSessionError):
-        await svc.append_event(mine, ev({"n": 3}))
-    # Its statement's guard matched nothing; the row, read then, said stale: nothing written.
-    statements = engine.take()[0]
-    assert statements[0] == "WITH advanced" and "INSERT INTO" not in statements, statements
-    rows = await svc.persisted_rows(app_name=APP, user_id="u", session_id="s")
-    assert rows.version == 2 and [e.state_delta for e in rows.events] == [{"n": 1}, {"n": 2}]
-    assert (await svc.get_session(app_name=APP, user_id="u", session_id="s")).state["n"] == 2
-    # With app:/user: keys the append keeps its transaction: the scope rows are read and written in it.
-    fresh = await svc.get_session(app_name=APP, user_id="u", session_id="s")
-    engine.take()
-    await svc.append_event(fresh, ev({"n": 4, "user:seen": True}))
-    assert engine.take()[0] == ["SELECT state_json,", "UPDATE sessions", "MERGE INTO", "INSERT INTO"]
-    await svc.append_event(fresh, ev({"n": 5}))
-    assert engine.take()[0] == ["WITH advanced"]
-    again = await svc.get_session(app_name=APP, user_id="u", session_id="s")
-    assert [e.actions.state_delta for e in again.events][-2:] == [{"n": 4, "user:seen": True}, {"n": 5}]
-    assert again.state["n"] == 5 and again.state["user:seen"] is True
 
 
 async def test_the_tail_is_compacted_into_the_snapshot_and_every_reader_folds_it(monkeypatch):
