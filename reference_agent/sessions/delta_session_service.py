@@ -247,13 +247,13 @@ _KNOWN_ROWS = 1024  # sessions whose row append_event may write without reading 
 # state's size, and reading a session folds at most about a snapshot's worth of deltas.
 COMPACT_MIN_CHARS = 64 * 1024
 _NOT_SESSION_SCOPE = (State.APP_PREFIX, State.USER_PREFIX, State.TEMP_PREFIX)
-# The session row with its app and user state in one statement (one round trip, not three).
 # The last event's seq; equal to the row's version once its last append is complete (see the module docstring).
 _LAST_SEQ = ("(SELECT max(e.seq) FROM events e WHERE e.app_name = :app_name AND e.user_id = :user_id"
              " AND e.session_id = :session_id)")
 
 
 def _session_with_scopes(last_seq: str) -> str:
+    """The session row with its app and user state in one statement (one round trip, not three)."""
     return ("SELECT s.state_json, s.version, s.update_time,"
             " (SELECT a.state_json FROM app_states a WHERE a.app_name = :app_name),"
             " (SELECT u.state_json FROM user_states u WHERE u.app_name = :app_name AND u.user_id = :user_id),"
@@ -267,13 +267,6 @@ def _session_row(last_seq: str) -> str:
             " WHERE s.app_name = :app_name AND s.user_id = :user_id AND s.id = :session_id")
 
 
-# Where transaction() is atomic (DuckDB) no append writes a redo record, so the last seq is not read with the row
-# (on DuckDB that subquery was ~40 % of a session read's statement): NULL, and read apart for a row that has a
-# record all the same (see DeltaSessionService._incomplete).
-_SESSION_WITH_SCOPES = _session_with_scopes(_LAST_SEQ)
-_SESSION_WITH_SCOPES_ATOMIC = _session_with_scopes("NULL")
-_SESSION_ROW = _session_row(_LAST_SEQ)
-_SESSION_ROW_ATOMIC = _session_row("NULL")
 # The deltas of the events after a snapshot (the state's tail), when the events read do not cover them.
 _TAIL = (f"SELECT state_delta_json, deleted_keys_json FROM events WHERE {_EVENT_KEY}"
          " AND seq > :state_version AND seq <= :version ORDER BY seq")
@@ -336,8 +329,11 @@ class DeltaSessionService(BaseSessionService):
         # An engine with real transactions (DuckDB) commits the session row and the event row together: no redo
         # record is needed. One that may be used from a worker thread lets the calls leave the event loop free.
         self._atomic = bool(getattr(engine, "transactional", False))
-        self._row_with_scopes = _SESSION_WITH_SCOPES_ATOMIC if self._atomic else _SESSION_WITH_SCOPES
-        self._row = _SESSION_ROW_ATOMIC if self._atomic else _SESSION_ROW
+        # Where transaction() is atomic no append writes a redo record, so the row is read without the last seq
+        # (on DuckDB that subquery was ~40 % of the statement); a row with a record all the same gets it apart
+        # (_needs_roll_forward).
+        last_seq = "NULL" if self._atomic else _LAST_SEQ
+        self._row_with_scopes, self._row = _session_with_scopes(last_seq), _session_row(last_seq)
         self._offload = bool(getattr(engine, "thread_safe", False))
         # (app, user, session) -> (marker, {"app:k"/"user:k": fingerprint}): the app:/user: values the session
         # was loaded with, plus its own writes since. ADK's State writes through to session.state before
@@ -476,7 +472,7 @@ class DeltaSessionService(BaseSessionService):
             if not rows:
                 return None
             state_json, version, update_time, app_json, user_json, pending_json, last_seq, *_ = rows[0]
-            if self._incomplete(keys, version, pending_json, last_seq):
+            if self._needs_roll_forward(keys, version, pending_json, last_seq):
                 self._roll_forward(keys, version, pending_json)
                 rows = self.engine.execute(self._row_with_scopes, keys)
                 if not rows:
@@ -714,7 +710,7 @@ class DeltaSessionService(BaseSessionService):
         if not rows:
             raise SessionNotFoundError(f"Session {session.id} not found.")
         version, stored_update_time, pending_json, last_seq, create_time = rows[0]
-        if self._incomplete(keys, version, pending_json, last_seq):
+        if self._needs_roll_forward(keys, version, pending_json, last_seq):
             self._roll_forward(keys, version, pending_json)
         self._check_not_stale(session, keys, version, stored_update_time)
         if not self._update_row(keys, version, update_time, pending, tail_chars):
@@ -749,8 +745,8 @@ class DeltaSessionService(BaseSessionService):
             return False
         return bool(updated)
 
-    def _incomplete(self, keys: Mapping[str, str], version: int, pending_json: str | None,
-                    last_seq: int | None) -> bool:
+    def _needs_roll_forward(self, keys: Mapping[str, str], version: int, pending_json: str | None,
+                            last_seq: int | None) -> bool:
         """``_incomplete`` of a row as read; its last seq is read here where the row query left it out (atomic
         engines: only a row carrying a redo record needs it, and none of theirs does unless written elsewhere)."""
         if self._atomic and version and pending_json:
