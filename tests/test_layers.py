@@ -17,9 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.python_source import parse_file
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.python_source import ROOT, parse_file
 
 MAY_IMPORT_THE_AGENT = {
     "harness/targets/reference.py", "harness/targets/reference_common.py", "harness/targets/legacy.py",

@@ -5,12 +5,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
+from tests.python_source import ROOT, parse_file, project_sources
 
-from tests.python_source import parse_file
-
-ROOT = Path(__file__).resolve().parents[1]
-SOURCES = sorted(p for folder in ("reference_agent", "harness", "tests", "bench") for p in (ROOT / folder).rglob("*.py"))
+SOURCES = project_sources("reference_agent", "harness", "tests", "bench")
 
 
 def _private_imports(path: Path, root: Path = ROOT) -> list[str]:
@@ -25,9 +22,10 @@ def _private_imports(path: Path, root: Path = ROOT) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_no_private_google_module_is_imported(path: Path) -> None:
-    assert not _private_imports(path), "import the public name instead (e.g. google.adk.errors.StaleSessionError)"
+def test_no_private_google_module_is_imported() -> None:
+    found = [line for path in SOURCES for line in _private_imports(path)]
+    assert not found, ("import the public name instead (e.g. google.adk.errors.StaleSessionError):\n"
+                       + "\n".join(found))
 
 
 def test_the_scan_sees_a_private_import(tmp_path: Path) -> None:
