@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ..report.summary import error_lines
-from ..runner import CASSETTE_VERDICT
+from ..run_options import CASSETTE_VERDICT
 from ..snapshot.extension import SNAPSHOT_FOLDER, SNAPSHOT_NAME, ScenarioSnapshotExtension
 from .session import SESSION
 
@@ -31,6 +30,7 @@ MAX_EVIDENCE = 8
 
 def assert_conforms(result: ScenarioResult, snapshot: SnapshotAssertion) -> None:
     """Fail the current test unless every check passed and the normalized trace equals its snapshot."""
+    from ..report.summary import error_lines
     from ..snapshot.normalize import normalize_trace
 
     item = snapshot.test_location.item
