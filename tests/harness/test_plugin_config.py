@@ -1,7 +1,7 @@
 """The plugin configured the way a team configures it in their own project: pyproject.toml, ini, flags.
 
-Like ``test_pytest_plugin.py``, each test builds a project with ``pytester`` and runs pytest in a
-subprocess. A ``conftest.py`` prints the settings the plugin resolved in the report header
+Like ``test_pytest_plugin.py``, each test builds a project and runs pytest on it in
+this process (``tests/harness/inner_pytest.py``). A ``conftest.py`` prints the settings the plugin resolved in the report header
 (``SETTINGS {...}``), so precedence is read from what the plugin will use, not guessed from its effects.
 Nothing here runs a scenario: collection, the header and startup errors are enough, and stay fast.
 """
@@ -18,8 +18,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import build_parser
-
-pytest_plugins = ["pytester"]
+from tests.harness.inner_pytest import InnerProject
 
 REPO = Path(__file__).resolve().parents[2]
 SINGLE = (REPO / "scenarios" / "single_delegation.yaml").read_text(encoding="utf-8")
@@ -60,22 +59,19 @@ def test_scenario(rlm_scenario_result, snapshot):
 
 
 @pytest.fixture
-def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> InnerProject:
     """A user's project: tests/ (testpaths) with one unit test, scenarios in conformance/scenarios/."""
-    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
-        monkeypatch.delenv(name, raising=False)
-    (pytester.path / "pyproject.toml").write_text(PYPROJECT, encoding="utf-8")
-    (pytester.path / "conftest.py").write_text(DUMP, encoding="utf-8")
-    folder = pytester.path / "conformance" / "scenarios"
-    folder.mkdir(parents=True)
+    project = InnerProject.create(tmp_path, monkeypatch)
+    project.write("pyproject.toml", PYPROJECT)
+    project.write("conftest.py", DUMP)
+    folder = project.mkdir("conformance/scenarios")
     (folder / "single_delegation.yaml").write_text(SINGLE, encoding="utf-8")
-    (pytester.path / "tests").mkdir()
-    (pytester.path / "tests" / "test_unit.py").write_text("def test_unit():\n    pass\n", encoding="utf-8")
-    return pytester
+    project.write("tests/test_unit.py", "def test_unit():\n    pass\n")
+    return project
 
 
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+def run(project: InnerProject, *args: str) -> pytest.RunResult:
+    return project.run(*args)
 
 
 def settings(result: pytest.RunResult) -> dict:
@@ -83,21 +79,21 @@ def settings(result: pytest.RunResult) -> dict:
     return json.loads(line.removeprefix("SETTINGS "))
 
 
-def set_table(pytester: pytest.Pytester, table: str) -> None:
+def set_table(project: InnerProject, table: str) -> None:
     text = PYPROJECT.split("[tool.rlm-conformance]")[0] + "[tool.rlm-conformance]\n" + table
-    (pytester.path / "pyproject.toml").write_text(text, encoding="utf-8")
+    project.write("pyproject.toml", text)
 
 
 # --- where settings come from ------------------------------------------------------------------------
 
-def test_defaults_without_any_configuration(project: pytest.Pytester) -> None:
+def test_defaults_without_any_configuration(project: InnerProject) -> None:
     set_table(project, "")
     assert settings(run(project, "--collect-only")) == {
         "target": None, "session_service": "delta", "llm_mode": "replay", "backend": "local",
         "scenarios": ["scenarios"], "cassettes": "cassettes", "snapshots": "snapshots", "profile": None}
 
 
-def test_pyproject_table_is_honoured_with_paths_relative_to_it(project: pytest.Pytester) -> None:
+def test_pyproject_table_is_honoured_with_paths_relative_to_it(project: InnerProject) -> None:
     (project.path / "profile.yaml").write_text("analyst: my_analyst\n", encoding="utf-8")
     set_table(project, 'target = "legacy"\nprofile = "profile.yaml"\nscenarios = ["conformance/scenarios"]\n'
                        'cassettes = "conformance/cassettes"\nsnapshots = "conformance/snapshots"\n'
@@ -109,12 +105,12 @@ def test_pyproject_table_is_honoured_with_paths_relative_to_it(project: pytest.P
         "snapshots": "conformance/snapshots", "profile": "profile.yaml"}
 
 
-def test_ini_options_are_honoured(project: pytest.Pytester) -> None:
+def test_ini_options_are_honoured(project: InnerProject) -> None:
     set_table(project, "")
     (project.path / "other").mkdir()
     (project.path / "other" / "single_delegation.yaml").write_text(SINGLE, encoding="utf-8")
     (project.path / "profile.yaml").write_text("{}\n", encoding="utf-8")
-    project.makefile(".ini", pytest="[pytest]\ntestpaths = tests\nasyncio_default_fixture_loop_scope = function\n"
+    project.write("pytest.ini", "[pytest]\ntestpaths = tests\nasyncio_default_fixture_loop_scope = function\n"
                     "rlm_target = legacy\nrlm_profile = profile.yaml\nrlm_scenarios = other\n"
                     "rlm_llm_mode = scripted\nrlm_session_service = adk-memory\nrlm_cassette_dir = tapes\n"
                     "rlm_snapshot_dir = snaps\nrlm_backend = local\n")
@@ -125,17 +121,17 @@ def test_ini_options_are_honoured(project: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["  <Dir other>", "    <ScenarioFile single_delegation.yaml>"])
 
 
-def test_flag_beats_ini_beats_pyproject_beats_default(project: pytest.Pytester) -> None:
+def test_flag_beats_ini_beats_pyproject_beats_default(project: InnerProject) -> None:
     set_table(project, 'target = "legacy"\nllm-mode = "live"\nsession-service = "adk-memory"\n'
                        'scenarios = "conformance/scenarios"\n')
-    project.makefile(".ini", pytest="[pytest]\ntestpaths = tests\nasyncio_default_fixture_loop_scope = function\n"
+    project.write("pytest.ini", "[pytest]\ntestpaths = tests\nasyncio_default_fixture_loop_scope = function\n"
                     "rlm_llm_mode = scripted\nrlm_target = legacy\n")
     got = settings(run(project, "--collect-only", "--target", "reference"))
     assert (got["target"], got["llm_mode"], got["session_service"], got["cassettes"]) == (
         "reference", "scripted", "adk-memory", "cassettes")  # flag, ini, pyproject, default
 
 
-def test_record_mode_turns_a_configured_replay_into_scripted(project: pytest.Pytester) -> None:
+def test_record_mode_turns_a_configured_replay_into_scripted(project: InnerProject) -> None:
     set_table(project, 'llm-mode = "replay"\nscenarios = "conformance/scenarios"\n')
     assert settings(run(project, "--collect-only", "--record-mode", "once"))["llm_mode"] == "scripted"
     refused = run(project, "--collect-only", "--record-mode", "once", "--llm-mode", "replay")
@@ -144,7 +140,7 @@ def test_record_mode_turns_a_configured_replay_into_scripted(project: pytest.Pyt
 
 # --- collection ------------------------------------------------------------------------------------
 
-def test_configured_scenarios_are_collected_outside_testpaths(project: pytest.Pytester) -> None:
+def test_configured_scenarios_are_collected_outside_testpaths(project: InnerProject) -> None:
     result = run(project, "--collect-only", "-q")
     result.stdout.fnmatch_lines(["tests/test_unit.py::test_unit",
                                  "conformance/scenarios/single_delegation.yaml::scenario[[]single_delegation[]]",
@@ -159,7 +155,7 @@ def test_configured_scenarios_are_collected_outside_testpaths(project: pytest.Py
     run(project, "--collect-only", "-q").stdout.fnmatch_lines(["1 test collected*"])
 
 
-def test_a_test_asking_for_rlm_scenario_runs_them_once(project: pytest.Pytester) -> None:
+def test_a_test_asking_for_rlm_scenario_runs_them_once(project: InnerProject) -> None:
     (project.path / "tests" / "test_conformance.py").write_text(CONFORMANCE_TEST, encoding="utf-8")
     bare = run(project, "--collect-only", "-q")
     bare.stdout.fnmatch_lines(["tests/test_conformance.py::test_scenario[[]single_delegation[]]",
@@ -196,7 +192,7 @@ def test_this_repository_runs_each_scenario_once() -> None:
      "*pyproject.toml: invalid [[]tool.rlm-conformance[]]: unknown key 'scenario' (did you mean 'scenarios'?)*"),
     ((), 'llm-mode = "replya"\n', "*key 'llm-mode': 'replya' is not one of replay, scripted, live (did you mean*"),
 ], ids=["session-service", "target", "pyproject-target", "profile", "scenarios", "unknown-key", "bad-value"])
-def test_a_bad_configuration_stops_pytest_at_startup(project: pytest.Pytester, args: tuple[str, ...], table: str,
+def test_a_bad_configuration_stops_pytest_at_startup(project: InnerProject, args: tuple[str, ...], table: str,
                                                        message: str) -> None:
     (project.path / "profile.yaml").write_text("analist: typo\n", encoding="utf-8")
     if table:
@@ -207,8 +203,9 @@ def test_a_bad_configuration_stops_pytest_at_startup(project: pytest.Pytester, a
     assert "Traceback" not in result.stderr.str() and "collected" not in result.stdout.str()
 
 
-def test_a_bad_ini_value_names_the_ini_option(project: pytest.Pytester) -> None:
-    project.makefile(".ini", pytest="[pytest]\ntestpaths = tests\nrlm_llm_mode = replya\n")
+def test_a_bad_ini_value_names_the_ini_option(project: InnerProject) -> None:
+    project.write("pytest.ini", "[pytest]\ntestpaths = tests\nasyncio_default_fixture_loop_scope = function\n"
+                                "rlm_llm_mode = replya\n")
     result = run(project)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*ini option rlm_llm_mode in *pytest.ini: 'replya' is not one of replay, scripted, live*"])
@@ -234,7 +231,7 @@ def test_other_tests_are_left_alone():
 """
 
 
-def test_replay_blocks_the_network_of_scenario_tests_naming_the_host(project: pytest.Pytester) -> None:
+def test_replay_blocks_the_network_of_scenario_tests_naming_the_host(project: InnerProject) -> None:
     (project.path / "tests" / "test_network.py").write_text(NETWORK_TESTS, encoding="utf-8")
     result = run(project, "tests/test_network.py")
     result.assert_outcomes(passed=2, failed=1)
@@ -242,7 +239,7 @@ def test_replay_blocks_the_network_of_scenario_tests_naming_the_host(project: py
                                  "FAILED tests/test_network.py::test_reaches_out*"])
 
 
-def test_replay_blocks_the_network_during_collection(project: pytest.Pytester) -> None:
+def test_replay_blocks_the_network_during_collection(project: InnerProject) -> None:
     (project.path / "tests" / "test_at_import.py").write_text(
         'import socket\n\nsocket.getaddrinfo("example.com", 443)\n', encoding="utf-8")
     result = run(project, "--collect-only", "tests/test_at_import.py")
@@ -270,7 +267,7 @@ def _cli_options() -> set[str]:
     return {s for name in ("run", "record") for a in commands[name]._actions for s in a.option_strings}  # noqa: SLF001
 
 
-def test_cli_and_plugin_option_names_match(project: pytest.Pytester) -> None:
+def test_cli_and_plugin_option_names_match(project: InnerProject) -> None:
     help_text = run(project, "--help").stdout.str()
     section = help_text.split("rlm-conformance: run scenarios against an RLM agent:")[1].split("\n\n")[0]
     plugin = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]+)", section))

@@ -1,9 +1,10 @@
 """The rlm-conformance pytest plugin, driven the way users drive it: ``pytest`` in a project folder.
 
-Each test builds a small project with ``pytester`` (its own ``scenarios/``, ``cassettes/``,
-``snapshots/``) and runs pytest in a subprocess, so the plugin is loaded from its entry point and
-nothing (syrupy's session, imported modules) leaks between the outer and the inner run. Real runs use
-the scripted endpoint on 127.0.0.1 or replay: no network.
+Each test builds a small project (its own ``scenarios/``, ``cassettes/``,
+``snapshots/``) and runs pytest on it: in this process (``tests/harness/inner_pytest.py``: the plugin is
+loaded from its entry point, with a config, syrupy session and plugin session of its own), or in a
+subprocess where xdist starts workers anyway. Real runs use the scripted endpoint on 127.0.0.1 or replay:
+no network.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["pytester"]
+from tests.harness.inner_pytest import InnerProject
 
 REPO = Path(__file__).resolve().parents[2]
 SINGLE = (REPO / "scenarios" / "single_delegation.yaml").read_text(encoding="utf-8")
@@ -33,29 +34,31 @@ def test_scenario(rlm_scenario_result, snapshot):
 
 
 @pytest.fixture
-def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> InnerProject:
     """A project with one scenario (single_delegation), a conformance test module, no cassette or snapshot."""
-    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
-        monkeypatch.delenv(name, raising=False)  # under -n, the inner pytest must not think it is a worker
-    pytester.makefile(".ini", pytest=INI)
-    scenarios = pytester.mkdir("scenarios")
-    (scenarios / "single_delegation.yaml").write_text(SINGLE, encoding="utf-8")
-    pytester.makepyfile(test_conformance=TEST_MODULE)
-    return pytester
+    project = InnerProject.create(tmp_path, monkeypatch)
+    project.write("pytest.ini", INI)
+    project.write("scenarios/single_delegation.yaml", SINGLE)
+    project.write("test_conformance.py", TEST_MODULE)
+    return project
 
 
-def add_scenario(pytester: pytest.Pytester, name: str) -> None:
-    text = SINGLE.replace("name: single_delegation", f"name: {name}")
-    (pytester.path / "scenarios" / f"{name}.yaml").write_text(text, encoding="utf-8")
+def add_scenario(project: InnerProject, name: str) -> None:
+    project.write(f"scenarios/{name}.yaml", SINGLE.replace("name: single_delegation", f"name: {name}"))
 
 
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+def run(project: InnerProject, *args: str) -> pytest.RunResult:
+    return project.run(*args)
+
+
+def run_with_workers(project: InnerProject, *args: str) -> pytest.RunResult:
+    """``pytest -n 2 ARGS`` in a subprocess, as a user starts it (xdist's workers are fresh processes anyway)."""
+    return project.run_in_subprocess("-n", "2", *args)
 
 
 # --- collection --------------------------------------------------------------------------------------
 
-def test_ids_are_readable_from_yaml_files_and_from_the_test_module(project: pytest.Pytester) -> None:
+def test_ids_are_readable_from_yaml_files_and_from_the_test_module(project: InnerProject) -> None:
     add_scenario(project, "second_scenario")
     result = run(project, "--collect-only", "-q", "scenarios", "test_conformance.py")
     result.stdout.fnmatch_lines([
@@ -67,35 +70,35 @@ def test_ids_are_readable_from_yaml_files_and_from_the_test_module(project: pyte
     ])
 
 
-def test_k_selects_one_scenario(project: pytest.Pytester) -> None:
+def test_k_selects_one_scenario(project: InnerProject) -> None:
     add_scenario(project, "second_scenario")
     result = run(project, "--collect-only", "-q", "-k", "single_delegation", "scenarios", "test_conformance.py")
     result.stdout.fnmatch_lines(["*2/4 tests collected (2 deselected)*"])
     assert "second_scenario]" not in result.stdout.str()
 
 
-def test_a_broken_scenario_file_is_a_collection_error_naming_file_and_line(project: pytest.Pytester) -> None:
+def test_a_broken_scenario_file_is_a_collection_error_naming_file_and_line(project: InnerProject) -> None:
     (project.path / "scenarios" / "broken.yaml").write_text("name: broken\ndescription: [unclosed\n", encoding="utf-8")
     result = run(project, "--collect-only", "-q", "scenarios/broken.yaml")
     result.stdout.fnmatch_lines(["*scenarios/broken.yaml:*invalid YAML*"])
     assert result.ret != 0
 
 
-def test_an_option_name_taken_by_another_plugin_leaves_the_rlm_twin(project: pytest.Pytester) -> None:
-    project.makepyfile(clashing='def pytest_addoption(parser):\n'
-                                '    parser.getgroup("other").addoption("--target", dest="other_target")\n')
+def test_an_option_name_taken_by_another_plugin_leaves_the_rlm_twin(project: InnerProject) -> None:
+    project.write("clashing.py", 'def pytest_addoption(parser):\n'
+                                 '    parser.getgroup("other").addoption("--target", dest="other_target")\n')
     result = run(project, "-p", "clashing", "--rlm-target", "legacy", "--collect-only", "-q", "test_conformance.py")
     assert result.ret == 0, result.stderr.str()
     result.stdout.fnmatch_lines(["test_conformance.py::test_scenario[[]single_delegation[]]"])
 
 
-def test_recording_from_an_explicit_replay_is_a_usage_error(project: pytest.Pytester) -> None:
+def test_recording_from_an_explicit_replay_is_a_usage_error(project: InnerProject) -> None:
     result = run(project, "--record-mode", "once", "--llm-mode", "replay", "test_conformance.py")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--record-mode once records cassettes, but --llm-mode replay*scripted*"])
 
 
-def test_record_mode_alone_records_from_the_scripted_model(project: pytest.Pytester) -> None:
+def test_record_mode_alone_records_from_the_scripted_model(project: InnerProject) -> None:
     result = run(project, "--record-mode", "once", "--collect-only", "-q", "test_conformance.py")
     assert result.ret == 0, result.stderr.str()
     result = run(project, "--record-mode", "once", "--collect-only", "test_conformance.py")
@@ -107,7 +110,7 @@ def test_record_mode_alone_records_from_the_scripted_model(project: pytest.Pytes
 
 # --- verdicts ------------------------------------------------------------------------------------------
 
-def test_a_failing_check_fails_the_item_with_its_evidence(project: pytest.Pytester) -> None:
+def test_a_failing_check_fails_the_item_with_its_evidence(project: InnerProject) -> None:
     result = run(project, "scenarios", "--target", "legacy", "--llm-mode", "scripted")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
@@ -124,7 +127,7 @@ def test_a_failing_check_fails_the_item_with_its_evidence(project: pytest.Pytest
     ])
 
 
-def test_a_missing_cassette_in_replay_fails_with_the_record_command(project: pytest.Pytester) -> None:
+def test_a_missing_cassette_in_replay_fails_with_the_record_command(project: InnerProject) -> None:
     result = run(project, "test_conformance.py")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
@@ -136,7 +139,7 @@ def test_a_missing_cassette_in_replay_fails_with_the_record_command(project: pyt
     assert "Traceback" not in result.stdout.str()
 
 
-def test_a_missing_snapshot_fails_and_says_how_to_create_it(project: pytest.Pytester) -> None:
+def test_a_missing_snapshot_fails_and_says_how_to_create_it(project: InnerProject) -> None:
     result = run(project, "test_conformance.py", "--llm-mode", "scripted")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
@@ -147,7 +150,7 @@ def test_a_missing_snapshot_fails_and_says_how_to_create_it(project: pytest.Pyte
     assert not (project.path / "snapshots").exists()
 
 
-def test_snapshot_update_writes_the_snapshot_and_the_next_run_passes(project: pytest.Pytester) -> None:
+def test_snapshot_update_writes_the_snapshot_and_the_next_run_passes(project: InnerProject) -> None:
     first = run(project, "test_conformance.py", "--llm-mode", "scripted", "--snapshot-update")
     first.assert_outcomes(passed=1)
     first.stdout.fnmatch_lines(["*1 snapshot generated.*"])
@@ -168,7 +171,7 @@ def test_snapshot_update_writes_the_snapshot_and_the_next_run_passes(project: py
                                 "*exit_lop*", "*review it and re-run with --snapshot-update*"])
 
 
-def test_record_once_then_replay_offline(project: pytest.Pytester) -> None:
+def test_record_once_then_replay_offline(project: InnerProject) -> None:
     recorded = run(project, "test_conformance.py", "--llm-mode", "scripted", "--record-mode", "once",
                    "--snapshot-update")
     recorded.assert_outcomes(passed=1)
@@ -177,7 +180,7 @@ def test_record_once_then_replay_offline(project: pytest.Pytester) -> None:
     replayed.assert_outcomes(passed=1)
 
 
-def test_snapshot_update_leaves_other_targets_and_foreign_files_alone(project: pytest.Pytester) -> None:
+def test_snapshot_update_leaves_other_targets_and_foreign_files_alone(project: InnerProject) -> None:
     snapshots = project.mkdir("snapshots")
     (snapshots / "legacy").mkdir()
     (snapshots / "legacy" / "single_delegation.json").write_text("{}\n", encoding="utf-8")
@@ -192,16 +195,7 @@ def test_snapshot_update_leaves_other_targets_and_foreign_files_alone(project: p
     assert not (snapshots / "removed_scenario.json").exists()  # a scenario that is gone: syrupy deletes it
 
 
-def test_items_run_in_parallel_with_xdist(project: pytest.Pytester) -> None:
-    pytest.importorskip("xdist")
-    add_scenario(project, "second_scenario")
-    result = run(project, "test_conformance.py", "-n", "2", "--llm-mode", "scripted", "--snapshot-update")
-    result.assert_outcomes(passed=2)
-    assert sorted(p.name for p in (project.path / "snapshots").iterdir()) == [
-        "second_scenario.json", "single_delegation.json"]
-
-
-def test_xdist_gives_the_serial_verdicts_and_snapshots(project: pytest.Pytester) -> None:
+def test_xdist_gives_the_serial_verdicts_and_snapshots(project: InnerProject) -> None:
     """``pytest -n 2`` over the scenarios: the snapshots a serial run writes, byte for byte, and the same verdicts
     (each scenario runs in its own work dir, store and executor, ids seeded by its name: harness/determinism.py)."""
     pytest.importorskip("xdist")
@@ -210,15 +204,14 @@ def test_xdist_gives_the_serial_verdicts_and_snapshots(project: pytest.Pytester)
     folder = project.path / "snapshots"
     run(project, "test_conformance.py", "--llm-mode", "scripted", "--snapshot-update").assert_outcomes(passed=3)
     serial = {p.name: p.read_bytes() for p in folder.iterdir()}
+    assert sorted(serial) == ["second_scenario.json", "single_delegation.json", "third_scenario.json"]
     for path in folder.iterdir():
         path.unlink()
-    run(project, "test_conformance.py", "-n", "2", "--llm-mode", "scripted", "--snapshot-update",
-        ).assert_outcomes(passed=3)
+    run_with_workers(project, "test_conformance.py", "--llm-mode", "scripted", "--snapshot-update",
+                     ).assert_outcomes(passed=3)
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == serial
-    assert len(serial) == 3
-    # And each verdict holds against the other's snapshots: serial snapshots, parallel comparison, and back.
-    run(project, "test_conformance.py", "-n", "2", "--llm-mode", "scripted").assert_outcomes(passed=3)
+    # And each verdict holds in the workers: the two unchanged snapshots pass, the changed one fails.
     (folder / "third_scenario.json").write_bytes(serial["third_scenario.json"].replace(b'"turns"', b'"turnz"'))
-    result = run(project, "test_conformance.py", "-n", "2", "--llm-mode", "scripted")
+    result = run_with_workers(project, "test_conformance.py", "--llm-mode", "scripted")
     result.assert_outcomes(passed=2, failed=1)
     assert "third_scenario" in result.stdout.str()
