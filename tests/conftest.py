@@ -5,3 +5,20 @@ itself (tests/harness/test_parallel_run.py) pass ``-j`` explicitly."""
 import os
 
 os.environ.setdefault("RLM_CONFORMANCE_JOBS", "1")
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """``line_independent`` is a mark of whole modules (tox.ini runs them once, tests/line_guard collects them by
+    their module-level ``pytestmark``): on a single test it would be deselected everywhere and run nowhere."""
+    import functools
+    from pathlib import Path
+
+    import pytest
+
+    from tests.line_guard import is_marked
+
+    marked = functools.cache(is_marked)
+    stray = [i.nodeid for i in items if i.get_closest_marker("line_independent") and not marked(Path(i.path))]
+    if stray:
+        raise pytest.UsageError("line_independent marks a whole module (pytestmark = pytest.mark.line_independent "
+                                "at its top level), not single tests: " + ", ".join(stray))

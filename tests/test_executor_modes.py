@@ -19,6 +19,9 @@ from harness.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenarios
 from harness.snapshot.normalize import normalize_trace
 
+# Left out of `tox -e fast` (end to end through other processes, or a long property run): tox.ini.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 ONE_SHOT = RunOptions(llm_mode=LlmMode.REPLAY, cassette_dir=ROOT / "cassettes", executor="one-shot")
 RUNS_JOB_B = [s for s in load_scenarios(ROOT / "scenarios") if "delegate_code_results" in s.model_dump_json()]

@@ -15,6 +15,10 @@ from pathlib import Path
 
 import pytest
 
+# One ADK line runs this module: it imports nothing pinned differently on the two (tests/line_guard).
+# Left out of `tox -e fast` (vermin reads the whole tree): tox.ini.
+pytestmark = [pytest.mark.line_independent, pytest.mark.slow]
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("harness", "reference_agent", "adk_compat")
 

@@ -258,6 +258,7 @@ def audited_peak(store_spec: str) -> tuple[int, int]:
         tracemalloc.stop()
 
 
+@pytest.mark.slow
 def test_memory_stays_flat_on_a_store_of_thousands_of_sessions(tmp_path: Path) -> None:
     small = audited_peak(big_rlm_store(tmp_path / "small.duckdb", 300))
     large = audited_peak(big_rlm_store(tmp_path / "large.duckdb", 3000))

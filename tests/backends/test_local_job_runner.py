@@ -18,6 +18,9 @@ from reference_agent.backends.jobs import JobOutcome, JobRequest, JobRunner, Loc
 from reference_agent.backends.sublm import sublm_from_genai
 from reference_agent.backends.volume import LocalVolumeStore
 
+# One ADK line runs this module: it imports nothing pinned differently on the two (tests/line_guard).
+pytestmark = pytest.mark.line_independent
+
 
 class FakeSubLm:
     """Answers after ``delay`` seconds and records when each prompt started and ended."""

@@ -8,6 +8,9 @@ import pytest
 
 from reference_agent.backends.volume import LocalVolumeStore, VolumeStore
 
+# One ADK line runs this module: it imports nothing pinned differently on the two (tests/line_guard).
+pytestmark = pytest.mark.line_independent
+
 
 def test_paths_are_strings_under_root(tmp_path: Path) -> None:
     volume = LocalVolumeStore(tmp_path / "vol")

@@ -21,7 +21,9 @@ from reference_agent.backends.jobs import JobRequest, LocalJobRunner
 from reference_agent.backends.volume import LocalVolumeStore
 from reference_agent.backends.warm import POOL, WARM_SUPPORTED
 
-pytestmark = pytest.mark.skipif(not WARM_SUPPORTED, reason="warm Job_B processes need Linux /proc")
+# One ADK line runs this module: it imports nothing pinned differently on the two (tests/line_guard).
+pytestmark = [pytest.mark.line_independent,
+              pytest.mark.skipif(not WARM_SUPPORTED, reason="warm Job_B processes need Linux /proc")]
 
 REPO = Path(__file__).resolve().parents[2]
 

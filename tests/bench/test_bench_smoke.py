@@ -18,6 +18,9 @@ from bench import __main__ as bench_main
 from bench import cuts, plots, store, suite
 from bench.common import Row, geomean, loglog_slope, percentile
 
+# Left out of `tox -e fast` (end to end through other processes, or a long property run): tox.ini.
+pytestmark = pytest.mark.slow
+
 
 def test_statistics_helpers():
     assert percentile([3.0], 99) == 3.0

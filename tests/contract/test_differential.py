@@ -19,6 +19,9 @@ from harness.runner import RunOptions
 from harness.scenario.loader import load_scenario
 from harness.targets.session_services import SessionServiceError
 
+# Left out of `tox -e fast` (end to end through other processes, or a long property run): tox.ini.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 OPTIONS = RunOptions(cassette_dir=ROOT / "cassettes")
 BROKEN = {name: f"tests.broken_services:{name}" for name in ("temp_leak", "lost_update", "null_storing")}

@@ -13,6 +13,9 @@ import pytest
 
 from reference_agent.sessions.delta_session_service import DeltaSessionService
 
+# Left out of `tox -e fast` (end to end through other processes, or a long property run): tox.ini.
+pytestmark = pytest.mark.slow
+
 CHILD = Path(__file__).with_name("durability_child.py")
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -129,6 +129,7 @@ def test_downloads_are_recorded_under_a_placeholder_and_replayed(tmp_path, caplo
     assert cassette.all_played
 
 
+@pytest.mark.slow
 def test_a_live_scenario_with_large_reads_records_its_downloads_and_replays(tmp_path) -> None:
     """A whole scenario whose session reads exceed a small inline limit: the live cassette replays offline."""
     from pathlib import Path

@@ -46,6 +46,7 @@ def _artifacts(fake: FakeWorkspace) -> list[tuple[str, str, str]]:
     return fake.sql.conn.execute("SELECT artifact_id, app_name, code_path FROM artifacts ORDER BY created_at").fetchall()
 
 
+@pytest.mark.slow
 def test_a_live_scenario_runs_twice_on_one_workspace_and_each_recording_replays(tmp_path: Path) -> None:
     with FakeWorkspace(tmp_path / "ws", token=TOKEN, warehouses=(WAREHOUSE,), complete_runs_on_submit=True) as fake:
         first = run_scenario(SCENARIO, _live(fake, tmp_path / "first"))

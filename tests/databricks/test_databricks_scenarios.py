@@ -75,6 +75,7 @@ def test_the_divergence_table_names_real_scenarios() -> None:
     assert all(reason.strip() for reason in target.DIVERGENCES.values())
 
 
+@pytest.mark.slow
 def test_every_scenario_has_a_databricks_cassette_recorded_against_the_fake() -> None:
     folder = cassette_dir_for(CASSETTES, "reference", "databricks")
     assert folder == CASSETTES / "databricks"
@@ -121,6 +122,7 @@ def _shape(path: Path) -> list[str]:
     return shape
 
 
+@pytest.mark.slow
 def test_a_fresh_recording_against_the_fake_has_the_committed_shape(tmp_path: Path) -> None:
     scenario = SCENARIOS[SHAPE_SCENARIO]
     result = run_scenario(scenario, RunOptions(backend="databricks", llm_mode=LlmMode.SCRIPTED, record=True,
@@ -141,6 +143,7 @@ def test_a_fresh_recording_against_the_fake_has_the_committed_shape(tmp_path: Pa
     assert yaml.safe_load(text)["metadata"]["databricks"]["workspace"] == "fake"
 
 
+@pytest.mark.slow
 def test_a_real_workspace_recording_is_scrubbed_to_the_same_shape_and_replays(tmp_path: Path) -> None:
     """Live mode against the fake dressed as a customer workspace: its names and ids never reach the cassette."""
     scenario = SCENARIOS["single_delegation"]

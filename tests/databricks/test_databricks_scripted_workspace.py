@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from harness.checks.base import Status
@@ -33,6 +34,7 @@ def test_the_exchange_is_chosen_for_the_scripted_model_on_a_workspace_only() -> 
     assert replay.runner_options()["sublm_exchange"] is True
 
 
+@pytest.mark.slow
 def test_scripted_sub_lm_calls_go_through_the_volume_and_replay(tmp_path: Path) -> None:
     with FakeWorkspace(tmp_path / "ws") as fake:  # runs go PENDING -> RUNNING -> TERMINATED, as on a workspace
         settings = DatabricksSettings(host=fake.host, token=fake.token, warehouse_id="fakewarehouse0001",

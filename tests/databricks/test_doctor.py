@@ -108,6 +108,7 @@ def test_expired_token_names_the_token_fix(healthy: FakeWorkspace) -> None:
     assert report.level_of("warehouse") is None and report.level_of("workspace checks") is Level.SKIPPED
 
 
+@pytest.mark.slow
 def test_unreachable_host_names_databricks_host(tmp_path: Path) -> None:
     settings = DatabricksSettings(host="http://127.0.0.1:9", token="dapi" + "0" * 32, warehouse_id="w",
                                   catalog="main", schema="rlm", volume="vol", serverless=True, retry_timeout_s=1)
@@ -415,6 +416,7 @@ def _cli(fake: FakeWorkspace, *args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_cli_json_and_exit_codes(healthy: FakeWorkspace) -> None:
     done = _cli(healthy, "--databricks", "--json")
     assert done.returncode == 0, done.stderr
@@ -430,6 +432,7 @@ def test_cli_json_and_exit_codes(healthy: FakeWorkspace) -> None:
     assert failed == {"warehouse", "catalog"}
 
 
+@pytest.mark.slow
 def test_cli_table_and_usage(healthy: FakeWorkspace) -> None:
     done = _cli(healthy, "--databricks")
     assert done.returncode == 0, done.stderr

@@ -18,6 +18,9 @@ from pathlib import Path
 
 import pytest
 
+# Left out of `tox -e fast` (end to end through other processes, or a long property run): tox.ini.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "your-agent.md"
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```$", re.DOTALL | re.MULTILINE)

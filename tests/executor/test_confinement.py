@@ -21,6 +21,9 @@ import pytest
 
 from reference_agent.executor import confine, landlock
 
+# One ADK line runs this module: it imports nothing pinned differently on the two (tests/line_guard).
+pytestmark = pytest.mark.line_independent
+
 REPO = Path(__file__).resolve().parents[2]
 ABI = landlock.abi_version()
 ROOT = sys.platform.startswith("linux") and os.geteuid() == 0

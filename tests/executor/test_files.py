@@ -14,6 +14,9 @@ import pytest
 from harness import files as harness_files
 from reference_agent.executor import files as agent_files
 
+# One ADK line runs this module: it imports nothing pinned differently on the two (tests/line_guard).
+pytestmark = pytest.mark.line_independent
+
 
 @pytest.fixture(params=[agent_files, harness_files], ids=["reference_agent", "harness"])
 def write_atomic(request):

@@ -36,6 +36,9 @@ from harness.runner import RunOptions, run_scenario
 from harness.scenario.loader import ScenarioError, load_scenario
 from harness.scenario.models import Scenario
 
+# Left out of `tox -e fast` (end to end through other processes, or a long property run): tox.ini.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO_FILES = sorted((ROOT / "scenarios").glob("*.yaml"))
 CASSETTE_FILES = sorted((ROOT / "cassettes").glob("*.yaml"))

@@ -29,6 +29,7 @@ def _scenario(name: str):
     return load_scenario(ROOT / "scenarios" / f"{name}.yaml")
 
 
+@pytest.mark.slow
 def test_every_committed_cassette_carries_its_identity() -> None:
     from vcr.serializers import yamlserializer
 

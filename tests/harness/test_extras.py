@@ -22,6 +22,7 @@ def _cli(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
                           timeout=300)
 
 
+@pytest.mark.slow
 def test_a_local_run_needs_no_databricks_sdk(tmp_path: Path) -> None:
     done = _cli(tmp_path=tmp_path)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

@@ -17,6 +17,9 @@ import pytest
 from harness.report import render_html
 from tests.harness.test_reports import CASSETTE_ERROR, PLANTED, make_report
 
+# Left out of `tox -e fast` (end to end through other processes, or a long property run): tox.ini.
+pytestmark = pytest.mark.slow
+
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 INSTALL = "bash .ci/ensure-chromium (as root: apt-get install chromium)"
 

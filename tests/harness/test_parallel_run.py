@@ -14,6 +14,9 @@ from harness.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
 from harness.snapshot.normalize import normalize_trace
 from harness.trace.model import Trace
 
+# Left out of `tox -e fast` (end to end through other processes, or a long property run): tox.ini.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 # A handful of real scenarios: no Job_B, warm and one-shot Job_B, llm_query, a model-side block.
 SCENARIOS = ("single_delegation", "app_state_two_users", "llm_query", "executor_environment_one_shot",

@@ -165,6 +165,7 @@ def test_a_test_asking_for_rlm_scenario_runs_them_once(project: InnerProject) ->
     both.stdout.fnmatch_lines(["3 tests collected*"])
 
 
+@pytest.mark.slow
 def test_this_repository_runs_each_scenario_once() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
     env.pop("PYTEST_ADDOPTS", None)

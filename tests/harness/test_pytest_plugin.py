@@ -16,6 +16,9 @@ import pytest
 
 from tests.harness.inner_pytest import InnerProject
 
+# Left out of `tox -e fast` (end to end through other processes, or a long property run): tox.ini.
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 SINGLE = (REPO / "scenarios" / "single_delegation.yaml").read_text(encoding="utf-8")
 INI = """\

@@ -14,6 +14,9 @@ from hypothesis import strategies as st
 from harness.scenario.loader import ScenarioError, load_scenario, parse_scenario
 from harness.scenario.models import Scenario
 
+# Left out of `tox -e fast` (end to end through other processes, or a long property run): tox.ini.
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 GOOD = (REPO / "scenarios" / "single_delegation.yaml").read_text(encoding="utf-8")
 PATH = "scenarios/fuzz.yaml"

@@ -65,6 +65,7 @@ def _write_peak(report: RunReport, folder: Path) -> tuple[int, int]:
     return peak, sum(path.stat().st_size for path in written.values())
 
 
+@pytest.mark.slow
 def test_writing_the_reports_of_a_large_spooled_run_holds_no_report_whole(report: RunReport, tmp_path: Path) -> None:
     """The JSON and HTML carry every trace (tens of MB for hundreds of scenarios): they are streamed to their
     files, so writing them needs about one scenario's trace in memory, not the reports' text."""

@@ -124,6 +124,7 @@ HOLDER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_second_process_on_a_locked_file_is_told_who_holds_it_and_what_to_do(tmp_path):
     path = tmp_path / "home" / "rlm.duckdb"
     DuckDBEngine(path).close()

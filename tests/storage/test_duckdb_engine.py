@@ -8,6 +8,9 @@ import pytest
 
 from reference_agent.storage import DATABRICKS, DUCKDB, DuckDBEngine, SqlEngine, affected_rows, ensure_tables
 
+# One ADK line runs this module: it imports nothing pinned differently on the two (tests/line_guard).
+pytestmark = pytest.mark.line_independent
+
 
 @pytest.fixture
 def engine():
