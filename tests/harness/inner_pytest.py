@@ -9,8 +9,9 @@ Not pytester: its fixture and its ``runpytest_inprocess`` drop every module impo
 extensions included, and DuckDB's cannot be initialised twice in a process (the next import aborts the
 interpreter); everything else would be imported again for each run. Here only the project's own modules (files
 under its folder) are dropped after a run, and an outer module with one of their names (this repository's
-``test_conformance``, say) is set aside during the run and put back after. ``sys.path`` and ``sys.meta_path``
-are restored, and each run gets its own ``--basetemp`` (pytest prunes old temporary roots, the outer run's
+``test_conformance``, say) is set aside during the run and put back after. ``sys.path`` is restored (not
+``sys.meta_path``: pytest removes its own hook, and a finder a newly imported library installs must stay —
+importlib_metadata, on the ADK 1.x line, replaces the standard one), and each run gets its own ``--basetemp`` (pytest prunes old temporary roots, the outer run's
 among them). The environment is pytester's: no ``PYTEST_ADDOPTS``, no xdist worker variables, ``HOME`` in
 the test's temporary folder, no colours.
 
@@ -29,6 +30,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+
+IN_PROCESS = ("-p", "no:unraisableexception")
+"""At its end that plugin collects garbage five times over the whole process (~0.5 s in a worker late in the
+suite, for every run); an in-process run's unraisable exceptions would be the outer run's business anyway."""
 
 
 class InnerProject:
@@ -63,7 +69,7 @@ class InnerProject:
         out, err = io.StringIO(), io.StringIO()
         started = time.monotonic()
         with _project_modules(self.path), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            ret = pytest.main(["-p", "no:cacheprovider", f"--basetemp={self._basetemp()}", *args])
+            ret = pytest.main(["-p", "no:cacheprovider", *IN_PROCESS, f"--basetemp={self._basetemp()}", *args])
         return pytest.RunResult(ret, out.getvalue().splitlines(), err.getvalue().splitlines(),
                                 time.monotonic() - started)
 
@@ -89,14 +95,14 @@ def _project_modules(folder: Path) -> Iterator[None]:
     names = {p.stem if p.name != "__init__.py" else p.parent.name for p in folder.rglob("*.py")}
     set_aside = {name: sys.modules.pop(name) for name in list(sys.modules)
                  if name.split(".")[0] in names and not _inside(sys.modules[name], folder)}
-    path, meta_path = list(sys.path), list(sys.meta_path)
+    path = list(sys.path)
     try:
         yield
     finally:
         for name in [n for n, module in list(sys.modules.items()) if _inside(module, folder)]:
             del sys.modules[name]
         sys.modules.update(set_aside)
-        sys.path[:], sys.meta_path[:] = path, meta_path
+        sys.path[:] = path
 
 
 def _inside(module: object, folder: Path) -> bool:
