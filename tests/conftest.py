@@ -22,3 +22,7 @@ def pytest_collection_modifyitems(config, items) -> None:
     if stray:
         raise pytest.UsageError("line_independent marks a whole module (pytestmark = pytest.mark.line_independent "
                                 "at its top level), not single tests: " + ", ".join(stray))
+    # Modules holding a slow test run first, each whole: under xdist the longest tests then start early instead of
+    # leaving one worker busy alone at the end, and a module's fixtures are still set up once.
+    slow_modules = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_modules)

@@ -34,6 +34,9 @@ def _mentions_adk(node: ast.AST, names: set[str]) -> bool:
 
 
 def feature_branches(path: Path, root: Path = ROOT) -> list[str]:
+    source = path.read_text(encoding="utf-8")
+    if "adk" not in source:  # every probe this looks for names google.adk (an import of it, or its version)
+        return []
     source, tree = read_and_parse(path)
     names = _adk_names(tree)
     found = []

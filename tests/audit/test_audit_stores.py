@@ -259,13 +259,14 @@ def audited_peak(store_spec: str) -> tuple[int, int]:
 
 
 @pytest.mark.slow
-def test_memory_stays_flat_on_a_store_of_thousands_of_sessions(tmp_path: Path) -> None:
-    small = audited_peak(big_rlm_store(tmp_path / "small.duckdb", 300))
-    large = audited_peak(big_rlm_store(tmp_path / "large.duckdb", 3000))
+def test_memory_stays_flat_as_the_store_grows_tenfold(tmp_path: Path) -> None:
+    small = audited_peak(big_rlm_store(tmp_path / "small.duckdb", 150))
+    large = audited_peak(big_rlm_store(tmp_path / "large.duckdb", 1500))
     print(f"tracemalloc peak: {small[0]} sessions {small[1] / 1024:.0f} KiB; "
           f"{large[0]} sessions {large[1] / 1024:.0f} KiB; ratio {large[1] / small[1]:.2f}")
-    assert (small[0], large[0]) == (300, 3000)
-    assert large[1] < 2 * small[1]
+    assert (small[0], large[0]) == (150, 1500)
+    # 1.09x measured; a leak of 1 KiB a session would make it ~1.6x (the bound was 2x at 300 and 3,000 sessions)
+    assert large[1] < 1.5 * small[1]
 
 
 def test_store_spellings_of_one_sqlite_file(stores: dict[str, str], tmp_path: Path) -> None:

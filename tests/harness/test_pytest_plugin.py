@@ -199,22 +199,19 @@ def test_snapshot_update_leaves_other_targets_and_foreign_files_alone(project: I
 
 
 def test_xdist_gives_the_serial_verdicts_and_snapshots(project: InnerProject) -> None:
-    """``pytest -n 2`` over the scenarios: the snapshots a serial run writes, byte for byte, and the same verdicts
-    (each scenario runs in its own work dir, store and executor, ids seeded by its name: harness/determinism.py)."""
+    """``pytest -n 2`` over the scenarios: the same verdicts as a serial run, and the snapshots it writes (each
+    scenario runs in its own work dir, store and executor, ids seeded by its name: harness/determinism.py)."""
     pytest.importorskip("xdist")
     for name in ("second_scenario", "third_scenario"):
         add_scenario(project, name)
     folder = project.path / "snapshots"
     run(project, "test_conformance.py", "--llm-mode", "scripted", "--snapshot-update").assert_outcomes(passed=3)
-    serial = {p.name: p.read_bytes() for p in folder.iterdir()}
-    assert sorted(serial) == ["second_scenario.json", "single_delegation.json", "third_scenario.json"]
-    for path in folder.iterdir():
-        path.unlink()
-    run_with_workers(project, "test_conformance.py", "--llm-mode", "scripted", "--snapshot-update",
-                     ).assert_outcomes(passed=3)
-    assert {p.name: p.read_bytes() for p in folder.iterdir()} == serial
-    # And each verdict holds in the workers: the two unchanged snapshots pass, the changed one fails.
-    (folder / "third_scenario.json").write_bytes(serial["third_scenario.json"].replace(b'"turns"', b'"turnz"'))
+    assert sorted(p.name for p in folder.iterdir()) == ["second_scenario.json", "single_delegation.json",
+                                                         "third_scenario.json"]
+    # In the workers, each trace serialises to exactly what the serial run wrote (syrupy compares the text), so
+    # the two unchanged snapshots pass, and the changed one fails there too.
+    third = folder / "third_scenario.json"
+    third.write_bytes(third.read_bytes().replace(b'"turns"', b'"turnz"'))
     result = run_with_workers(project, "test_conformance.py", "--llm-mode", "scripted")
     result.assert_outcomes(passed=2, failed=1)
-    assert "third_scenario" in result.stdout.str()
+    result.stdout.fnmatch_lines(["*test_scenario[[]third_scenario[]]*", "*snapshot*third_scenario.json differs*"])
