@@ -1,4 +1,5 @@
-"""The second target in CI, through the public interfaces only: the CLI, its profile file and its scenarios.
+"""The second target in CI, through the public interfaces only: the CLI (its entry point, in-process), its profile
+file and its scenarios.
 
 examples/seed004_rlm (seed 004's layout, names and keys of its own) replays green from its cassettes; the
 broken variant, run against the same scenarios, fails the checks that name its defect — and only those.
@@ -7,15 +8,9 @@ broken variant, run against the same scenarios, fails the checks that name its d
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-# Left out of `tox -e fast` (end to end through other processes, or a long property run): tox.ini.
-pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = "examples/seed004_rlm/scenarios"
@@ -23,19 +18,20 @@ BROKEN = "examples.seed004_rlm_broken.agent:app"
 DEFECT_CHECKS = {"stale_flags_cleared"}
 
 
-def _offline_env() -> dict[str, str]:
-    """This folder's conftest points google-genai at a dead port for in-process tests; the CLI replays on its own."""
-    drop = ("GOOGLE_GEMINI_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KEY")
-    return {k: v for k, v in os.environ.items() if k not in drop}
-
-
 def _run(tmp_path: Path, *flags: str) -> tuple[int, dict]:
+    """``rlm-conformance run`` of the example's scenarios, in this process. This folder's conftest points google-genai
+    at a dead port for the in-process agent tests; the CLI replays on its own, so those variables are dropped."""
+    from harness.cli import main
+
     reports = tmp_path / "reports"
-    done = subprocess.run([sys.executable, "-m", "harness", "run", "--scenarios-dir", SCENARIOS,
-                           "--reports-dir", str(reports), "--format", "json", *flags],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900, env=_offline_env())
-    assert (reports / "conformance.json").is_file(), done.stdout[-3000:] + done.stderr[-3000:]
-    return done.returncode, json.loads((reports / "conformance.json").read_text(encoding="utf-8"))
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("GOOGLE_GEMINI_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KEY"):
+            patch.delenv(name, raising=False)
+        patch.chdir(ROOT)
+        code = main(["run", "--no-progress", "--scenarios-dir", SCENARIOS, "--reports-dir", str(reports),
+                     "--format", "json", *flags])
+    assert (reports / "conformance.json").is_file()
+    return code, json.loads((reports / "conformance.json").read_text(encoding="utf-8"))
 
 
 def _failed(report: dict) -> dict[str, set[str]]:
