@@ -9,14 +9,18 @@ lie or be cut short, so the harness also plants what the code goes for and watch
   read) and the place a write lands (``escaped-write.txt``);
 * a TCP listener on 127.0.0.1:``ESCAPE_PORT`` that is not the LM bridge, counting the connections it accepts.
 
-Both are fixed, not per run, because the probe's code is fixed (a cassette replays it word for word): the
-port is bound with SO_REUSEPORT so two runs of the same user can hold it at once. Local backend only: a
-Databricks workspace confines its own compute (docs/executor-confinement.md).
+Both are fixed, not per run, because the probe's code is fixed (a cassette replays it word for word). So two
+escape-probe scenarios of one user (``run -j 2``, two xdist workers, two checkouts) must not watch at the same
+time, or one's unconfined write or connection is counted as the other's escape: the watch holds an exclusive
+lock on ``/tmp/rlm-conformance-escape-<uid>.lock`` (``flock``: released if the process dies), and the other
+waits for it. Local backend only: a Databricks workspace confines its own compute
+(docs/executor-confinement.md).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import socket
 import tempfile
@@ -104,6 +108,23 @@ def escape_targets(enabled: bool) -> Iterator[EscapeProbeRecord | None]:
         yield None
         return
     folder = escape_folder()
+    with _exclusive_watch(folder), _watched(folder) as record:
+        yield record
+
+
+@contextlib.contextmanager
+def _exclusive_watch(folder: Path) -> Iterator[None]:
+    """One watch of ``folder`` at a time for this user, across processes and threads (see the module docstring)."""
+    fd = os.open(folder.with_name(folder.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+@contextlib.contextmanager
+def _watched(folder: Path) -> Iterator[EscapeProbeRecord]:
     _plant_secret(folder)
     written = folder / WRITTEN_FILE
     written.unlink(missing_ok=True)  # left by an earlier unconfined run: only this run's write counts

@@ -91,3 +91,31 @@ def test_a_listener_the_harness_could_not_hold_is_said() -> None:
     result = _run(trace)
     assert result.status is Status.PASS
     assert any("could not listen on 127.0.0.1:47913 (OSError: [Errno 98] in use)" in e for e in result.evidence)
+
+
+def test_two_watches_of_one_user_take_turns_and_each_counts_only_its_own_escape() -> None:
+    """Two escape-probe scenarios at once (run -j 2, two xdist workers) share the fixed folder and port: the second
+    watch starts when the first ends, so the first one's unconfined write is not counted against the second."""
+    import threading
+    import time
+    from pathlib import Path
+
+    from harness.escape_probe import WRITTEN_FILE, escape_targets
+
+    second: dict[str, object] = {}
+
+    def watch_second() -> None:
+        with escape_targets(True) as record:
+            second["entered"] = time.monotonic()
+        second["record"] = record
+
+    with escape_targets(True) as first:
+        thread = threading.Thread(target=watch_second)
+        thread.start()
+        time.sleep(0.3)
+        assert "entered" not in second  # still waiting for the first watch
+        (Path(first.folder) / WRITTEN_FILE).write_text("escaped", encoding="utf-8")  # the first run's escape
+        left = time.monotonic()
+    thread.join(10)
+    assert first.written and second["entered"] >= left
+    assert second["record"].written == [] and second["record"].connections == 0
