@@ -57,6 +57,7 @@ def _snapshot(name: str) -> dict:
     return json.loads((override if override.is_file() else SNAPSHOTS / f"{name}.json").read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow  # every scenario again, on the Databricks backend: tox runs it, tox -e fast does not
 @pytest.mark.parametrize("scenario", _params())
 def test_scenario_replays_on_databricks(scenario) -> None:
     result = run_scenario(scenario, REPLAY)
