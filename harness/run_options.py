@@ -81,3 +81,7 @@ class RunOptions:
     # The target's executor must confine the code it runs (kernel limits on files, network, memory, processes):
     # a target that says a protection is missing fails executor_confined instead of warning.
     require_confinement: bool = False
+    # Run the session-service contract on the run's service after the scenario (harness/service_probe.py), for
+    # stale_writer_rejected and the other contract checks. The differential mode compares what the services
+    # persisted and runs probes of its own, so it turns this off (~2 s per kind of service).
+    probe_session_service: bool = True

@@ -275,7 +275,8 @@ async def _run_sessions(scenario: Scenario, built: BuiltTarget, options: RunOpti
             trace.executions.extend(built.list_executions(app.name, spec.user, session_id))
 
     trace.service_probe = await probe_service(built.session_service, spec=options.session_service,
-                                              backend=options.backend, target=built.profile)
+                                              backend=options.backend, target=built.profile,
+                                              enabled=options.probe_session_service)
     trace.events = service.records
     trace.llm_requests = recorder.requests
     trace.llm_responses = recorder.responses

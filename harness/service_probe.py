@@ -49,9 +49,13 @@ def service_profile(spec: str, service: BaseSessionService, target: TargetProfil
                           description=f"the target's own {type(service).__name__}")
 
 
-async def probe_service(service: BaseSessionService, *, spec: str, backend: str,
-                        target: TargetProfile) -> ServiceProbeRecord:
+async def probe_service(service: BaseSessionService, *, spec: str, backend: str, target: TargetProfile,
+                        enabled: bool = True) -> ServiceProbeRecord:
     """Every contract case on ``service`` (cached per kind of service), or why it was not probed."""
+    if not enabled:
+        return ServiceProbeRecord(service=type(service).__name__, profile="-", skipped=(
+            "this run did not probe its session service (RunOptions.probe_session_service is off: the differential "
+            "mode compares what the services persisted and runs its own probes)"))
     name = f"{type(service).__module__}.{type(service).__qualname__}"
     key = (name, spec, backend)
     if key in _PROBED:

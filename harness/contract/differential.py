@@ -75,7 +75,8 @@ async def _preflight(services: Sequence[str], root: Path) -> dict[str, ServicePr
 
 
 async def _scenario_run(scenario: Scenario, service: str, options: RunOptions, home: Path) -> NormalizedRun:
-    result = await run_scenario_async(scenario, replace(options, session_service=service, work_dir=home))
+    result = await run_scenario_async(scenario, replace(options, session_service=service, work_dir=home,
+                                                        probe_session_service=False))
     if result.trace is None:
         return NormalizedRun(scenario=scenario.name, service=service, error=result.error or "no trace")
     run = normalize_trace(result.trace, service=service, home=home)

@@ -109,3 +109,18 @@ def test_a_profile_object_spec_brings_its_declarations(tmp_path):
     report = run_differential([], ["delta", "tests.broken_services:DECLARED_NULL_STORING"], OPTIONS)
     assert_only_declared(report)
     assert {d.kind for d in report.declared} == {"none_deletes"}
+
+
+def test_the_scenario_runs_of_a_differential_do_not_probe_their_services(monkeypatch):
+    """Its report compares what each service persisted and has probes of its own: the runner's contract run on
+    each kind of service (~2 s each) would be thrown away."""
+    import harness.contract.suite
+    import harness.service_probe
+
+    def probed():
+        raise AssertionError("the runner probed a service during a differential run")
+
+    monkeypatch.setattr(harness.service_probe, "_PROBED", {})
+    monkeypatch.setattr(harness.contract.suite, "contract_cases", probed)
+    report = run_differential(scenarios("app_state_two_users"), ["delta", "adk-memory"], OPTIONS, probes=False)
+    assert report.scenarios == ["app_state_two_users"]
