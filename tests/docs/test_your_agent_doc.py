@@ -7,16 +7,17 @@ from the page, record, replay, pytest, then the broken variant failing the check
 
 from __future__ import annotations
 
-import os
+import contextlib
+import io
 import re
 import shlex
 import shutil
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.harness.inner_pytest import InnerProject, project_modules
 
 # Left out of `tox -e fast` (end to end through other processes, or a long property run): tox.ini.
 pytestmark = pytest.mark.slow
@@ -25,7 +26,6 @@ ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "your-agent.md"
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```$", re.DOTALL | re.MULTILINE)
 EXPECTATION = re.compile(r"#\s*exit\s+(\d+)(?:;\s*names:\s*(.+))?$")
-PROGRAMS = {"rlm-conformance": [sys.executable, "-m", "harness"], "pytest": [sys.executable, "-m", "pytest"]}
 
 
 @dataclass(frozen=True)
@@ -65,34 +65,51 @@ def test_the_page_has_the_steps_a_newcomer_follows() -> None:
     assert [s.path for s in steps if s.kind == "file"] == ["rlm-profile.yaml", "scenarios/two_turns.yaml"]
 
 
-def _offline_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GEMINI_BASE_URL", "PYTEST_ADDOPTS",
-                        "PYTEST_XDIST_WORKER", "PYTEST_XDIST_TESTRUNUID", "PYTEST_CURRENT_TEST")}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
-    return env
+OFFLINE_UNSET = ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GEMINI_BASE_URL", "PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER",
+                 "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
 
 
-def test_every_command_of_the_page_does_what_the_page_says(tmp_path: Path) -> None:
+def run_command(words: list[str], folder: Path) -> tuple[int, str]:
+    """A `$` line of the page, in this process (the commands' own code is what the page promises; a subprocess
+    each would add ~3 s of imports): `rlm-conformance` is the CLI's ``main``, `pytest` is ``pytest.main``."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        try:
+            if words[0] == "rlm-conformance":
+                from harness.cli import main
+
+                code = main(words[1:])
+            else:
+                result = InnerProject(folder).run(*words[1:])
+                code = int(result.ret)
+                print("\n".join([*result.outlines, *result.errlines]))
+        except SystemExit as exc:  # argparse's usage errors
+            code = exc.code if isinstance(exc.code, int) else 2
+    return code, out.getvalue()
+
+
+def test_every_command_of_the_page_does_what_the_page_says(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "project"  # the user's folder (pytest's runs keep their --basetemp beside it)
     for package in ("seed004_rlm", "seed004_rlm_broken"):
-        shutil.copytree(ROOT / "examples" / package, tmp_path / package,
+        shutil.copytree(ROOT / "examples" / package, folder / package,
                         ignore=shutil.ignore_patterns("__pycache__", "scenarios", "rlm-profile.yaml"))
-    env = _offline_env()
-    for step in doc_steps(DOC.read_text(encoding="utf-8")):
-        if step.kind == "file":
-            target = tmp_path / step.path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(step.text, encoding="utf-8")
-            continue
-        words = shlex.split(step.text)
-        done = subprocess.run([*PROGRAMS[words[0]], *words[1:]], cwd=tmp_path, env=env, capture_output=True,
-                              text=True, timeout=600)
-        output = done.stdout + done.stderr
-        assert done.returncode == step.exit_code, f"$ {step.text}\nexit {done.returncode}\n{output[-6000:]}"
-        for name in step.names:
-            assert name in output, f"$ {step.text}: the output does not name {name}\n{output[-6000:]}"
-    assert (tmp_path / "cassettes" / "seed004_rlm" / "two_turns.yaml").is_file()
-    assert (tmp_path / "snapshots" / "seed004_rlm" / "two_turns.json").is_file()
+    for name in OFFLINE_UNSET:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(folder)
+    monkeypatch.syspath_prepend(str(folder))  # the user's packages, importable from their folder
+    with project_modules(folder):  # the copied packages are dropped after, an outer module of their name kept
+        for step in doc_steps(DOC.read_text(encoding="utf-8")):
+            if step.kind == "file":
+                target = folder / step.path
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(step.text, encoding="utf-8")
+                continue
+            code, output = run_command(shlex.split(step.text), folder)
+            assert code == step.exit_code, f"$ {step.text}\nexit {code}\n{output[-6000:]}"
+            for name in step.names:
+                assert name in output, f"$ {step.text}: the output does not name {name}\n{output[-6000:]}"
+    assert (folder / "cassettes" / "seed004_rlm" / "two_turns.yaml").is_file()
+    assert (folder / "snapshots" / "seed004_rlm" / "two_turns.json").is_file()
 
 
 @pytest.fixture(autouse=True)

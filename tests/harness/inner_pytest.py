@@ -68,7 +68,7 @@ class InnerProject:
         """``pytest ARGS`` in the project folder, in this process."""
         out, err = io.StringIO(), io.StringIO()
         started = time.monotonic()
-        with _project_modules(self.path), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with project_modules(self.path), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             ret = pytest.main(["-p", "no:cacheprovider", *IN_PROCESS, f"--basetemp={self._basetemp()}", *args])
         return pytest.RunResult(ret, out.getvalue().splitlines(), err.getvalue().splitlines(),
                                 time.monotonic() - started)
@@ -88,7 +88,7 @@ class InnerProject:
 
 
 @contextlib.contextmanager
-def _project_modules(folder: Path) -> Iterator[None]:
+def project_modules(folder: Path) -> Iterator[None]:
     folder = folder.resolve()
     # The top-level names a run may import from the project: its modules and packages at any depth (pytest's
     # default import mode puts each test folder without __init__.py on sys.path).
