@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from harness.errors import CassetteError
@@ -42,12 +42,22 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO_FILES = sorted((ROOT / "scenarios").glob("*.yaml"))
 CASSETTE_FILES = sorted((ROOT / "cassettes").glob("*.yaml"))
-# Replayed by run_scenario: no Job_B run, so an example costs a fraction of a second — except that a mutation the
-# cassette check calls stale makes the harness re-run the scenario on its scripted model, and model_slow_timeout's
-# script waits out the real 2 s client timeout there. It is drawn one time in five, not one in three: its
-# client-timeout field is still mutated in ~10 examples a run, and the test takes ~15 s less.
+# Replayed by run_scenario: no Job_B run, so an example costs a fraction of a second.
 REPLAYED = ["model_500_retries_exhausted", "model_truncated_body", "model_slow_timeout"]
-REPLAY_DRAWS = ["model_500_retries_exhausted", "model_truncated_body"] * 2 + ["model_slow_timeout"]
+# model_slow_timeout is not drawn at random: a mutation the cassette check calls stale makes the harness re-run
+# the scenario on its scripted model, whose answer waits out the real 2 s client timeout (~20 s of every run
+# went there). Its own field, the client-timeout mark, gets fixed examples instead (TIMEOUT_EXAMPLES).
+REPLAY_DRAWS = ["model_500_retries_exhausted", "model_truncated_body"]
+TIMEOUT_CASSETTE = ROOT / "cassettes" / "model_slow_timeout.yaml"
+_TIMEOUT_TEXT = TIMEOUT_CASSETTE.read_text(encoding="utf-8")
+TIMEOUT_EXAMPLES = {  # the mark garbled, gone, on a 200 answer; and one stale request (the one scripted re-run)
+    "mark garbled": _TIMEOUT_TEXT.replace("- client-timeout", "- client-timeout-x"),
+    "mark gone": _TIMEOUT_TEXT.replace("      x-rlm-conformance-replay:\n      - client-timeout\n", ""),
+    "mark on a 200": _TIMEOUT_TEXT.replace("      code: 408\n      message: Request Timeout", "      code: 200\n"
+                                          "      message: OK"),
+    "stale request": _TIMEOUT_TEXT.replace("gemini-2.5-flash:generateContent", "gemini-2.5-pro:generateContent"),
+}
+assert all(text != _TIMEOUT_TEXT for text in TIMEOUT_EXAMPLES.values()), "a fixed example no longer mutates"
 
 EXAMPLES = int(os.environ.get("RLM_FUZZ_EXAMPLES", "150"))
 settings.register_profile("rlm-fuzz", max_examples=EXAMPLES, deadline=None, derandomize=False,
@@ -267,7 +277,14 @@ def test_mutated_cassette_loads_or_gives_an_error_naming_file_and_field(tmp_path
             assert request.method and request.uri and request.host  # what replay's matchers read
 
 
+def _timeout_examples(test):
+    for text in TIMEOUT_EXAMPLES.values():
+        test = example((TIMEOUT_CASSETTE, text.encode("utf-8"), None))(test)
+    return test
+
+
 @REPLAY_FUZZ
+@_timeout_examples
 @given(cassette_files(REPLAY_DRAWS))
 def test_mutated_cassette_replay_ends_in_a_result_never_an_exception(tmp_path_factory, case) -> None:
     original, data, _ = case
