@@ -100,6 +100,36 @@ def _from_state_keys(trace: Trace, profile: TargetProfile, windows: list[Executi
     return artifacts
 
 
+def _analysis(window: ExecutionWindow | None, trace: Trace, profile: TargetProfile
+              ) -> tuple[list[EventRecord], EventRecord | None]:
+    """The events that analysed ``window``'s execution (the processor's run, else the summary writes), and the
+    one that wrote the summary."""
+    if window is None:
+        return [], None
+    if profile.results_processor is not None:
+        analysis = list(window.runs[0].events) if window.runs else []
+        return analysis, (next((e for e in analysis if profile.summary_key and profile.summary_key in e.emitted_delta),
+                                analysis[-1]) if analysis else None)
+    analysis = window_summaries(window, trace, profile)
+    return analysis, (analysis[0] if analysis else None)
+
+
+def _no_status_written(trace: Trace, profile: TargetProfile, windows: list[ExecutionWindow]) -> CheckResult:
+    """No ``'<prefix><id>'`` key at all: a missing lifecycle when some execution was analysed, else nothing to judge."""
+    prefix = profile.artifact_status_prefix
+    analysed = [(w, summary) for w in windows if (summary := _analysis(w, trace, profile)[1]) is not None]
+    if not analysed:
+        return not_applicable(NAME, f"No event wrote a {prefix!r}<id> key and no execution was analysed: the "
+                                    f"state holds no artifact for these sessions.")
+    verb = "processed" if profile.results_processor else "summarised"
+    return failed(NAME, f"{len(analysed)} execution(s) were {verb}, but no event ever wrote a {prefix!r}<id> key: "
+                        f"no artifact got a status, so none was marked {profile.consumed_value!r} after its "
+                        f"analysis (the profile's artifact_status_prefix says the target keeps them there).",
+                  capped([f"{name_event(w.execution)} was {verb} by {name_event(summary)}; expected a "
+                          f"{prefix!r}<id> key set to {profile.consumed_value!r} at or after it"
+                          for w, summary in analysed]))
+
+
 @check(
     NAME,
     title="Artifact lifecycle: analysed artifacts are consumed",
@@ -130,20 +160,13 @@ def artifacts_consumed(ctx: CheckContext) -> CheckResult:
         source = f"state keys {profile.artifact_status_prefix!r}<id>"
         artifacts = _from_state_keys(trace, profile, windows)
         if not artifacts:
-            return not_applicable(NAME, f"No event wrote a {profile.artifact_status_prefix!r}<id> key: the state "
-                                        f"holds no artifact for these sessions.")
+            return _no_status_written(trace, profile, windows)
     analyser = profile.results_processor or profile.summary_writer
     problems: list[str] = []
     consumed = 0
     for artifact in artifacts:
         window = artifact.window
-        if profile.results_processor is not None:
-            analysis = list(window.runs[0].events) if window and window.runs else []
-            summary = (next((e for e in analysis if profile.summary_key and profile.summary_key in e.emitted_delta),
-                            analysis[-1]) if analysis else None)
-        else:
-            analysis = window_summaries(window, trace, profile) if window else []
-            summary = analysis[0] if analysis else None
+        analysis, summary = _analysis(window, trace, profile)
         if summary is not None:
             if artifact.status == consumed_value:
                 consumed += 1

@@ -33,10 +33,15 @@ def history_keeps_newest(ctx: CheckContext) -> CheckResult:
     limit = ctx.scenario.limits.history_max_entries
     checked: list[str] = []
     problems: list[str] = []
+    missing: list[str] = []  # turns that ended without any history: a fold that never happened
     for turn in trace.turns:
         snapshot = next((p for p in trace.persisted if p.session_id == turn.session_id and p.turn == turn.turn), None)
         history = _history(snapshot, key) if snapshot is not None else None
         if not isinstance(history, list) or not history:
+            if snapshot is not None and not turn.run_error:  # the turn ran to its end: its fold is owed
+                missing.append(f"{name_snapshot(snapshot)}: no {key!r} history list after turn {turn.turn} "
+                               f"(session {turn.session_id}); expected its question {show(turn.message)} as the last "
+                               f"entry" + ("" if history is None else f" (it holds {show(history)})"))
             continue
         where = f"{name_snapshot(snapshot)}: {key!r} ({len(history)} entries)"
         entries = [json.dumps(entry, ensure_ascii=False, default=str) for entry in history]
@@ -52,8 +57,12 @@ def history_keeps_newest(ctx: CheckContext) -> CheckResult:
             problems.append(f"{where} holds more than the limit of {limit} entries")
         else:
             checked.append(where)
-    if not checked and not problems:
-        return not_applicable(NAME, f"No persisted {key!r} history list after any turn.")
+    if not checked and not problems and not missing:
+        return not_applicable(NAME, f"No turn ran to its end with a persisted snapshot: no {key!r} history owed.")
+    if missing and not checked and not problems:
+        return failed(NAME, f"The profile maps history_key {key!r}, but no turn of {len(missing)} that ran to their "
+                            f"end left a {key!r} history: the history is never folded.", capped(missing))
+    problems += missing
     if problems:
         return failed(NAME, f"{len(problems)} turn(s) left a history that does not end with that turn.",
                       capped(problems))

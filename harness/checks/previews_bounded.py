@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import re
 
+from ..targets.profile import TargetProfile
 from ..trace.model import EventRecord, ExecutionRecord, Trace
 from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
 from .evidence import capped, name_event
+from .timeline import executions, executions_unmapped
 
 NAME = "previews_bounded"
 
@@ -30,6 +32,25 @@ def _execution_of(event: EventRecord, trace: Trace) -> ExecutionRecord | None:
     values = {v for v in event.emitted_delta.values() if isinstance(v, str)}
     return next((x for x in trace.executions if x.session_id == event.session_id
                  and values & {v for v in (x.result_json_path, x.artifact_id) if v}), None)
+
+
+def _no_preview_emitted(trace: Trace, profile: TargetProfile) -> CheckResult:
+    """No preview at all: a missing preview when an execution produced output, else nothing to judge."""
+    keys = ", ".join(map(repr, profile.preview_keys))
+    if executions_unmapped(profile):
+        return not_applicable(NAME, f"No event emitted a preview key ({keys}), and the profile maps no executor "
+                                    f"to say whether one was owed.")
+    runs = executions(trace, profile)
+    # An execution whose result the trace holds is owed a preview only if it printed something.
+    owed = [e for e in runs if (x := _execution_of(e, trace)) is None or x.stdout_chars is None or x.stdout_chars > 0]
+    if not owed:
+        return not_applicable(NAME, f"No event emitted a preview key ({keys}), and no execution printed anything "
+                                    f"({len(runs)} execution(s)).")
+    return failed(NAME, f"The profile maps preview_keys ({keys}), but none of {len(runs)} execution(s) emitted "
+                        f"one: the output never reaches state as a bounded preview.",
+                  capped([f"{name_event(e)} executed" + (f" and printed {x.stdout_chars} characters"
+                                                        if (x := _execution_of(e, trace)) and x.stdout_chars else "")
+                          + f"; no event wrote {keys}" for e in owed]))
 
 
 @check(
@@ -78,7 +99,7 @@ def previews_bounded(ctx: CheckContext) -> CheckResult:
                 problems.append(f"{where}: the output of artifact {execution.artifact_id} has {size} characters and "
                                 f"its preview shows {shown} of them, more than the limit of {limit}")
     if not checked:
-        return not_applicable(NAME, f"No event emitted a preview key ({', '.join(profile.preview_keys)}).")
+        return _no_preview_emitted(trace, profile)
     if problems:
         return failed(NAME, f"{len(problems)} emitted preview(s) break the {limit}-character bound.", capped(problems))
     return passed(NAME, f"{checked} emitted preview(s) within {limit} characters; {exact} stdout preview(s) judged "

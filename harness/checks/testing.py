@@ -243,8 +243,9 @@ class TraceBuilder:
                           delta={keys.EXIT_REQUESTED: True, p.termination_key: "exit_loop"})
 
     def end_turn(self, *, error: str | None = None, run_error: str | None = None,
-                 outcome: TurnOutcome | None = None) -> TurnRecord:
-        """The invocation ends (live-state record), run_conversation writes the outcome, storage is read back."""
+                 outcome: TurnOutcome | None = None, fold_history: bool = True) -> TurnRecord:
+        """The invocation ends (live-state record), run_conversation writes the outcome and (``fold_history``, when
+        the profile maps history_key) folds the turn into the user's history, storage is read back."""
         p = self.profile
         self.trace.live_states.append(LiveStateRecord(session_id=self.session_id, turn=self.turn,
                                                       invocation_id=self.invocation_id, state=dict(self.live),
@@ -268,6 +269,11 @@ class TraceBuilder:
         turn.outcome = outcome or TurnOutcome(termination=p.termination_name(reason), final_answer=final,
                                               delegations=delegations, error=error)
         turn.run_error = run_error
+        if fold_history and driver and p.history_key is not None and run_error is None:
+            history = self.persisted_view().get(p.history_key) or []
+            entry = {"session": self.session_id, "question": turn.message, "termination": turn.outcome.termination}
+            self.event(p.run_conversation_author, invocation_id=_invocation(f"history-{self.turn}"),
+                       delta={p.history_key: [*history, entry]})
         self.snapshot()
         return turn
 

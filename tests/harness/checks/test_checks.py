@@ -247,7 +247,7 @@ def storing_trace() -> Trace:
 def test_none_deletes() -> None:
     assert_pass(run("none_deletes", two_turn_trace()))
     assert_fail(run("none_deletes", storing_trace()),
-                "persisted row seq 4 (author run_conversation", "state_delta stores null for 'rlm:exit_requested'")
+                "persisted row seq 5 (author run_conversation", "state_delta stores null for 'rlm:exit_requested'")
 
 
 def test_none_deletes_declared_divergence() -> None:
@@ -323,7 +323,7 @@ def test_summary_reaches_prompt_uses_the_latest_summary() -> None:
     trace = two_turn_trace()
     last = trace.requests_of("databricks_analyst")[-1]
     last.system_instruction = last.system_instruction.replace("It printed 2.", "It printed 1.")
-    assert_fail(run("summary_reaches_prompt", trace), f"request #{last.index}", "'It printed 2.'", "seq 14")
+    assert_fail(run("summary_reaches_prompt", trace), f"request #{last.index}", "'It printed 2.'", "seq 15")
 
 
 # --- (j) state_budget ------------------------------------------------------------

@@ -304,8 +304,23 @@ def test_artifacts_from_state_keys_fail_when_marked_before_the_summary() -> None
 def test_artifacts_consumed_na_says_which_source_is_missing() -> None:
     assert_na(run("artifacts_consumed", foreign_trace(), foreign_profile(artifact_status_prefix=None)),
               "the target exposes no artifact registry) and the profile maps no artifact_status_prefix")
-    assert_na(run("artifacts_consumed", foreign_trace(), foreign_profile(artifact_status_prefix="job:")),
-              "No event wrote a 'job:'<id> key", "holds no artifact for these sessions")
+    f = Foreign()
+    f.turn()
+    f.generate()  # delegated, never executed: nothing was analysed, so no status is owed
+    f.b.end_turn()
+    assert_na(run("artifacts_consumed", f.build(), foreign_profile(artifact_status_prefix="job:")),
+              "No event wrote a 'job:'<id> key and no execution was analysed")
+
+
+def test_artifacts_never_given_a_status_fail_when_executions_were_summarised() -> None:
+    """The prefix is mapped and executions were summarised, but no key under it was ever written: absence is a
+    verdict, not "n/a" (issue 31: a variant that never writes its marks passed the check meant for it)."""
+    trace = foreign_trace()
+    executions = [e for e in trace.events if "exec_result" in e.emitted_delta]
+    text = assert_fail(run("artifacts_consumed", trace, foreign_profile(artifact_status_prefix="job:")),
+                       "2 execution(s) were summarised, but no event ever wrote a 'job:'<id> key",
+                       f"event #{executions[0].index} (author code_executor", "expected a 'job:'<id> key set to 'used'")
+    assert f"event #{executions[1].index} (author code_executor" in text
 
 
 # --- (b) termination_map --------------------------------------------------------------------------------------

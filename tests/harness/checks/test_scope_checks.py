@@ -47,7 +47,7 @@ def one_turn(b: TraceBuilder, question: str, *, session: str, user: str, prompt:
     b.event(b.profile.analyst, function_calls=[b.profile.exit_tool])
     b.event(b.profile.analyst, function_responses=[b.profile.exit_tool], escalate=True,
             delta={keys.EXIT_REQUESTED: True, keys.TERMINATION_REASON: "exit_loop"})
-    b.end_turn()
+    b.end_turn(fold_history=False)  # the tests fold (or not) themselves
 
 
 # --- user_history_scoped -----------------------------------------------------------------------------
@@ -138,7 +138,12 @@ def test_history_folded_by_event_fails_on_live_mutation() -> None:
 
 
 def test_history_folded_by_event_not_applicable_without_history() -> None:
-    assert_status(run("history_folded_by_event", happy_trace()), Status.NOT_APPLICABLE)
+    b = TraceBuilder()
+    one_turn(b, Q1, session="s1", user="alice")  # no fold: history_keeps_newest names that absence
+    assert_status(run("history_folded_by_event", b.build()), Status.NOT_APPLICABLE)
+    assert_status(run("history_keeps_newest", b.build()), Status.FAIL, "no 'user:rlm:history' history list after "
+                  "turn 0", "the history is never folded")
+    assert_status(run("history_folded_by_event", happy_trace()), Status.PASS)
 
 
 # --- app_data_shared ---------------------------------------------------------------------------------
