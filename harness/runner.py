@@ -32,7 +32,7 @@ from .run_options import CASSETTE_VERDICT, DEFAULT_MODEL, MODEL_TIMEOUT_S, RETRY
 from .scenario.models import Scenario
 from .targets.base import BuiltTarget, SessionServiceFactory, TargetEnvironment
 from .targets.choice import TargetChoice, choose_target
-from .targets.none_semantics import with_none_semantics
+from .targets.none_semantics import settle_service_semantics
 from .targets.profile import TargetProfile
 from .targets.registry import resolve_target
 from .capture import persisted_snapshot
@@ -187,7 +187,8 @@ async def _drive_on(scenario: Scenario, options: RunOptions, choice: TargetChoic
             home=home,
             max_iterations=scenario.max_iterations,
             context=scenario.context,
-            session_service_factory=_session_service_factory(options.session_service),
+            session_service_factory=_session_service_factory(
+                options.session_service, choice.profile.session_service_args if choice.profile else None),
             backend=options.backend,
             databricks=workspace,
             warm_executor=(scenario.executor or options.executor) == "warm",  # a scenario may pin one
@@ -196,8 +197,9 @@ async def _drive_on(scenario: Scenario, options: RunOptions, choice: TargetChoic
             **_limits(scenario),
         )
         built = resolve_target(choice.spec)(env)
-        built.profile = with_none_semantics(choice.profile or built.profile, built.session_service)
         try:
+            built.profile = await settle_service_semantics(choice.profile or built.profile, built.session_service,
+                                                           observable=options.backend == "local")
             nonce = getattr(workspace, "run_nonce", None)  # a live workspace run's (harness/targets/databricks.py)
             with _credential_canaries(options) as planted, _model_routes(built, llm, scenario, options,
                                                                          nonce=nonce) as route, \
@@ -226,10 +228,10 @@ def _limits(scenario: Scenario) -> dict[str, Any]:
     return {name: value for name, value in scenario.limits.model_dump().items() if value is not None}
 
 
-def _session_service_factory(name: str) -> SessionServiceFactory | None:
+def _session_service_factory(name: str, args: dict[str, Any] | None) -> SessionServiceFactory | None:
     from .targets.session_services import resolve_session_service
 
-    return resolve_session_service(name)
+    return resolve_session_service(name, args)
 
 
 async def _run_sessions(scenario: Scenario, built: BuiltTarget, options: RunOptions, mode_label: str) -> Trace:

@@ -26,27 +26,38 @@ if TYPE_CHECKING:
     from .contract.profiles import ServiceProfile
     from .targets.profile import TargetProfile
 
-_PROBED: dict[tuple[str, str, str], ServiceProbeRecord] = {}
-"""One probe per (service class, --session-service, backend) and process: see the module docstring."""
+_PROBED: dict[tuple[str, ...], ServiceProbeRecord] = {}
+"""One probe per (service class, --session-service, backend, the semantics it is judged by) and process: see the
+module docstring."""
 
 _BY_CLASS = {"DeltaSessionService": "delta", "InMemorySessionService": "adk-memory",
              "DatabaseSessionService": "adk-sqlite"}
 
 
 def service_profile(spec: str, service: BaseSessionService, target: TargetProfile) -> ServiceProfile:
-    """The contract profile whose declarations apply: ``--session-service``'s, else the service class's own."""
-    from .contract.profiles import BUILTIN_PROFILES, ServiceProfile, profile_from_spec
+    """The contract profile whose declarations apply: ``--session-service``'s own (a built-in name, or
+    ``module:attr`` naming a ServiceProfile), else the service class's when the harness knows it (ADK's and the
+    reference's, whoever built the instance), else what the target profile settled for it — its word, or what
+    the service was observed to do (harness/targets/none_semantics.py): never assumed."""
+    from .contract.profiles import BUILTIN_PROFILES, STALE_WRITER_REJECTED, ServiceProfile
+    from .targets.none_semantics import is_known_service
+    from .targets.session_services import import_factory
 
     if spec != "delta" and spec in BUILTIN_PROFILES:
         return BUILTIN_PROFILES[spec]
-    if ":" in spec:
-        return profile_from_spec(spec)
+    if ":" in spec and isinstance(declared := import_factory(spec), ServiceProfile):
+        return declared
     known = _BY_CLASS.get(type(service).__name__)
-    if known is not None and type(service).__module__.startswith(("google.adk.", "reference_agent.")):
+    if known is not None and is_known_service(service):
         return BUILTIN_PROFILES[known]
-    return ServiceProfile(name=type(service).__name__, factory=lambda folder: service,
-                          none_semantics=target.none_semantics,
-                          description=f"the target's own {type(service).__name__}")
+    name = f"{spec} ({type(service).__name__})" if ":" in spec else type(service).__name__
+    origin = "the target profile's stale_writes, or what a probe of it observed"
+    divergences = {STALE_WRITER_REJECTED: f"{type(service).__name__} accepts a stale writer's append ({origin}); "
+                                          f"say stale_writes: reject in the target profile to require rejection"} \
+        if target.stale_writes == "accept" else {}
+    none_semantics = target.none_semantics if target.none_semantics in ("delete", "store") else "store"
+    return ServiceProfile(name=name, factory=lambda folder: service, none_semantics=none_semantics,
+                          divergences=divergences, description=f"{name}, as observed or declared in the target profile")
 
 
 async def probe_service(service: BaseSessionService, *, spec: str, backend: str, target: TargetProfile,
@@ -57,7 +68,7 @@ async def probe_service(service: BaseSessionService, *, spec: str, backend: str,
             "this run did not probe its session service (RunOptions.probe_session_service is off: the differential "
             "mode compares what the services persisted and runs its own probes)"))
     name = f"{type(service).__module__}.{type(service).__qualname__}"
-    key = (name, spec, backend)
+    key = (name, spec, backend, target.none_semantics, target.stale_writes)  # what it is judged against
     if key in _PROBED:
         return _PROBED[key]
     if backend != "local":

@@ -110,6 +110,16 @@ class TargetProfile(BaseModel):
         default="auto", description="What None in a delta means: delete the key, or store null. auto: what the "
                                     "session service the run used does (ADK's services store None)."
     )
+    session_service_args: dict[str, Any] = Field(
+        default_factory=dict, description="Keyword arguments for a --session-service module:attr (a class or "
+                                          "factory), e.g. {db_path: '{work}/sessions.duckdb'}: '{work}' in a string "
+                                          "becomes the scenario's private work folder.")
+    stale_writes: Literal["auto", "reject", "accept"] = Field(
+        default="auto", description="What the session service does with a stale writer's append (two writers "
+                                    "holding one fetched session): reject it (StaleSessionError, optimistic "
+                                    "concurrency) or accept it. auto: what the service is declared to do (ADK's "
+                                    "and the reference's), else what a short probe of it observes. Say reject to "
+                                    "make stale_writer_rejected fail on a service that accepts.")
     # Written out, not read from an agent's executor: a defect there must not widen the allow-list.
     executor_env_allowed: tuple[str, ...] = Field(
         default=("HOME", "LANG", "PATH", "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONPATH"),

@@ -2,14 +2,23 @@
 
 ``delta`` (the default) is the target's own choice — DeltaSessionService on
 DuckDB for the reference agent; ``adk-memory`` and ``adk-sqlite`` are ADK's
-own services; ``module:factory`` is a user's.
+own services; ``module:attr`` is a user's: a function, a class, or an object
+with a ``factory`` attribute (such as a ``harness.contract.ServiceProfile``).
 
-A user's factory is called with no argument or with one: a private folder
-(``pathlib.Path``) it may keep files in. For compatibility, a parameter named
-``env`` or annotated ``TargetEnvironment`` gets the whole TargetEnvironment.
-The same ``module:factory`` therefore works for ``--session-service`` and for
-the contract suite (``harness.contract.profile_from_spec``). It may also name
-an object with a ``factory`` attribute, such as a ``harness.contract.ServiceProfile``.
+How ``module:attr`` is called, once per scenario, in that scenario's private
+work folder (also the current directory while it runs):
+
+1. the target profile's ``session_service_args`` given: as keyword arguments,
+   every ``{work}`` in a string value replaced by that folder
+   (``db_path: "{work}/sessions.duckdb"``);
+2. else a first parameter named ``env`` or annotated ``TargetEnvironment``: the
+   whole TargetEnvironment;
+3. else a first parameter without a default, or annotated ``pathlib.Path``: the
+   folder, as a ``pathlib.Path``;
+4. else with no argument (a class whose parameters all have defaults gets them).
+
+The same ``module:attr`` works for ``--session-service`` and for the contract
+suite (``harness.contract.profile_from_spec``).
 """
 
 from __future__ import annotations
@@ -82,30 +91,47 @@ def _wants_env(factory: Callable[..., Any]) -> bool:
     return bool(params) and (params[0].name == "env" or params[0].annotation in (TargetEnvironment, "TargetEnvironment"))
 
 
+def _wants_folder(factory: Callable[..., Any]) -> bool:
+    params = list(inspect.signature(factory).parameters.values())
+    first = params[0] if params else None
+    return first is not None and first.kind in (first.POSITIONAL_ONLY, first.POSITIONAL_OR_KEYWORD) and (
+        first.default is first.empty or first.annotation in (Path, "Path", "pathlib.Path"))
+
+
+def expand_args(args: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """``session_service_args`` with every ``{work}`` in a string value replaced by the scenario's folder."""
+    return {k: v.replace("{work}", str(folder)) if isinstance(v, str) else v for k, v in args.items()}
+
+
 def call_factory(spec: str, factory: Callable[..., Any], folder: Path, env: TargetEnvironment | None = None,
-                 *, flag: str = "--session-service") -> BaseSessionService:
-    """Call a user's factory (no argument, a folder, or the TargetEnvironment) and check what it built."""
+                 *, flag: str = "--session-service", args: dict[str, Any] | None = None) -> BaseSessionService:
+    """Call a user's factory as the module docstring says, and check what it built."""
     from google.adk.sessions.base_session_service import BaseSessionService
 
     factory = getattr(factory, "factory", factory)
     try:
-        takes_arg = bool(inspect.signature(factory).parameters)
+        inspect.signature(factory)
+        signed = True
     except (TypeError, ValueError):  # builtins without a signature: call them bare
-        takes_arg = False
-    if takes_arg and _wants_env(factory):
+        signed = False
+    if args:
+        service = factory(**expand_args(args, folder))
+    elif signed and _wants_env(factory):
         if env is None:
             raise SessionServiceError(f"{flag} {spec!r} takes a TargetEnvironment, which only a target run has. "
                                       f"Make it take a folder (pathlib.Path) or no argument.")
         service = factory(env)
     else:
-        service = factory(folder) if takes_arg else factory()
+        service = factory(folder) if signed and _wants_folder(factory) else factory()
     if not isinstance(service, BaseSessionService):
         raise SessionServiceError(f"{flag} {spec!r} returned a {type(service).__name__}, not a google.adk "
                                   f"BaseSessionService. Return an instance of a BaseSessionService subclass.")
     return service
 
 
-def resolve_session_service(name: str) -> SessionServiceFactory | None:
+def resolve_session_service(name: str, args: dict[str, Any] | None = None) -> SessionServiceFactory | None:
+    """The factory ``--session-service name`` means (None: the target's own); ``args``: the target profile's
+    ``session_service_args`` for a ``module:attr``."""
     if name in BUILTIN_SERVICES:
         return BUILTIN_SERVICES[name]
     if name in _NOT_YET:
@@ -114,7 +140,7 @@ def resolve_session_service(name: str) -> SessionServiceFactory | None:
         raise SessionServiceError(f"--session-service {name!r} is unknown. Use one of {', '.join(BUILTIN_SERVICES)} "
                                   f"or 'package.module:factory'.")
     factory = import_factory(name)
-    return lambda env: call_factory(name, factory, env.home, env)
+    return lambda env: call_factory(name, factory, env.home, env, args=args)
 
 
 async def aclose_service(service: BaseSessionService) -> None:

@@ -315,6 +315,7 @@ class DeltaSessionService(BaseSessionService):
 
     # None in a delta deletes the key (ADK's own services store None); conformance harnesses read this.
     none_semantics = "delete"
+    rejects_stale_writes = True  # optimistic concurrency: a stale writer's append raises StaleSessionError
 
     def __init__(self, engine: SqlEngine, *, retry: ConflictRetry | None = None) -> None:
         self.engine = engine
