@@ -1,6 +1,6 @@
 """Nothing escapes ``run`` as a traceback: whatever a target's factory, its session service or the harness itself
 raises ends as that scenario's ``error`` verdict naming the part that raised (the exception, its message and the
-innermost frame), every report is written, and the exit code is EXIT_FAILED.
+innermost frame), every report is written, and the exit code is EXIT_FAILED — with ``-j 1`` and in workers.
 
 The raising parts are in tests/harness/erroring_targets.py, named by ``module:attr`` as a user names theirs.
 """
@@ -8,6 +8,7 @@ The raising parts are in tests/harness/erroring_targets.py, named by ``module:at
 from __future__ import annotations
 
 import json
+import threading
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -97,6 +98,52 @@ def test_a_harness_bug_is_reported_as_one(workdir: Path, capsys: pytest.CaptureF
     assert error.startswith("the harness (a bug: please report) raised KeyError: 'no such verdict'"), error
     assert "test_no_traceback.py:" in error  # the innermost frame ...
     assert "harness/runner.py:" in error.replace("\\", "/")  # ... and the frames that led to it
+
+
+@pytest.mark.slow
+def test_a_worker_whose_scenario_raises_gives_its_error_and_the_others_go_on(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    source = (ROOT / "scenarios" / "single_delegation.yaml").read_text(encoding="utf-8")
+    folder = tmp_path / "scenarios"
+    folder.mkdir()
+    (folder / "a_first.yaml").write_text(source.replace("name: single_delegation", "name: a_first"))
+    (folder / "b_broken.yaml").write_text(source.replace(
+        "name: single_delegation", f"name: b_broken\ntarget: {TARGETS}:raising_factory"))
+    (folder / "c_last.yaml").write_text(source.replace("name: single_delegation", "name: c_last"))
+    monkeypatch.chdir(tmp_path)
+    code, results, _ = _run(tmp_path, capsys, "-j", "2")
+    assert code == EXIT_FAILED
+    assert [(r["scenario"], r["status"]) for r in results] == [("a_first", "pass"), ("b_broken", "error"),
+                                                               ("c_last", "pass")]
+    assert _the_error(tmp_path, results, "b_broken").startswith(
+        f"the target factory {TARGETS}:raising_factory raised ValueError")
+
+
+def test_a_worker_turns_an_exception_out_of_its_scenario_into_that_scenarios_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """What is left for a worker to catch (run_one catches the rest): a bug, said as such, not raised in the
+    parent. The worker runs in a thread here, so the patched run_one is the one it calls."""
+    from multiprocessing import Pipe
+
+    from harness import parallel, scenario_run
+    from harness.run_options import RunOptions
+    from harness.scenario.loader import load_scenario
+
+    def broken(*args: object) -> None:
+        raise AttributeError("'NoneType' object has no attribute 'trace'")
+
+    monkeypatch.setattr(scenario_run, "run_one", broken)
+    scenario = load_scenario(ROOT / "scenarios" / "single_delegation.yaml")
+    parent, child = Pipe()
+    worker = threading.Thread(target=parallel._worker, args=(child, [scenario], RunOptions(), None, "error"))
+    worker.start()
+    parent.send(0)
+    kind, result = parent.recv()
+    parent.close()  # the worker's next recv ends it quietly
+    worker.join(10)
+    assert kind == "ok" and result.scenario == "single_delegation" and result.status == "error"
+    assert result.error.startswith("the harness (a bug: please report) raised AttributeError"), result.error
+    assert "test_no_traceback.py:" in result.error
 
 
 def test_the_harness_raising_inside_a_call_to_the_service_is_still_the_harness(
