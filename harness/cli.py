@@ -7,7 +7,10 @@ traceback. Exit codes:
 
 * 0 — every scenario ran and every check passed (``record``: every cassette was written);
 * 1 — a check failed, or a scenario could not run (a missing cassette, a target
-  that crashed): a scenario that cannot be judged is a failed scenario;
+  that crashed): a scenario that cannot be judged is a failed scenario. Whatever
+  a target, its factory, its session service or the harness raises while a
+  scenario runs is that scenario's ``error`` naming the part (harness/failures.py),
+  and every report is still written;
 * 2 — the command itself cannot start: bad arguments, scenario files, target,
   session service, profile, report format or report file.
 
@@ -407,12 +410,9 @@ def _run_all(scenarios: list[Scenario], options: RunOptions, *, progress: bool, 
 
 def _crashed(scenario: Scenario, options: RunOptions, reason: str, duration_s: float) -> ScenarioResult:
     """The ``error`` result of a scenario whose worker process died (harness/parallel.py)."""
-    from .result import ScenarioResult
+    from .failures import error_result
 
-    return ScenarioResult(scenario=scenario.name, description=scenario.description,
-                          target=_choice(scenario, options).spec, llm_mode=options.llm_mode.value,
-                          session_service=options.session_service, checks=(), trace=None, duration_s=duration_s,
-                          error=reason)
+    return error_result(scenario, options, reason, duration_s)
 
 
 def _report_formats(requested: list[list[str]] | None, default: Sequence[str]) -> list[str]:

@@ -43,3 +43,7 @@ class NetworkBlockedError(HarnessError):
     Deliberately not an ``OSError``: HTTP clients wrap ``OSError`` from
     ``connect`` into their own retryable connection errors, which would hide it.
     """
+
+
+class CalledCodeError(HarnessError):
+    """Code a scenario's run called (a target's factory, its session service) raised; the message names which part."""

@@ -9,9 +9,10 @@ whatever ran before it in the same worker.
 
 One pipe per worker, one scenario in flight per worker: when a worker dies (a segfault, the OOM killer) the
 parent knows which scenario it was running, gives it an ``error`` result naming the exit, starts a fresh
-worker and goes on. An exception the scenario raises in the worker is raised in the parent, as ``-j 1``
-would. Ctrl-C (or SIGINT to the parent alone) interrupts every worker, waits briefly for them to clean up
-their executor processes, then ends them.
+worker and goes on. An exception is that scenario's ``error`` result too, as with ``-j 1``: ``run_one`` turns
+what a run raises into one (harness/failures.py), the worker what is left (a bug). Ctrl-C (or SIGINT to the
+parent alone) interrupts every worker, waits briefly for them to clean up their executor processes, then ends
+them.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
@@ -58,19 +59,23 @@ def default_jobs() -> int:
 
 def _worker(conn: Connection, scenarios: Sequence[Scenario], options: RunOptions, snapshots: Snapshots,
             log_level: str) -> None:
-    """Run the scenario index the parent sends, send back ``("ok", result)`` or ``("raise", exception)``."""
-    from .scenario_run import configure_logging, run_one
+    """Run the scenario index the parent sends, send back ``("ok", result)``, an ``error`` result for an
+    exception out of ``run_one`` (which catches what a run raises: what is left is a harness bug)."""
+    from .failures import error_result, harness_bug
+    from .scenario_run import scrubbed, configure_logging, run_one
     from .llm import session  # noqa: F401 - imported before the first scenario, so its duration is its own
     from .runner import run_scenario  # noqa: F401
 
     configure_logging(log_level)
     try:
         while (index := conn.recv()) is not None:
+            started = time.perf_counter()
             try:
-                reply: tuple[str, Any] = ("ok", run_one(scenarios[index], options, snapshots))
-            except Exception as exc:  # noqa: BLE001 - raised again in the parent, as -j 1 would raise it
-                reply = ("raise", _picklable(exc))
-            conn.send(reply)
+                result = run_one(scenarios[index], options, snapshots)
+            except Exception as exc:  # noqa: BLE001 - a bug: that scenario's error, the others go on
+                result = scrubbed(error_result(scenarios[index], options, harness_bug(exc),
+                                                time.perf_counter() - started), options)
+            conn.send(("ok", result))
     except (KeyboardInterrupt, EOFError, BrokenPipeError):  # Ctrl-C, or the parent went away: stop quietly
         return
     # Told to leave, every scenario's resources already closed by run_one: skip the interpreter's teardown of
@@ -79,16 +84,6 @@ def _worker(conn: Connection, scenarios: Sequence[Scenario], options: RunOptions
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
-
-
-def _picklable(exc: Exception) -> Exception:
-    import pickle
-
-    try:
-        pickle.loads(pickle.dumps(exc))
-        return exc
-    except Exception:  # noqa: BLE001 - an exception type that does not pickle: keep its type name and text
-        return RuntimeError(f"{type(exc).__name__}: {exc}")
 
 
 @dataclass
@@ -138,12 +133,10 @@ def run_parallel(scenarios: Sequence[Scenario], options: RunOptions, jobs: int, 
                 assert index is not None
                 if worker.conn in ready:
                     try:
-                        kind, payload = worker.conn.recv()
+                        _, payload = worker.conn.recv()
                     except (EOFError, OSError):  # died while sending: handled as a death below
                         pass
                     else:
-                        if kind == "raise":
-                            raise payload
                         yield index, payload
                         feed(worker)
                         continue

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import re
 import contextlib
 import tempfile
@@ -21,8 +22,9 @@ from google.adk.runners import Runner
 
 from .checks import run_checks
 from .checks.base import CheckContext, CheckResult, failed, passed
-from .errors import CassetteError, HarnessError
+from .errors import CalledCodeError, CassetteError, HarnessError
 from .escape_probe import escape_targets
+from .failures import blamed, error_result, harness_bug
 from .llm.identity import CassetteIdentity
 from .llm.modes import LlmMode
 from .llm.script_fit import judge_script, script_verdict
@@ -41,6 +43,8 @@ from .trace.crash import describe_error
 from .trace.model import AgentInfo, Trace, TurnOutcome, TurnRecord
 from .trace.recorder_plugin import TraceRecorderPlugin
 from .trace.recording_service import RecordingSessionService
+
+log = logging.getLogger(__name__)
 
 
 def rerecord_command(scenario: str, target: str = "reference", backend: str = "local",
@@ -77,14 +81,23 @@ def run_scenario(scenario: Scenario, options: RunOptions = RunOptions()) -> Scen
 
 
 async def run_scenario_async(scenario: Scenario, options: RunOptions = RunOptions()) -> ScenarioResult:
-    """Run one scenario; the result (its trace, checks and error) holds no secret of the run (see run_secrets)."""
+    """Run one scenario; the result (its trace, checks and error) holds no secret of the run (see run_secrets).
+
+    It does not raise (but KeyboardInterrupt): what the target, its factory or its session service raises is the
+    scenario's ``error`` naming that part (harness/failures.py), and whatever else escapes is a harness bug,
+    the scenario's ``error`` too, said as such."""
     from .llm.scrub_outputs import scrub_result
     from .llm.session import run_secrets
 
     if options.session_service == "delta-databricks":
         # DeltaSessionService on the Databricks SQL engine is what the databricks backend runs on.
         options = replace(options, session_service="delta", backend="databricks")
-    return scrub_result(await _run_scenario(scenario, options), secrets=run_secrets(options))
+    started = time.perf_counter()
+    try:
+        result = await _run_scenario(scenario, options)
+    except Exception as exc:  # noqa: BLE001 - no part of the run owns it but the harness: a bug, reported as one
+        result = error_result(scenario, options, harness_bug(exc), time.perf_counter() - started)
+    return scrub_result(result, secrets=run_secrets(options))
 
 
 async def _run_scenario(scenario: Scenario, options: RunOptions) -> ScenarioResult:
@@ -187,7 +200,7 @@ async def _drive_on(scenario: Scenario, options: RunOptions, choice: TargetChoic
             home=home,
             max_iterations=scenario.max_iterations,
             context=scenario.context,
-            session_service_factory=_session_service_factory(
+            session_service_factory=_blamed_service_factory(
                 options.session_service, choice.profile.session_service_args if choice.profile else None),
             backend=options.backend,
             databricks=workspace,
@@ -196,10 +209,16 @@ async def _drive_on(scenario: Scenario, options: RunOptions, choice: TargetChoic
             require_confinement=options.require_confinement,
             **_limits(scenario),
         )
-        built = resolve_target(choice.spec)(env)
+        factory = resolve_target(choice.spec)
+        with blamed(f"the target factory {choice.spec}"):
+            built = factory(env)
+        owns_service = env.session_service_factory is not None  # a service the harness built: the harness closes it
         try:
-            built.profile = await settle_service_semantics(choice.profile or built.profile, built.session_service,
-                                                           observable=options.backend == "local")
+            with blamed(f"the session service {type(built.session_service).__name__} while the harness observed "
+                        f"its None and stale-writer behaviour"):
+                built.profile = await settle_service_semantics(choice.profile or built.profile,
+                                                               built.session_service,
+                                                               observable=options.backend == "local")
             nonce = getattr(workspace, "run_nonce", None)  # a live workspace run's (harness/targets/databricks.py)
             with _credential_canaries(options) as planted, _model_routes(built, llm, scenario, options,
                                                                          nonce=nonce) as route, \
@@ -211,12 +230,10 @@ async def _drive_on(scenario: Scenario, options: RunOptions, choice: TargetChoic
             trace.executor_confinement = built.executor_confinement
             trace.confinement_required = options.require_confinement
             trace.token_counts = list(llm.token_counts)
-        finally:
-            built.close()
-            if env.session_service_factory is not None:  # a service the harness built: the harness closes it
-                from .targets.session_services import aclose_service
-
-                await aclose_service(built.session_service)
+        except BaseException:
+            await _close(built, owns_service, failing=True)
+            raise
+        await _close(built, owns_service, failing=False)
         llm.raise_if_cassette_missed()
         # Inside the session: when recording, a script that does not fit raises here and nothing is saved.
         trace.script_problems = judge_script(scenario, llm, built.app.root_agent, target=choice.spec,
@@ -234,6 +251,43 @@ def _session_service_factory(name: str, args: dict[str, Any] | None) -> SessionS
     return resolve_session_service(name, args)
 
 
+def _blamed_service_factory(name: str, args: dict[str, Any] | None) -> SessionServiceFactory | None:
+    """``--session-service``'s factory, called as it is, its exception said to be the constructor's (the target's
+    factory calls it: without this, the target's factory would be blamed)."""
+    factory = _session_service_factory(name, args)
+    if factory is None:
+        return None
+
+    def build(env: TargetEnvironment) -> Any:
+        with blamed(f"the session service's constructor (--session-service {name})"):
+            return factory(env)
+
+    return build
+
+
+async def _close(built: BuiltTarget, owns_service: bool, *, failing: bool) -> None:
+    """Close the target, then the session service the harness built for it (a target closes its own). After a
+    run that failed, a close that fails too is logged: the run's own error is the one the result reports."""
+    from .targets.session_services import aclose_service
+
+    problem: HarnessError | None = None
+    try:
+        with blamed("the target's close()"):
+            built.close()
+    except HarnessError as exc:
+        problem = exc
+    if owns_service:
+        try:
+            with blamed("the session service during close"):
+                await aclose_service(built.session_service)
+        except HarnessError as exc:
+            problem = problem or exc
+    if problem is not None and failing:
+        log.warning("%s (after the run had failed already)", problem)
+    elif problem is not None:
+        raise problem
+
+
 async def _run_sessions(scenario: Scenario, built: BuiltTarget, options: RunOptions, mode_label: str) -> Trace:
     turn_counter = {"turn": 0}
     current_turn = lambda: turn_counter["turn"]  # noqa: E731
@@ -249,11 +303,39 @@ async def _run_sessions(scenario: Scenario, built: BuiltTarget, options: RunOpti
                   session_service=type(built.session_service).__name__,
                   plugins=[type(p).__name__ for p in built.app.plugins], agents=describe_agents(built.app.root_agent))
 
+    try:
+        await _drive_sessions(scenario, built, service, runner, app.name, trace, turn_counter)
+    except CalledCodeError as exc:  # say what the turns before it had met: often the same failure, seen first
+        earlier = [f"turn {t.turn} (session {t.session_id}) had raised {t.outcome.crash.describe()}"
+                   for t in trace.turns if t.outcome.crash is not None and not t.outcome.crash.expected]
+        if not earlier:
+            raise
+        raise CalledCodeError(f"{exc}. Before that, {'; '.join(earlier)}") from exc.__cause__
+
+    trace.service_probe = await probe_service(built.session_service, spec=options.session_service,
+                                              backend=options.backend, target=built.profile,
+                                              enabled=options.probe_session_service)
+    trace.events = service.records
+    trace.llm_requests = recorder.requests
+    trace.llm_responses = recorder.responses
+    trace.live_states = recorder.live_states
+    return trace
+
+
+async def _drive_sessions(scenario: Scenario, built: BuiltTarget, service: RecordingSessionService, runner: Runner,
+                          app_name: str, trace: Trace, turn_counter: dict[str, int]) -> None:
+    """Every session's turns, into ``trace``. The harness's own calls to the session service and the target
+    are ``blamed`` on them: what they raise ends the run as a ``CalledCodeError`` naming the call."""
+    store = built.session_service
+    snapshot_read = "persisted_rows" if getattr(store, "persisted_rows", None) is not None else "get_session"
     for index, spec in enumerate(scenario.sessions):
         session_id = spec.id or f"{scenario.name}-{index}"
-        if await service.get_session(app_name=app.name, user_id=spec.user, session_id=session_id) is None:
-            await service.create_session(app_name=app.name, user_id=spec.user, session_id=session_id,
-                                         state={**built.initial_state, **spec.initial_state} or None)
+        with blamed("the session service during get_session"):
+            found = await service.get_session(app_name=app_name, user_id=spec.user, session_id=session_id)
+        if found is None:
+            with blamed("the session service during create_session"):
+                await service.create_session(app_name=app_name, user_id=spec.user, session_id=session_id,
+                                             state={**built.initial_state, **spec.initial_state} or None)
         for position, turn in enumerate(spec.turns):
             run_error = None
             try:
@@ -269,21 +351,13 @@ async def _run_sessions(scenario: Scenario, built: BuiltTarget, options: RunOpti
                     update={"expected": declared in text or declared in (outcome.error or "")})})
             trace.turns.append(TurnRecord(turn=turn_counter["turn"], session_id=session_id, user_id=spec.user,
                                           message=turn.user, outcome=outcome, run_error=run_error))
-            trace.persisted.append(await persisted_snapshot(built.session_service, app_name=app.name,
-                                                            user_id=spec.user, session_id=session_id,
-                                                            turn=turn_counter["turn"]))
+            with blamed(f"the session service during {snapshot_read}"):
+                trace.persisted.append(await persisted_snapshot(store, app_name=app_name, user_id=spec.user,
+                                                                session_id=session_id, turn=turn_counter["turn"]))
             turn_counter["turn"] += 1
         if built.list_executions is not None:
-            trace.executions.extend(built.list_executions(app.name, spec.user, session_id))
-
-    trace.service_probe = await probe_service(built.session_service, spec=options.session_service,
-                                              backend=options.backend, target=built.profile,
-                                              enabled=options.probe_session_service)
-    trace.events = service.records
-    trace.llm_requests = recorder.requests
-    trace.llm_responses = recorder.responses
-    trace.live_states = recorder.live_states
-    return trace
+            with blamed("the target's list_executions"):
+                trace.executions.extend(built.list_executions(app_name, spec.user, session_id))
 
 
 @contextlib.contextmanager

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -45,8 +46,28 @@ def with_snapshot(result: ScenarioResult, scenario: Scenario, options: RunOption
 
 
 def run_one(scenario: Scenario, options: RunOptions, snapshots: Snapshots) -> ScenarioResult:
-    """One scenario and its snapshot row: what ``-j 1`` does in-process and every worker does per scenario."""
+    """One scenario and its snapshot row: what ``-j 1`` does in-process and every worker does per scenario.
+
+    It does not raise (but KeyboardInterrupt): a snapshot that cannot be compared or written, or a harness bug
+    past ``run_scenario``'s own guard, is the scenario's ``error`` (harness/failures.py), and the run goes on."""
+    from .errors import HarnessError
+    from .failures import error_result, harness_bug
     from .runner import run_scenario
 
-    result = run_scenario(scenario, options)
-    return with_snapshot(result, scenario, options, *snapshots) if snapshots else result
+    started = time.perf_counter()
+    try:
+        result = run_scenario(scenario, options)
+        return with_snapshot(result, scenario, options, *snapshots) if snapshots else result
+    except HarnessError as exc:  # the message says what to fix
+        error = str(exc)
+    except Exception as exc:  # noqa: BLE001 - no part of the run owns it but the harness: a bug, reported as one
+        error = harness_bug(exc)
+    return scrubbed(error_result(scenario, options, error, time.perf_counter() - started), options)
+
+
+def scrubbed(result: ScenarioResult, options: RunOptions) -> ScenarioResult:
+    """``result`` with no secret of the run in it (its error text may quote one)."""
+    from .llm.scrub_outputs import scrub_result
+    from .llm.session import run_secrets
+
+    return scrub_result(result, secrets=run_secrets(options))
