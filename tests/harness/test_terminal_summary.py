@@ -5,6 +5,7 @@ the scenario × check matrix instead of the per-scenario lines."""
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
 from rich.cells import cell_len
@@ -13,7 +14,8 @@ from rich.console import Console
 from harness.checks import run_checks
 from harness.checks.base import CheckResult, Status
 from harness.checks.testing import happy_trace, make_context
-from harness.report import render_terminal
+from harness.cli import build_parser, main
+from harness.report import load_report_json, render_terminal, write_reports
 from harness.report.summary import abbreviations, check_columns, summary_line
 from harness.report.terminal import EVIDENCE_LINES
 from harness.result import RunReport, ScenarioResult
@@ -160,3 +162,24 @@ def test_wide_prints_the_whole_matrix_whatever_the_width(report: RunReport, widt
                 for r in report.results}
     assert _matrix_rows(text) == expected  # every cell shown: none squeezed away
     assert f"FAIL {FAILING}::{columns[0]}" in text.splitlines()  # then the same failures and errors
+
+
+def test_the_commands_that_print_the_summary_take_wide() -> None:
+    parser = build_parser()
+    for argv in (["run"], ["record"], ["report"], ["audit", "sqlite:///x.db"]):
+        assert parser.parse_args([*argv, "--wide"]).wide is True
+        assert parser.parse_args(argv).wide is False
+
+
+def test_report_prints_the_summary_and_with_wide_the_matrix(report: RunReport, tmp_path: Path, capsys,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+    source = write_reports(report, tmp_path, formats=("json",))["json"]
+    loaded = load_report_json(source)
+    out_dir = tmp_path / "out"
+    for wide in (False, True):
+        assert main(["report", "--from", str(source), "--reports-dir", str(out_dir), *(["--wide"] * wide)]) == 1
+        out = capsys.readouterr().out
+        expected = _render(loaded, 100, wide=wide, details_in=str(out_dir / "conformance.html"))
+        assert out.startswith(expected)
+        assert (_matrix_rows(out) != {}) == wide
