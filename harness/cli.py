@@ -123,6 +123,12 @@ def _add_formats(parser: argparse.ArgumentParser, default: str) -> None:
                         help=f"report formats to write: junit, markdown, html, json (repeatable; default: {default})")
 
 
+def _add_wide(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--wide", action="store_true",
+                        help="print the scenario x check matrix (one column per check, as wide as it needs) "
+                             "instead of one line per scenario")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG, description="Conformance suite for Recursive-Language-Model agents on Google ADK and Databricks.",
@@ -132,8 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = commands.add_parser("run", help="run scenarios and write reports",
-                              description="Run scenarios against a target, print a summary table and write "
-                                          "reports. Exit 0 when every check passed, 1 otherwise.")
+                              description="Run scenarios against a target, print a summary (one line per "
+                                          "scenario, then each failure with its evidence) and write reports. "
+                                          "Exit 0 when every check passed, 1 otherwise.")
     _add_selection(run)
     _add_target(run, modes=LLM_MODES, default_mode="replay")
     run.add_argument("--reports-dir", default="reports", metavar="DIR", help="where reports go (default: %(default)s)")
@@ -145,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="write the snapshots of the scenarios run instead of failing on a difference (as "
                           "pytest --snapshot-update does); review the diff before committing")
     _add_formats(run, "all four")
+    _add_wide(run)
 
     record = commands.add_parser("record", help="run scenarios in record mode and write their cassettes",
                                  description="Run scenarios with recording on (scripted endpoint by default) and "
@@ -163,6 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("--reports-dir", default="reports", metavar="DIR",
                         help="where reports go (default: %(default)s)")
     _add_formats(record, "all four")
+    _add_wide(record)
 
     listing = commands.add_parser("list", help="list scenarios: names, descriptions, tags")
     listing.add_argument("--scenarios-dir", metavar="DIR",
@@ -177,6 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the JSON report to read (default: %(default)s)")
     report.add_argument("--reports-dir", metavar="DIR", help="where to write (default: the folder of --from)")
     _add_formats(report, "junit, markdown, html")
+    _add_wide(report)
 
     explain = commands.add_parser("explain", help="explain a check: what it verifies and why",
                                   description="Print a check's title, why it matters and the Definition-of-Done "
@@ -251,7 +261,8 @@ def _tool_version() -> str:
 def _stdout_console() -> Console:
     from rich.console import Console
 
-    # Without a terminal rich assumes 80 columns; a CI log is wider, and the check table needs ~110.
+    # Without a terminal rich assumes 80 columns; a CI log is wider. (The run summary fits any width; list,
+    # explain and doctor print tables.)
     wide = not sys.stdout.isatty() and not os.environ.get("COLUMNS")
     return Console(width=160 if wide else None, highlight=False)
 
@@ -421,6 +432,14 @@ def _report_formats(requested: list[list[str]] | None, default: Sequence[str]) -
     return check_formats([f for group in requested for f in group] if requested else list(default))
 
 
+def _details_in(directory: str | Path, formats: Sequence[str]) -> str | None:
+    """The report a reader of the console summary goes to for the whole evidence: HTML, else Markdown."""
+    from .report.write import FORMATS
+
+    return next((str(Path(directory) / FORMATS[name].filename) for name in ("html", "markdown") if name in formats),
+                None)
+
+
 def _print_written(console: Console, written: dict[str, Path]) -> None:
     if not written:
         return
@@ -452,7 +471,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         "session_service": args.session_service, "backend": args.backend, "executor": args.executor,
         "scenarios_dir": ", ".join(args.scenarios_dir)}, snapshots=(Path(args.snapshot_dir), args.snapshot_update))
     console = _stdout_console()
-    render_terminal(report, console)
+    render_terminal(report, console, wide=args.wide, details_in=_details_in(args.reports_dir, formats))
     written = write_reports(report, args.reports_dir, formats, titles=_titles())
     _print_written(console, written)
     return EXIT_OK if report.ok else EXIT_FAILED
@@ -477,7 +496,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         "session_service": args.session_service, "backend": args.backend, "executor": args.executor,
         "scenarios_dir": ", ".join(args.scenarios_dir)})
     console = _stdout_console()
-    render_terminal(report, console)
+    render_terminal(report, console, wide=args.wide, details_in=_details_in(args.reports_dir, formats))
     _print_written(console, write_reports(report, args.reports_dir, formats, titles=_titles()))
     console.print()
     missing = 0
@@ -548,8 +567,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     formats = _report_formats(args.formats, ("junit", "markdown", "html"))
     report = load_report_json(args.source)
     console = _stdout_console()
-    render_terminal(report, console)
     out_dir = Path(args.reports_dir) if args.reports_dir else args.source.parent
+    render_terminal(report, console, wide=args.wide, details_in=_details_in(out_dir, formats))
     _print_written(console, write_reports(report, out_dir, formats, titles=_titles()))
     return EXIT_OK if report.ok else EXIT_FAILED
 

@@ -1,7 +1,7 @@
 """``rlm-conformance audit STORE``: the audit checks over every stored session, with the reports ``run`` writes.
 
 One session is one row (a ``ScenarioResult`` whose name is ``app/user/session``), one audit check one column,
-so the same renderers write the console table, Markdown, JUnit, JSON and HTML. Sessions are read and judged
+so the same renderers write the console summary, Markdown, JUnit, JSON and HTML. Sessions are read and judged
 one at a time; only their check results are kept for the reports. Exit codes: 0 no gating check failed, 1 a
 gating check (``--fail-on``, default all) failed, 2 the store, a flag or the profile is unusable.
 """
@@ -54,7 +54,11 @@ def add_audit_parser(commands: Any) -> None:
                             "reported but do not gate")
     audit.add_argument("--reports", metavar="DIR",
                        help="also write the reports (Markdown, JUnit, HTML, JSON) into DIR")
-    audit.add_argument("--json", action="store_true", help="print the JSON report on stdout instead of the table")
+    audit.add_argument("--json", action="store_true",
+                       help="print the JSON report on stdout instead of the summary")
+    audit.add_argument("--wide", action="store_true",
+                       help="print the session x check matrix (one column per check, as wide as it needs) "
+                            "instead of one line per session")
 
 
 def _gating(value: str) -> tuple[str, ...]:
@@ -147,7 +151,9 @@ def cmd_audit(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         sys.stdout.write(render_json(report))
     else:
-        render_terminal(report, console)
+        render_terminal(report, console, wide=args.wide,
+                        details_in=str(Path(args.reports) / "conformance.html") if args.reports
+                        else "the reports (audit --reports DIR)")
         console.print(f"Audited {report.extra['store']} ({report.extra['layout']}) with the {profile_name} profile; "
                       f"gating checks: {report.extra['fail_on']}.", markup=False, style="dim")
     if args.reports:

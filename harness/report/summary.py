@@ -61,6 +61,12 @@ def counts(report: RunReport) -> Counts:
                   errors=sum(1 for r in report.results if r.status == "error"))
 
 
+def check_counts(result: ScenarioResult) -> tuple[int, int, int]:
+    """One scenario's checks: how many passed, failed and were n/a."""
+    statuses = [c.status for c in result.checks]
+    return statuses.count(Status.PASS), statuses.count(Status.FAIL), statuses.count(Status.NOT_APPLICABLE)
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
@@ -117,6 +123,15 @@ def error_lines(result: ScenarioResult) -> list[str]:
                      + (f" (caused by {crash.cause})" if crash.cause else "")
                      + (f"; termination {turn.outcome.termination}" if turn.outcome.termination else ""))
     return lines
+
+
+def error_headline(result: ScenarioResult) -> str:
+    """The first reason of an ``error`` verdict, to lead a line: the harness's, else the first undeclared crash
+    (``turn 0 raised KeyError from agent x: ...``; ``error_lines`` says which session and how the turn ended)."""
+    if result.error is not None:
+        return f"could not run: {result.error}"
+    crashed = result.crashed_turns
+    return f"turn {crashed[0].turn} raised {crashed[0].outcome.crash.describe()}" if crashed else ""
 
 
 def failing_checks(result: ScenarioResult) -> list[CheckResult]:

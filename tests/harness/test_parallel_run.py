@@ -77,9 +77,9 @@ def _json_report(path: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def serial_and_parallel(tmp_path_factory: pytest.TempPathFactory) -> dict[int, tuple[int, Path, Path, str]]:
-    # Wide enough for every column: at 160 rich drops cells to fit, and which depends on the durations' widths.
+    # An ordinary terminal's width: the summary fits it whatever the durations.
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("COLUMNS", "400")
+        patch.setenv("COLUMNS", "100")
         return _serial_and_parallel(tmp_path_factory)
 
 
@@ -121,18 +121,16 @@ def test_parallel_run_renders_the_serial_reports(serial_and_parallel, filename: 
     assert _mask(parallel) == _mask(serial)
 
 
-def test_parallel_run_prints_the_serial_console_table(serial_and_parallel) -> None:
+def test_parallel_run_prints_the_serial_console_summary(serial_and_parallel) -> None:
     serial, parallel = serial_and_parallel[1][3], serial_and_parallel[2][3]
-    # The duration column ("0.4…") and so the table's widths differ: compare each scenario's cells, and the summary.
-    def rows(text: str) -> list[list[str]]:
-        lines = [line for line in text.splitlines() if line.startswith("│")]
-        return [[cell.strip() for cell in line.split("│")[1:-2]] for line in lines]
+    # Each scenario's time differs, and with it the width of the time column: mask them, then compare every line.
+    def lines(text: str) -> list[str]:
+        return [" ".join(_mask(line).split()) for line in text.splitlines()]
 
-    def summary(text: str) -> list[str]:
-        return [line for line in text.splitlines() if " scenarios, " in line or line.startswith("Reports written")]
-    assert [row[0] for row in rows(parallel)] == list(SCENARIOS)
-    assert rows(parallel) == rows(serial)
-    assert summary(parallel) == summary(serial) != []
+    rows = [line.split() for line in lines(parallel) if line.split()[:1] in (["pass"], ["FAIL"], ["ERROR"])]
+    assert [row[1] for row in rows] == list(SCENARIOS)  # one line per scenario, in scenario order
+    assert lines(parallel) == lines(serial)
+    assert any(" scenarios, " in line for line in lines(parallel))
 
 
 DYING = {"b_killed": ("tests.harness.parallel_targets:killed", "was killed by SIGKILL"),

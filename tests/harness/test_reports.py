@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import re
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
@@ -186,14 +187,24 @@ def test_timeline_classifies_keys_and_marks_temp_and_escalate() -> None:
 # --- terminal ----------------------------------------------------------------------------------------------------
 
 
-def test_terminal_table_legend_and_summary_line(report: RunReport) -> None:
-    console = Console(record=True, width=200, color_system=None)
+def test_terminal_summary_failures_errors_and_total_line(report: RunReport) -> None:
+    # The layout at 80/100/200 columns is tests/harness/test_terminal_summary.py's.
+    console = Console(record=True, width=200, color_system=None, file=io.StringIO())
     render_terminal(report, console)
+    text = console.export_text()
+    assert "FAIL bad::no_pruning_plugin" in text and "ERROR broken" in text
+    assert f"could not run: {CASSETTE_ERROR}" in text
+    assert "ansi \\x1b[31mred\\x1b[0m and ]]> end" in text and "\x1b" not in text  # an escape is shown, not obeyed
+    assert text.rstrip().splitlines()[-1].startswith(f"{summary_line(report)}; scenario time ")
+
+
+def test_terminal_wide_prints_the_matrix_and_its_legend(report: RunReport) -> None:
+    console = Console(record=True, width=200, color_system=None, file=io.StringIO())
+    render_terminal(report, console, wide=True)
     text = console.export_text()
     last = abbreviations(list(ALL_CHECK_NAMES))["scenario_expectations"]
     assert "a no_pruning_plugin" in text and f"{last} scenario_expectations" in text
-    assert "bad::no_pruning_plugin" in text and "broken ERROR could not run" in text
-    assert text.rstrip().splitlines()[-1] == summary_line(report)
+    assert "bad::no_pruning_plugin" in text and "ERROR broken" in text
 
 
 # --- JSON and writing --------------------------------------------------------------------------------------------
