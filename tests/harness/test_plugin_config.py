@@ -258,6 +258,7 @@ CLI_ONLY = {
     "--format": "same",
     "--databricks-live": "the databricks backend's live workspace is a CLI recording step",
     "--allow-script-misfit": "record-only escape hatch for deliberately broken targets",
+    "--wide": "the console matrix; pytest reports each scenario × check as its own item",
     "--help": "", "-h": "",
 }
 
