@@ -39,7 +39,7 @@ def service_profile(spec: str, service: BaseSessionService, target: TargetProfil
     ``module:attr`` naming a ServiceProfile), else the service class's when the harness knows it (ADK's and the
     reference's, whoever built the instance), else what the target profile settled for it — its word, or what
     the service was observed to do (harness/targets/none_semantics.py): never assumed."""
-    from .contract.profiles import BUILTIN_PROFILES, STALE_WRITER_REJECTED, ServiceProfile
+    from .contract.profiles import BUILTIN_PROFILES, NONE_DELETES, STALE_WRITER_REJECTED, ServiceProfile
     from .targets.none_semantics import is_known_service
     from .targets.session_services import import_factory
 
@@ -55,9 +55,17 @@ def service_profile(spec: str, service: BaseSessionService, target: TargetProfil
     divergences = {STALE_WRITER_REJECTED: f"{type(service).__name__} accepts a stale writer's append ({origin}); "
                                           f"say stale_writes: reject in the target profile to require rejection"} \
         if target.stale_writes == "accept" else {}
+    # A subclass of ADK's class keeps what its base declares about the rest of the contract (e.g. ADK 1.x's
+    # ValueError for SessionNotFoundError); None and stale writes are observed or said above.
+    base = next((BUILTIN_PROFILES[_BY_CLASS[c.__name__]] for c in type(service).__mro__[1:]
+                 if c.__name__ in _BY_CLASS and c.__module__.startswith(("google.adk.", "reference_agent."))), None)
+    if base is not None:
+        divergences = {**{k: v for k, v in base.divergences.items() if k not in (STALE_WRITER_REJECTED, NONE_DELETES)},
+                       **divergences}
     none_semantics = target.none_semantics if target.none_semantics in ("delete", "store") else "store"
     return ServiceProfile(name=name, factory=lambda folder: service, none_semantics=none_semantics,
-                          divergences=divergences, description=f"{name}, as observed or declared in the target profile")
+                          divergences=divergences, description=f"{name}, as observed or declared in the target profile",
+                          supports_get_user_state=callable(getattr(service, "get_user_state", None)))  # ADK 1.x: none
 
 
 async def probe_service(service: BaseSessionService, *, spec: str, backend: str, target: TargetProfile,
