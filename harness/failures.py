@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import CalledCodeError, HarnessError
+from .trace.crash import exception_chain
 
 if TYPE_CHECKING:
     from .result import ScenarioResult
@@ -36,16 +37,6 @@ log = logging.getLogger(__name__)
 _HARNESS_DIR = str(Path(__file__).resolve().parent) + os.sep
 
 
-def _chain(exc: BaseException) -> list[BaseException]:
-    """``exc`` and the exceptions it was raised from or during, outermost first, without cycles."""
-    chain: list[BaseException] = []
-    current: BaseException | None = exc
-    while current is not None and all(current is not seen for seen in chain):
-        chain.append(current)
-        current = current.__cause__ or (None if current.__suppress_context__ else current.__context__)
-    return chain
-
-
 def _said(exc: BaseException) -> str:
     message = str(exc).strip()
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
@@ -53,7 +44,7 @@ def _said(exc: BaseException) -> str:
 
 def _innermost_frames(exc: BaseException) -> list[traceback.FrameSummary]:
     """The frames of the innermost exception in ``exc``'s chain that has any (C code raises without one)."""
-    for link in reversed(_chain(exc)):
+    for link in reversed(exception_chain(exc)):
         frames = traceback.extract_tb(link.__traceback__)
         if frames:
             return list(frames)
@@ -62,7 +53,7 @@ def _innermost_frames(exc: BaseException) -> list[traceback.FrameSummary]:
 
 def describe(origin: str, exc: BaseException) -> str:
     """``<origin> raised <Type>: <message> [(caused by ...)] (innermost frame: <file>:<line>)``."""
-    chain = _chain(exc)
+    chain = exception_chain(exc)
     text = f"{origin} raised {_said(exc)}"
     if len(chain) > 1:
         text += f" (caused by {_said(chain[-1])})"

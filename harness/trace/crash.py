@@ -21,7 +21,7 @@ TRACEBACK_LINES = 12
 """Lines of the innermost traceback kept as evidence."""
 
 
-def _chain(exc: BaseException) -> list[BaseException]:
+def exception_chain(exc: BaseException) -> list[BaseException]:
     """``exc`` and its causes/contexts, outermost first, without cycles."""
     chain: list[BaseException] = []
     current: BaseException | None = exc
@@ -68,7 +68,7 @@ def _owner(frame: object) -> str | None:
 
 def origin_of(exc: BaseException) -> str:
     """The innermost ADK building block that raised ``exc`` (or its cause); ``unknown`` when none did."""
-    for link in reversed(_chain(exc)):
+    for link in reversed(exception_chain(exc)):
         for frame in _frames(link.__traceback__):
             owner = _owner(frame)
             if owner is not None:
@@ -78,7 +78,7 @@ def origin_of(exc: BaseException) -> str:
 
 def describe_error(exc: BaseException) -> TurnError:
     """The turn's error as plain data: type and message of what was raised, where it came from, the traceback."""
-    innermost = _chain(exc)[-1]
+    innermost = exception_chain(exc)[-1]
     lines = "".join(traceback.format_exception(type(innermost), innermost, innermost.__traceback__)).splitlines()
     return TurnError(type=type(exc).__name__, message=str(exc) or "(no message)", origin=origin_of(exc),
                      cause=f"{type(innermost).__name__}: {innermost}" if innermost is not exc else None,
