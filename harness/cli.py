@@ -118,6 +118,16 @@ def _add_target(parser: argparse.ArgumentParser, *, modes: Sequence[str], defaul
                              "scenarios inject faults on purpose, so warnings are expected)")
 
 
+def _add_snapshots(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--snapshot-dir", metavar="DIR",
+                        help="snapshots the normalized traces are compared with, as pytest does; targets other than "
+                             "'reference' use a sub-folder (default: snapshots in [tool.rlm-conformance], else "
+                             "snapshots)")
+    parser.add_argument("--snapshot-update", action="store_true",
+                        help="write the snapshots of the scenarios run instead of failing on a difference (as "
+                             "pytest --snapshot-update does); review the diff before committing")
+
+
 def _add_formats(parser: argparse.ArgumentParser, default: str) -> None:
     parser.add_argument("--format", action="append", type=_formats, metavar="FORMAT[,FORMAT]", dest="formats",
                         help=f"report formats to write: junit, markdown, html, json (repeatable; default: {default})")
@@ -144,13 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_selection(run)
     _add_target(run, modes=LLM_MODES, default_mode="replay")
     run.add_argument("--reports-dir", default="reports", metavar="DIR", help="where reports go (default: %(default)s)")
-    run.add_argument("--snapshot-dir", metavar="DIR",
-                     help="snapshots the normalized traces are compared with, as pytest does; targets other than "
-                          "'reference' use a sub-folder (default: snapshots in [tool.rlm-conformance], else "
-                          "snapshots)")
-    run.add_argument("--snapshot-update", action="store_true",
-                     help="write the snapshots of the scenarios run instead of failing on a difference (as "
-                          "pytest --snapshot-update does); review the diff before committing")
+    _add_snapshots(run)
     _add_formats(run, "all four")
     _add_wide(run)
 
@@ -170,6 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "by default such a recording is refused and nothing is saved")
     record.add_argument("--reports-dir", default="reports", metavar="DIR",
                         help="where reports go (default: %(default)s)")
+    _add_snapshots(record)
     _add_formats(record, "all four")
     _add_wide(record)
 
@@ -461,9 +466,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     configure_logging(args.log_level)
     scenarios = _load(args.scenarios_dir, args.scenario, args.substring)
     options = _options(args, record=False)
-    if args.snapshot_update and options.backend != "local":
-        raise HarnessError(f"--snapshot-update with --backend {options.backend}: snapshots are written by the local "
-                           f"backend and compared on the others. Update them without --backend.")
+    _refuse_remote_snapshot_update(args, options)
     _preflight(scenarios, options)
     report = _run_all(scenarios, options, progress=not args.no_progress, jobs=args.jobs,
                       log_level=args.log_level, extra={
@@ -477,6 +480,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
+def _refuse_remote_snapshot_update(args: argparse.Namespace, options: RunOptions) -> None:
+    if args.snapshot_update and options.backend != "local":
+        raise HarnessError(f"--snapshot-update with --backend {options.backend}: snapshots are written by the local "
+                           f"backend and compared on the others. Update them without --backend.")
+
+
 def cmd_record(args: argparse.Namespace) -> int:
     from .report import DEFAULT_FORMATS, render_terminal, write_reports
     from .report.summary import error_lines
@@ -486,6 +495,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     configure_logging(args.log_level)
     scenarios = _load(args.scenarios_dir, args.scenario, args.substring)
     options = _options(args, record=True)
+    _refuse_remote_snapshot_update(args, options)
     _preflight(scenarios, options)
     paths = {s.name: cassette_dir_for(options.cassette_dir, _choice(s, options).name, options.backend)
              / f"{s.name}.yaml" for s in scenarios}
@@ -494,7 +504,7 @@ def cmd_record(args: argparse.Namespace) -> int:
                       log_level=args.log_level, extra={
         "command": "record", "target": args.target or "(each scenario's own)", "llm_mode": args.llm_mode,
         "session_service": args.session_service, "backend": args.backend, "executor": args.executor,
-        "scenarios_dir": ", ".join(args.scenarios_dir)})
+        "scenarios_dir": ", ".join(args.scenarios_dir)}, snapshots=(Path(args.snapshot_dir), args.snapshot_update))
     console = _stdout_console()
     render_terminal(report, console, wide=args.wide, details_in=_details_in(args.reports_dir, formats))
     _print_written(console, write_reports(report, args.reports_dir, formats, titles=_titles()))
@@ -527,7 +537,8 @@ def _replay_command(args: argparse.Namespace) -> str:
     words = [PROG, "run"]
     given = (("--scenarios-dir", args.scenarios_dir[0] if len(args.scenarios_dir) == 1 else None, "scenarios"),
              ("--target", args.target, None), ("--profile", args.profile, None),
-             ("--cassette-dir", args.cassette_dir, "cassettes"), ("--backend", args.backend, "local"))
+             ("--cassette-dir", args.cassette_dir, "cassettes"), ("--snapshot-dir", args.snapshot_dir, "snapshots"),
+             ("--backend", args.backend, "local"))
     for flag, value, default in given:
         if value is not None and str(value) != str(default) and flag not in args.configured_by:
             words += [flag, str(value)]

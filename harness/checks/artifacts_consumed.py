@@ -52,7 +52,7 @@ def _from_registry(trace: Trace, profile: TargetProfile, windows: list[Execution
     artifacts = []
     for record in sorted(trace.executions, key=lambda r: (r.session_id, r.iteration)):
         first = next((e for e in trace.events if e.session_id == record.session_id
-                      and e.artifact_statuses.get(record.artifact_id) == profile.consumed_value), None)
+                      and profile.is_consumed(e.artifact_statuses.get(record.artifact_id))), None)
         artifacts.append(Artifact(
             artifact_id=record.artifact_id, session_id=record.session_id,
             label=f"artifact {record.artifact_id} (session {record.session_id}, iteration {record.iteration})",
@@ -93,7 +93,7 @@ def _from_state_keys(trace: Trace, profile: TargetProfile, windows: list[Executi
         for aid, history in writes.items():
             held, stored = state_value(snapshot, prefix + aid) if snapshot is not None else (False, None)
             status = _status(stored) if held else history[-1][1]
-            first = next((e for e, s in history if s == profile.consumed_value), None)
+            first = next((e for e, s in history if profile.is_consumed(s)), None)
             artifacts.append(Artifact(artifact_id=aid, session_id=sid,
                                       label=f"artifact {aid} (session {sid}, state key {prefix + aid!r})",
                                       status=status, window=claimed.get(aid), first_consumed=first))
@@ -168,7 +168,7 @@ def artifacts_consumed(ctx: CheckContext) -> CheckResult:
         window = artifact.window
         analysis, summary = _analysis(window, trace, profile)
         if summary is not None:
-            if artifact.status == consumed_value:
+            if profile.is_consumed(artifact.status):
                 consumed += 1
                 first = artifact.first_consumed
                 if first is not None and first.index < summary.index:
@@ -179,7 +179,7 @@ def artifacts_consumed(ctx: CheckContext) -> CheckResult:
                 problems.append(f"{artifact.label}: status {artifact.status!r} although {name_event(analysis[0])} "
                                 f"{'processed' if profile.results_processor else 'summarised'} its execution {name_event(window.execution)}; expected "
                                 f"{consumed_value!r}")
-        elif artifact.status == consumed_value:
+        elif profile.is_consumed(artifact.status):
             where = f"after its execution {name_event(window.execution)}" if window else "(no execution event found)"
             problems.append(f"{artifact.label}: status {consumed_value!r} but no {analyser} "
                             f"{'run' if profile.results_processor else 'summary'} followed {where}; "

@@ -33,13 +33,15 @@ def outcome_from_storage(ctx: CheckContext) -> CheckResult:
     trace, profile = ctx.trace, ctx.profile
     if reason := unmapped_all(profile, "termination_key", "final_answer_key"):
         return not_applicable(NAME, f"No stored outcome to compare with: {reason}.")
-    if not any(t.outcome.termination is not None for t in trace.turns):
-        return not_applicable(NAME, "The target's turn outcome carries no termination.")
+    if not any(t.outcome.termination is not None or t.outcome.reported_by for t in trace.turns):
+        return not_applicable(NAME, "The target's turn outcome carries no termination (and no profile driver "
+                                    "reports one).")
     events = appended_events(trace)
     problems: list[str] = []
     compared = 0
     for turn in sorted(trace.turns, key=lambda t: t.turn):
-        label = f"turn {turn.turn} (session {turn.session_id})"
+        label = f"turn {turn.turn} (session {turn.session_id})" + (
+            f", outcome from {turn.outcome.reported_by}" if turn.outcome.reported_by else "")
         if turn.run_error and turn.outcome == TurnOutcome():
             continue  # the target's runner crashed: the harness made up an empty outcome; nothing to compare
         snapshot = last_snapshot_of_turn(trace, turn.session_id, turn.turn)
@@ -72,4 +74,6 @@ def outcome_from_storage(ctx: CheckContext) -> CheckResult:
                                 f"hold {calls} {profile.delegate_tool} call(s)")
     if problems:
         return failed(NAME, "Turn outcomes disagree with persisted state.", capped(problems))
-    return passed(NAME, f"The outcome of each of {compared} turn(s) matches persisted state.")
+    drivers = sorted({t.outcome.reported_by.split(" (")[0] for t in trace.turns if t.outcome.reported_by})
+    said = f" (outcomes reported by {', '.join(drivers)})" if drivers else ""
+    return passed(NAME, f"The outcome of each of {compared} turn(s) matches persisted state{said}.")

@@ -201,7 +201,7 @@ def _document(trace: Trace) -> dict[str, Json]:
         "scenario": trace.scenario,
         "target": trace.target,
         "turns": [{"turn": t.turn, "session": t.session_id, "user": t.user_id,
-                   "outcome": t.outcome.model_dump(mode="json", exclude={"crash"}),
+                   "outcome": t.outcome.model_dump(mode="json", exclude={"crash", "reported_by"}),
                    "run_error": t.run_error} for t in trace.turns],
         "events": [{"index": e.index, "turn": e.turn, "author": e.author, "function_calls": list(e.function_calls),
                     "escalate": e.escalate, "emitted_delta": e.emitted_delta, "appended_delta": e.appended_delta}

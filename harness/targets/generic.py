@@ -6,9 +6,11 @@
   and its ``context`` in each new session's state under the profile's ``context_key``;
 * a Runner with an artifact and a memory service (in memory) besides the chosen session service
   (ADK's ``InMemorySessionService`` unless ``--session-service`` says otherwise);
-* turns driven as ``adk run`` drives them; the outcome read from the persisted session through the profile
-  (its termination and final-answer keys, the termination mapped through ``termination_map``); a turn that
-  raised keeps its error, and with no stored termination ends as ``model_error`` or ``agent_error``.
+* turns driven as ``adk run`` drives them, or by the profile's ``driver`` (the agent's own turn function,
+  harness/targets/driver.py), whose returned outcome is then the turn's; what it does not report is read from
+  the persisted session through the profile (its termination and final-answer keys, the termination mapped
+  through ``termination_map``); a turn that raised keeps its error, and with no stored termination ends as
+  ``model_error`` or ``agent_error``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from google.genai import types
 from ..trace.crash import describe_error
 from ..trace.model import TurnOutcome
 from .base import BuiltTarget, TargetEnvironment
+from .driver import Driver, DriverError, bind_driver, outcome_from_driver
+from .importing import import_named
 from .profile import TargetProfile
 
 
@@ -73,25 +77,43 @@ def _termination(state: dict[str, Any], profile: TargetProfile, crash: Any) -> A
     return None
 
 
+def _driver(profile: TargetProfile) -> Driver | None:
+    """The profile's driver, imported and its signature checked (a bad one stops the run before any turn)."""
+    if profile.driver is None:
+        return None
+    function = import_named(profile.driver, flag="profile driver", error=DriverError,
+                            wanted="the agent's turn function")
+    return bind_driver(profile.driver, function, profile.driver_args)
+
+
 def generic_target(name: str, app: App, env: TargetEnvironment, *, profile: TargetProfile | None = None) -> BuiltTarget:
     profile = profile or env.profile or TargetProfile(name=name)
     name = profile.name or name
     overrides = _apply_environment(app, env, profile)
 
+    driver = _driver(profile)
+
     async def run_turn(runner: Runner, user_id: str, session_id: str, message: str) -> TurnOutcome:
         service = runner.session_service
         error = crash = None
+        returned: Any = None
         try:
-            async for _ in runner.run_async(user_id=user_id, session_id=session_id,
-                                            new_message=types.Content(role="user", parts=[types.Part(text=message)])):
-                pass
+            if driver is not None:
+                returned = await driver(runner, user_id, session_id, message)
+            else:
+                async for _ in runner.run_async(user_id=user_id, session_id=session_id, new_message=types.Content(
+                        role="user", parts=[types.Part(text=message)])):
+                    pass
         except Exception as exc:  # the turn's error (a verdict of its own); the checks still judge the session
             error, crash = f"{type(exc).__name__}: {exc}", describe_error(exc)
         stored = await service.get_session(app_name=runner.app_name, user_id=user_id, session_id=session_id)
         state = stored.state if stored else {}
         final = state.get(profile.final_answer_key) if profile.final_answer_key else None
-        return TurnOutcome(termination=_termination(state, profile, crash), final_answer=final, error=error,
-                           crash=crash)
+        outcome = TurnOutcome(termination=_termination(state, profile, crash), final_answer=final, error=error,
+                              crash=crash)
+        if driver is None or crash is not None:
+            return outcome
+        return outcome_from_driver(profile.driver or "", returned, profile, outcome)
 
     service = env.session_service_factory(env) if env.session_service_factory else InMemorySessionService()
     initial = {profile.context_key: env.context} if profile.context_key and env.context is not None else {}

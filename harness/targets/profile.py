@@ -12,6 +12,7 @@ a user writes one YAML file for theirs (``rlm-conformance init`` drafts it).
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -59,6 +60,20 @@ class TargetProfile(BaseModel):
     summary_author: str | None = Field(default=None, description="Who writes the summary key (default: the "
                                                                  "results_processor).")
     exit_tool: str | None = Field(default=None, description="The tool that ends the loop.")
+    driver: str | None = Field(default=None, description="The agent's own turn function, 'package.module:function' "
+                                                         "(sync or async), called per turn instead of the harness's "
+                                                         "plain Runner loop; its returned outcome is what "
+                                                         "outcome_from_storage judges (harness/targets/driver.py).")
+    driver_args: dict[str, Any] = Field(default_factory=dict, description="More keyword arguments for the driver "
+                                                                         "(e.g. timeout_seconds: 60).")
+    driver_outcome: dict[Literal["termination", "final_answer", "delegations", "error"], str] = Field(
+        default_factory=dict, description="Outcome field -> the attribute (or key) of what the driver returns that "
+                                          "holds it, e.g. {termination: status, final_answer: response_text}; "
+                                          "unmapped fields are read under their own name when present.")
+    driver_terminations: dict[str, str | None] = Field(
+        default_factory=dict, description="The driver's termination values -> the scenario's names (null: 'no "
+                                          "termination stored', e.g. {success: null}); others go through "
+                                          "termination_map.")
     run_conversation_author: str | None = Field(default=None, description="Author of the events the target's own "
                                                                           "driver appends outside the agents "
                                                                           "(cleanup, outcome, history).")
@@ -83,7 +98,8 @@ class TargetProfile(BaseModel):
     artifact_status_prefix: str | None = Field(
         default=None, description="Consumed marks as state keys: '<prefix><artifact id>' holds the artifact's status "
                                   "(or a dict with 'status'); used when the target exposes no artifact registry.")
-    consumed_value: str = Field(default="consumed", description="The status meaning 'analysed'.")
+    consumed_value: str | int | float | bool = Field(
+        default="consumed", description="The status meaning 'analysed' (any JSON scalar: 'consumed', true, 2, ...).")
     pruning_plugins: tuple[str, ...] = Field(
         default=("RlmContextPruningPlugin",), description="Plugin class names that count as a pruning plugin."
     )
@@ -133,7 +149,18 @@ class TargetProfile(BaseModel):
 
     def termination_name(self, value: Any) -> Any:
         """The scenario's name for a termination value the target stored."""
-        return self.termination_map.get(value, value) if isinstance(value, str) else value
+        if isinstance(value, str):
+            return self.termination_map.get(value, value)
+        if isinstance(value, (bool, int, float)):  # YAML map keys are strings: true / 1 are looked up as written
+            return self.termination_map.get(json.dumps(value), self.termination_map.get(str(value), value))
+        return value
+
+    def is_consumed(self, status: Any) -> bool:
+        """Whether an artifact status (kept as text: registries and state keys alike) is ``consumed_value``."""
+        wanted = self.consumed_value
+        if isinstance(wanted, str):
+            return status == wanted
+        return status is not None and str(status) in (str(wanted), json.dumps(wanted))
 
     def unmapped(self, *fields: str) -> str | None:
         """Why a check cannot apply: the first of ``fields`` the profile leaves unset, or None."""

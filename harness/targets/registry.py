@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import difflib
-import importlib
 import inspect
-import os
-import sys
 from typing import Any, Callable
 
 from ..errors import HarnessError
 from .base import BuiltTarget, TargetEnvironment, TargetFactory
+from .importing import import_named
 
 
 class TargetError(HarnessError):
@@ -40,27 +37,8 @@ def resolve_target(spec: str) -> TargetFactory:
             f"--target {spec!r} is not a known target. Use one of {', '.join(BUILTIN_TARGETS)} or "
             f"'package.module:attr' naming an ADK App, a root agent, or a zero-argument factory of either."
         )
-    module_name, _, attr = spec.partition(":")
-    # Like `adk run` and uvicorn: the user's package is importable from the folder they run in.
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # any import-time failure is the user's to fix; say which module
-        raise TargetError(
-            f"--target {spec!r}: importing module {module_name!r} failed with {type(exc).__name__}: {exc}. "
-            f"Check the module path (relative to {os.getcwd()}) and that it imports on its own "
-            f"(python -c 'import {module_name}')."
-        ) from exc
-    obj: Any = module
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            public = sorted(n for n in dir(obj) if not n.startswith("_"))
-            guess = difflib.get_close_matches(part, public, n=1)
-            hint = f" Did you mean {module_name}:{guess[0]}?" if guess else ""
-            raise TargetError(f"--target {spec!r}: module {module_name!r} has no attribute {attr!r}.{hint} "
-                              f"Name the App, root agent or factory defined in it.")
-        obj = getattr(obj, part)
+    obj = import_named(spec, flag="--target", error=TargetError,
+                       wanted="the App, root agent or factory")
     return _as_factory(spec, obj)
 
 

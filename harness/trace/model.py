@@ -156,6 +156,9 @@ class TurnOutcome(_Record):
     forced_answer: str | None = Field(default=None, description="Best-effort answer after max_iterations.")
     crash: TurnError | None = Field(default=None, description="The exception that ended the turn, if one did "
                                                               "(caught by the target's own runner or the harness).")
+    reported_by: str | None = Field(default=None, description="Who reported the outcome when not the harness "
+                                                             "reading storage: the profile's driver, with the fields "
+                                                             "it returned.")
 
 
 class TurnRecord(_Record):

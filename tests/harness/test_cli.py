@@ -160,6 +160,19 @@ def test_record_then_replay_then_rerender(workdir: Path, capsys: pytest.CaptureF
     assert {name: (reports / name).read_bytes() for name in original} == original
 
 
+def test_record_takes_the_snapshot_options_of_run(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One ``record --snapshot-update`` writes the cassette and the snapshot, and says how to replay both."""
+    assert main(["record", "--scenario", "cli_smoke", "--no-progress", "--snapshot-dir", "snaps",
+                 "--snapshot-update"]) == EXIT_OK
+    out = " ".join(capsys.readouterr().out.split())
+    assert (workdir / "snaps" / "cli_smoke.json").is_file() and not (workdir / "snapshots").exists()
+    assert "Replay them with: rlm-conformance run --snapshot-dir snaps" in out
+    assert main(["run", "--no-progress", "--snapshot-dir", "snaps"]) == EXIT_OK
+    capsys.readouterr()
+    assert main(["record", "--scenario", "cli_smoke", "--backend", "databricks", "--snapshot-update"]) == EXIT_USAGE
+    assert "--snapshot-update with --backend databricks" in capsys.readouterr().err
+
+
 def test_a_scenario_naming_an_unknown_check_is_a_usage_error(workdir: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     path = workdir / "scenarios" / "cli_smoke.yaml"

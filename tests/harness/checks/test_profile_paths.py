@@ -496,3 +496,28 @@ def test_stage_gating_with_delegations_only_judges_the_processor_against_them() 
                 "summarizer ran again without a new execution", "summarizer sent 2 model requests")
     assert_na(run("stage_gating", good, profile.model_copy(update={"results_processor": None})),
               "maps no results_processor to pair with either")
+
+
+def test_consumed_value_may_be_any_json_scalar() -> None:
+    """A target that marks an analysed artifact with ``true`` (or 2) is judged as one that writes "used"."""
+    def marked(value: Any) -> Trace:
+        f = Foreign(foreign_profile(consumed_value=value))
+        f.turn()
+        f.generate()
+        f.execute()
+        f.check(consume=False, extra={f"artifact:{f.artifact}": value})
+        f.b.end_turn()
+        return f.build()
+
+    for value in (True, 2, 0.5):
+        assert_pass(run("artifacts_consumed", marked(value), foreign_profile(consumed_value=value)),
+                    "1 analysed artifact(s)")
+    text = assert_fail(run("artifacts_consumed", marked(False), foreign_profile(consumed_value=True)), "expected True")
+    assert "status 'False'" in text
+    assert TargetProfile.model_validate({"consumed_value": True}).is_consumed("true")
+
+
+def test_termination_map_names_a_stored_boolean_as_yaml_writes_it() -> None:
+    profile = foreign_profile(termination_map={"true": "exit_loop", "2": "fatal_error"})
+    assert (profile.termination_name(True), profile.termination_name(2), profile.termination_name(False)) == (
+        "exit_loop", "fatal_error", False)
