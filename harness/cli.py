@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from .errors import HarnessError
 from .scenario_run import PROG, configure_logging
+from .targets.service_choice import SERVICE_CHOICE
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -77,8 +78,7 @@ def _add_target(parser: argparse.ArgumentParser, *, modes: Sequence[str], defaul
                         help="agent under test: reference, legacy, or module:attr naming an ADK App, a root agent "
                              "or a factory(env) (default: each scenario's own target, normally reference)")
     parser.add_argument("--session-service", metavar="SERVICE",
-                        help="session service the target runs on: delta (the target's own, the default), "
-                             "adk-memory, adk-sqlite, or module:factory")
+                        help=SERVICE_CHOICE)
     parser.add_argument("--llm-mode", choices=modes,
                         help=f"where model answers come from (default: llm-mode in [tool.rlm-conformance], else "
                              f"{default_mode})")

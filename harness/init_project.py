@@ -338,11 +338,14 @@ def _gate(agent: Any, app: Any) -> str | None:
     for name in ("before_agent_callback", "before_model_callback"):
         if getattr(agent, name, None):
             return name
-    for plugin in getattr(app, "plugins", None) or ():
-        for name in ("before_agent_callback", "before_model_callback"):
-            if getattr(type(plugin), name, None) is not getattr(BasePlugin, name):
-                return f"plugin {type(plugin).__name__}.{name}"
-    return None
+    # Any plugin overriding these may be the gate (or only log): which one returns early cannot be read from
+    # the tree, so all are named rather than the first (a telemetry plugin is not a stage gate).
+    hooks = [f"{type(plugin).__name__}.{name}" for plugin in getattr(app, "plugins", None) or ()
+             for name in ("before_agent_callback", "before_model_callback")
+             if getattr(type(plugin), name, None) is not getattr(BasePlugin, name)]
+    if len(hooks) == 1:
+        return f"plugin {hooks[0]}"
+    return f"one of the plugin callbacks {', '.join(hooks)}" if hooks else None
 
 
 def _is_bare_agent(spec: str, app: Any) -> bool:

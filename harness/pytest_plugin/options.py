@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..llm.modes import LlmMode
+from ..targets.service_choice import SERVICE_CHOICE, SERVICE_CHOICES
 
 if TYPE_CHECKING:
     from ..project_config import ProjectConfig
@@ -73,8 +74,7 @@ def add_options(parser: pytest.Parser) -> None:
               "the scenario sets 'target:'). Snapshots of a --target other than reference live in "
               "snapshots/<target>/. ini: rlm_target; pyproject: target.")
     _add(group, "--session-service", dest="rlm_session_service", default=None, metavar="NAME",
-         help="delta (the target's own), adk-memory, adk-sqlite or module:factory (default: delta). "
-              "ini: rlm_session_service; pyproject: session-service.")
+         help=f"{SERVICE_CHOICE}. ini: rlm_session_service; pyproject: session-service.")
     _add(group, "--llm-mode", dest="rlm_llm_mode", default=None, choices=[m.value for m in LlmMode],
          help="replay: cassettes, no network (default; scripted when recording); scripted: the scenario's model "
               "script on a local endpoint; live: Gemini (needs GOOGLE_API_KEY). ini: rlm_llm_mode; "
@@ -125,7 +125,7 @@ INI = {
     "rlm_cassette_dir": "rlm-conformance: cassette folder, relative to this file (as --cassette-dir)",
     "rlm_snapshot_dir": "rlm-conformance: snapshot folder, relative to this file (as --snapshot-dir)",
     "rlm_llm_mode": "rlm-conformance: replay, scripted or live (as --llm-mode)",
-    "rlm_session_service": "rlm-conformance: delta, adk-memory, adk-sqlite or module:factory (as --session-service)",
+    "rlm_session_service": f"rlm-conformance: {SERVICE_CHOICES} (as --session-service)",
     "rlm_backend": "rlm-conformance: local or databricks (as --backend)",
 }
 

@@ -1,9 +1,11 @@
 """``--session-service``: which BaseSessionService a target runs on.
 
-``delta`` (the default) is the target's own choice — DeltaSessionService on
-DuckDB for the reference agent; ``adk-memory`` and ``adk-sqlite`` are ADK's
-own services; ``module:attr`` is a user's: a function, a class, or an object
-with a ``factory`` attribute (such as a ``harness.contract.ServiceProfile``).
+The choice, in the words every help text quotes (harness/targets/service_choice.py):
+``delta`` (the default) is the target's own — DeltaSessionService on DuckDB for
+the reference agent, ADK's InMemorySessionService for an App or agent the
+harness builds; ``adk-memory`` and ``adk-sqlite`` are ADK's own services;
+``module:attr`` is a user's: a function, a class, or an object with a
+``factory`` attribute (such as a ``harness.contract.ServiceProfile``).
 
 How ``module:attr`` is called, once per scenario, in that scenario's private
 work folder (also the current directory while it runs):

@@ -342,3 +342,29 @@ def test_the_drafted_profile_is_plain_yaml_with_a_comment_on_each_field(tmp_path
     data = yaml.safe_load((tmp_path / PROFILE_FILE).read_text(encoding="utf-8"))
     assert all(" # " in line for line in _profile_lines(tmp_path).values())
     assert set(data) == set(_profile_lines(tmp_path))
+
+
+def test_the_smoke_comment_names_every_plugin_that_may_gate_the_processor() -> None:
+    """Which plugin callback returns early cannot be read from the tree: with a telemetry plugin listed before
+    the stage gate, naming the first one blamed the wrong plugin (issue 31)."""
+    from google.adk.agents import LlmAgent
+    from google.adk.apps import App
+    from google.adk.plugins.base_plugin import BasePlugin
+
+    from harness.init_project import _gate
+
+    class Telemetry(BasePlugin):
+        async def before_model_callback(self, *, callback_context, llm_request):
+            return None
+
+    class StageGate(BasePlugin):
+        async def before_agent_callback(self, *, agent, callback_context):
+            return None
+
+    processor = LlmAgent(name="processor", model="gemini-2.5-flash")
+    both = App(name="gated", root_agent=processor, plugins=[Telemetry(name="t"), StageGate(name="g")])
+    assert _gate(processor, both) == ("one of the plugin callbacks Telemetry.before_model_callback, "
+                                      "StageGate.before_agent_callback")
+    only = App(name="gated", root_agent=processor, plugins=[StageGate(name="g")])
+    assert _gate(processor, only) == "plugin StageGate.before_agent_callback"
+    assert _gate(processor, App(name="plain", root_agent=processor)) is None
