@@ -229,8 +229,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_databricks_settings(doctor)
 
     from .audit.command import add_audit_parser
+    from .importers.command import add_import_parser
 
     add_audit_parser(commands)
+    add_import_parser(commands)
 
     differential = commands.add_parser(
         "differential", add_help=False,
@@ -637,6 +639,12 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return audit(args, _stdout_console())
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    from .importers.command import cmd_import as import_
+
+    return import_(args)
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     from .doctor import render_json, render_table, run_local_doctor
 
@@ -676,7 +684,7 @@ VERDICT_ROWS = {
 }
 
 COMMANDS = {"run": cmd_run, "record": cmd_record, "list": cmd_list, "report": cmd_report, "explain": cmd_explain,
-            "init": cmd_init, "doctor": cmd_doctor, "audit": cmd_audit}
+            "init": cmd_init, "doctor": cmd_doctor, "audit": cmd_audit, "import": cmd_import}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

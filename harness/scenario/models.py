@@ -110,6 +110,10 @@ class Expectations(_Model):
     state: dict[str, JsonValue] = Field(
         default_factory=dict, description="Persisted session-state fragments expected at the end of the last "
                                           "session; a value of null means the key must be absent.")
+    state_match: Literal["subset", "exact"] = Field(
+        default="subset", description="How 'state' is compared: subset (the keys it names hold those values; the "
+                                      "default) or exact (and the session holds no other key, user:/app: included, "
+                                      "as ADK's final_session_state is compared).")
     outcome_error: str | None = Field(
         default=None, description="A substring the last turn's error must contain, for scenarios expected to end "
                                   "in a clean failure (e.g. retries exhausted); the last turn's expect_error, "
