@@ -645,6 +645,12 @@ def cmd_import(args: argparse.Namespace) -> int:
     return import_(args)
 
 
+def cmd_capture(args: argparse.Namespace) -> int:
+    from .importers.command import cmd_capture as capture
+
+    return capture(args)
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     from .doctor import render_json, render_table, run_local_doctor
 
@@ -684,7 +690,8 @@ VERDICT_ROWS = {
 }
 
 COMMANDS = {"run": cmd_run, "record": cmd_record, "list": cmd_list, "report": cmd_report, "explain": cmd_explain,
-            "init": cmd_init, "doctor": cmd_doctor, "audit": cmd_audit, "import": cmd_import}
+            "init": cmd_init, "doctor": cmd_doctor, "audit": cmd_audit, "import": cmd_import,
+            "capture": cmd_capture}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -68,7 +68,7 @@ class Refusal:
         return f"{self.source}: {self.reason}"
 
 
-class _Refused(Exception):
+class CaseRefused(HarnessError):
     """One case cannot be scripted; carries the reason."""
 
 
@@ -98,7 +98,7 @@ def load_eval_set(path: Path) -> EvalSet:
         data = json.loads(text)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise EvalSetError(f"{path}: cannot read it as JSON ({exc}). Fix: give an ADK eval set file.") from None
-    stem = _slug(path.name.removesuffix(".json").removesuffix(".evalset").removesuffix(".test"))
+    stem = slug(path.name.removesuffix(".json").removesuffix(".evalset").removesuffix(".test"))
     try:
         if isinstance(data, dict):
             return EvalSet.model_validate(data)
@@ -112,7 +112,7 @@ def load_eval_set(path: Path) -> EvalSet:
                            f"reference turns).") from None
 
 
-def _slug(text: str) -> str:
+def slug(text: str) -> str:
     slug = re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
     return slug or "case"
 
@@ -136,7 +136,7 @@ def _answer_step(content: Any, *, where: str) -> dict[str, Any] | None:
     calls = _calls(content)
     text = "".join(p.text for p in parts if p.text)
     if len(calls) > 1:
-        raise _Refused(f"{where}: one model answer makes {len(calls)} function calls "
+        raise CaseRefused(f"{where}: one model answer makes {len(calls)} function calls "
                        f"({', '.join(c.name for c in calls)}); a scripted step answers with one")
     if calls:
         step: dict[str, Any] = {"call": calls[0].name, "args": dict(calls[0].args or {})}
@@ -158,7 +158,7 @@ def _turn_steps(invocation: Invocation, tree: AgentTree, where: str) -> list[tup
             if author in tree.other_agents:
                 continue  # a custom agent's own output (an executor's), not a model answer
             if author not in tree.llm_agents:
-                raise _Refused(f"{where}, event {number}: author {author!r} is not an LlmAgent of the target "
+                raise CaseRefused(f"{where}, event {number}: author {author!r} is not an LlmAgent of the target "
                                f"(its LlmAgents: {', '.join(tree.llm_agents) or 'none'}). Fix: import with the "
                                f"--target the eval set was recorded on")
             if event.content is None:  # ADK 2.x: the final response's event, its text on final_response
@@ -174,7 +174,7 @@ def _turn_steps(invocation: Invocation, tree: AgentTree, where: str) -> list[tup
             final_author = handed_to if handed_to in tree.llm_agents else last_author
     elif isinstance(data, IntermediateData) and (data.tool_uses or data.intermediate_responses):
         if len(tree.llm_agents) != 1:
-            raise _Refused(f"{where}: the trajectory names no author for its tool calls (IntermediateData) and the "
+            raise CaseRefused(f"{where}: the trajectory names no author for its tool calls (IntermediateData) and the "
                            f"target has {len(tree.llm_agents)} LlmAgents ({', '.join(tree.llm_agents)}). Fix: "
                            f"record the eval set again with ADK (it stores each event's author)")
         only = tree.llm_agents[0]
@@ -185,7 +185,7 @@ def _turn_steps(invocation: Invocation, tree: AgentTree, where: str) -> list[tup
         if text:
             author = final_author or tree.first
             if author is None:
-                raise _Refused(f"{where}: the final response names no author and the target's turn starts with "
+                raise CaseRefused(f"{where}: the final response names no author and the target's turn starts with "
                                f"no LlmAgent to give it to")
             steps.append((author, {"text": text}))
     return steps
@@ -193,9 +193,9 @@ def _turn_steps(invocation: Invocation, tree: AgentTree, where: str) -> list[tup
 
 def scenario_from_case(case: EvalCase, tree: AgentTree, *, source: str, name: str, exact_state: bool,
                        profile: str | None) -> dict[str, Any]:
-    """The scenario mapping of one case (raises ``_Refused`` with the reason when it cannot be faithful)."""
+    """The scenario mapping of one case (raises ``CaseRefused`` with the reason when it cannot be faithful)."""
     if case.conversation_scenario is not None:
-        raise _Refused("a conversation_scenario: a user simulator plays the user, so there is no fixed "
+        raise CaseRefused("a conversation_scenario: a user simulator plays the user, so there is no fixed "
                        "conversation to replay. Fix: run it with `adk eval` once and import the static "
                        "conversation it produced")
     turns, script = [], {}
@@ -203,12 +203,12 @@ def scenario_from_case(case: EvalCase, tree: AgentTree, *, source: str, name: st
         where = f"invocation {number}"
         message = _text(invocation.user_content)
         if not message:
-            raise _Refused(f"{where}: the user's message is not text (a scenario's turns are text)")
+            raise CaseRefused(f"{where}: the user's message is not text (a scenario's turns are text)")
         turns.append({"user": message})
         for agent, step in _turn_steps(invocation, tree, where):
             script.setdefault(agent, []).append(step)
     if not turns:
-        raise _Refused("the conversation has no invocation")
+        raise CaseRefused("the conversation has no invocation")
     session: dict[str, Any] = {"user": "user_1", "turns": turns}
     app_note = ""
     if case.session_input is not None:
@@ -239,14 +239,14 @@ def import_eval_sets(path: Path, tree: AgentTree, *, exact_state: bool = False, 
     used = set(taken)
     for file in eval_set_files(path):
         eval_set = load_eval_set(file)
-        stem = _slug(file.name.removesuffix(".json").removesuffix(".evalset").removesuffix(".test"))
+        stem = slug(file.name.removesuffix(".json").removesuffix(".evalset").removesuffix(".test"))
         for case in eval_set.eval_cases:
             source = f"{file}: eval case {case.eval_id!r}"
-            name = _unique(f"{stem}_{_slug(case.eval_id)}", used)
+            name = _unique(f"{stem}_{slug(case.eval_id)}", used)
             try:
                 scenario = scenario_from_case(case, tree, source=file.name, name=name, exact_state=exact_state,
                                               profile=profile)
-            except _Refused as exc:
+            except CaseRefused as exc:
                 refused.append(Refusal(source, str(exc)))
                 continue
             used.add(name)
