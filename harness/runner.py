@@ -312,6 +312,8 @@ async def _run_sessions(scenario: Scenario, built: BuiltTarget, options: RunOpti
             raise
         raise CalledCodeError(f"{exc}. Before that, {'; '.join(earlier)}") from exc.__cause__
 
+    if options.keep_adk_sessions:
+        trace.adk_sessions = await _adk_sessions(scenario, built, app.name)
     trace.service_probe = await probe_service(built.session_service, spec=options.session_service,
                                               backend=options.backend, target=built.profile,
                                               enabled=options.probe_session_service)
@@ -322,6 +324,24 @@ async def _run_sessions(scenario: Scenario, built: BuiltTarget, options: RunOpti
     return trace
 
 
+def session_id_of(scenario: Scenario, index: int) -> str:
+    """The id of the scenario's ``index``-th session: its own, else ``<scenario>-<index>``."""
+    return scenario.sessions[index].id or f"{scenario.name}-{index}"
+
+
+async def _adk_sessions(scenario: Scenario, built: BuiltTarget, app_name: str) -> dict[str, Any]:
+    """Every session of the scenario as the target's service returns it now (ADK's JSON dump)."""
+    kept = {}
+    for index, spec in enumerate(scenario.sessions):
+        session_id = session_id_of(scenario, index)
+        with blamed("the session service during get_session"):
+            session = await built.session_service.get_session(app_name=app_name, user_id=spec.user,
+                                                              session_id=session_id)
+        if session is not None:
+            kept[session_id] = session.model_dump(mode="json", exclude_none=True)
+    return kept
+
+
 async def _drive_sessions(scenario: Scenario, built: BuiltTarget, service: RecordingSessionService, runner: Runner,
                           app_name: str, trace: Trace, turn_counter: dict[str, int]) -> None:
     """Every session's turns, into ``trace``. The harness's own calls to the session service and the target
@@ -329,7 +349,7 @@ async def _drive_sessions(scenario: Scenario, built: BuiltTarget, service: Recor
     store = built.session_service
     snapshot_read = "persisted_rows" if getattr(store, "persisted_rows", None) is not None else "get_session"
     for index, spec in enumerate(scenario.sessions):
-        session_id = spec.id or f"{scenario.name}-{index}"
+        session_id = session_id_of(scenario, index)
         with blamed("the session service during get_session"):
             found = await service.get_session(app_name=app_name, user_id=spec.user, session_id=session_id)
         if found is None:
