@@ -10,6 +10,8 @@ row failed on the other. Now the gateway's forwarded call is the one recorded an
 
 from __future__ import annotations
 
+import json
+import time
 from pathlib import Path
 
 import pytest
@@ -47,7 +49,7 @@ def recorded_prompts(cassette_dir: Path, scenario: Scenario) -> list[str]:
     """The first text of each interaction's request in the scenario's cassette, in recorded order."""
     [path] = cassette_dir.rglob(f"{scenario.name}.yaml")
     interactions = yaml.safe_load(path.read_text(encoding="utf-8"))["interactions"]
-    return [yaml.safe_load(i["request"]["body"])["contents"][0]["parts"][0]["text"] for i in interactions]
+    return [json.loads(i["request"]["body"])["contents"][0]["parts"][0]["text"] for i in interactions]
 
 
 def record_then_replay(scenario: Scenario, cassette_dir: Path) -> tuple[list[str], ScenarioResult]:
@@ -64,7 +66,8 @@ def test_an_in_process_client_call_is_recorded_once_and_replayed(shape: str, tmp
     scenario = one_shape(shape)
     prompts, replayed = record_then_replay(scenario, tmp_path)
     # One interaction per model call: the agent's own call once (not once per hop), and the reporter's.
-    assert len(prompts) == model_calls(scenario) == 2, prompts
+    calls = model_calls(scenario)
+    assert (len(prompts), calls) == (2, 2), prompts
     assert sum(p.startswith(f"[{shape}] ") for p in prompts) == 1, prompts
     # Replay: no miss (an error), every recorded interaction played (the cassette row), none twice (vcrpy plays
     # an interaction once), and the agent got the recorded answer in its own shape.
@@ -77,17 +80,45 @@ def test_an_in_process_client_call_is_recorded_once_and_replayed(shape: str, tmp
 def test_all_four_shapes_in_one_session_replay_exactly(tmp_path: Path) -> None:
     scenario = load_scenario(IN_PROCESS)
     prompts, replayed = record_then_replay(scenario, tmp_path)
-    assert len(prompts) == model_calls(scenario) == 8, prompts
+    calls = model_calls(scenario)
+    assert (len(prompts), calls) == (8, 8), prompts
     assert replayed.error is None and replayed.check("cassette").status.value == "pass", (
         replayed.error or replayed.check("cassette").explanation)
     assert [t.outcome.final_answer for t in replayed.trace.turns] == [f"42 ({shape})" for shape in SHAPES]
+
+
+def test_an_in_process_call_waits_its_recorded_delay_on_replay(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scripted ``delay:`` is recorded with the forwarded answer and waited for again when the gateway replays it
+    (harness/llm/replay_delays.py), for an in-process call as for a subprocess's."""
+    from tests.user_agents.inprocess_genai import agent
+
+    scenario = one_shape("async")
+    step = scenario.script["sub_lm"][0]
+    scenario = scenario.model_copy(update={"script": {**scenario.script,
+                                                      "sub_lm": [step.model_copy(update={"delay": 1.0})]}})
+    took: list[float] = []
+    ask = agent.ask
+
+    async def timed_ask(shape: str) -> str:
+        started = time.monotonic()
+        try:
+            return await ask(shape)
+        finally:
+            took.append(time.monotonic() - started)
+
+    monkeypatch.setattr(agent, "ask", timed_ask)
+    prompts, replayed = record_then_replay(scenario, tmp_path)
+    assert len(prompts) == 2 and replayed.check("cassette").status.value == "pass", prompts
+    assert len(took) == 2 and min(took) >= 1.0, took  # recording, then replay: as long as the answer took
 
 
 @pytest.mark.slow  # the worker subprocess of tool_rlm's run_python, twice
 def test_a_subprocess_client_call_is_recorded_once_and_replayed(tmp_path: Path) -> None:
     scenario = load_scenario(SUBPROCESS)
     prompts, replayed = record_then_replay(scenario, tmp_path)
-    assert len(prompts) == model_calls(scenario) == 8, prompts
+    calls = model_calls(scenario)
+    assert (len(prompts), calls) == (8, 8), prompts
     assert prompts.count("Classify: great product") == 1
     assert replayed.error is None and replayed.check("cassette").status.value == "pass", (
         replayed.error or replayed.check("cassette").explanation)
@@ -95,7 +126,7 @@ def test_a_subprocess_client_call_is_recorded_once_and_replayed(tmp_path: Path) 
 
 def test_an_in_process_call_the_cassette_lacks_is_still_a_miss(tmp_path: Path) -> None:
     """Calls to the gateway pass the cassette by, but the call the gateway forwards is judged as ever: one the
-    cassette does not hold fails the run naming it, and nothing reaches the network."""
+    cassette does not hold fails the cassette row, named by its caller (the prompt)."""
     scenario = one_shape("sync")
     record_then_replay(scenario, tmp_path)
     [path] = tmp_path.rglob(f"{scenario.name}.yaml")
