@@ -397,8 +397,10 @@ def _model_routes(built: BuiltTarget, llm: Any, scenario: Scenario, options: Run
 
     endpoint = llm.endpoint
     offline = options.llm_mode is not LlmMode.LIVE
+    # A call to the gateway is recorded and replayed once, as the gateway forwards it (LlmSession.forwarding_gateway).
     with ModelGateway(upstream=endpoint.base_url, api_key=endpoint.api_key,
-                      replay=options.llm_mode is LlmMode.REPLAY) as gateway, routed_model_environment(gateway), (
+                      replay=options.llm_mode is LlmMode.REPLAY) as gateway, llm.forwarding_gateway(gateway.base_url), \
+            routed_model_environment(gateway), (
             deterministic_ids(f"{scenario.name}:{nonce}" if nonce else scenario.name) if offline
             else contextlib.nullcontext()):
         yield (f"{route}, for every LlmAgent (the harness's model set on each) and the agent's own google-genai "
