@@ -672,12 +672,12 @@ def cmd_export(args: argparse.Namespace) -> int:
     eval_set_id = args.out.name.removesuffix(".json").removesuffix(".evalset").removesuffix(".test")
     eval_set, refused = export_eval_set(scenarios, options, eval_set_id=eval_set_id,
                                         log=lambda name, result: console.print(f"ran {name}: {result.status}",
-                                                                               markup=False))
+                                                                               markup=False, soft_wrap=True))
     if eval_set.eval_cases:
         write_atomic(args.out, eval_set.model_dump_json(indent=2, exclude_none=True) + "\n")
-        console.print(f"wrote {args.out}: {len(eval_set.eval_cases)} eval case(s)", markup=False)
+        console.print(f"wrote {args.out}: {len(eval_set.eval_cases)} eval case(s)", markup=False, soft_wrap=True)
     for refusal in refused:
-        console.print(f"not exported {refusal}", markup=False, style="bold red")
+        console.print(f"not exported {refusal}", markup=False, style="bold red", soft_wrap=True)
     return EXIT_FAILED if refused or not eval_set.eval_cases else EXIT_OK
 
 

@@ -8,6 +8,7 @@ recorder fills the trace, the checks read it.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import itertools
 import logging
 import re
@@ -312,7 +313,7 @@ async def _run_sessions(scenario: Scenario, built: BuiltTarget, options: RunOpti
             raise
         raise CalledCodeError(f"{exc}. Before that, {'; '.join(earlier)}") from exc.__cause__
 
-    if options.keep_adk_sessions:
+    if options.keep_adk_sessions or scenario.expect.adk_session is not None:
         trace.adk_sessions = await _adk_sessions(scenario, built, app.name)
     trace.service_probe = await probe_service(built.session_service, spec=options.session_service,
                                               backend=options.backend, target=built.profile,
@@ -322,6 +323,17 @@ async def _run_sessions(scenario: Scenario, built: BuiltTarget, options: RunOpti
     trace.llm_responses = recorder.responses
     trace.live_states = recorder.live_states
     return trace
+
+
+async def _run_turn_with_delta(built: BuiltTarget, runner: Runner, user_id: str, session_id: str,
+                               turn: Any) -> TurnOutcome:
+    """A turn whose message carries a state delta: only a turn function that takes ``state_delta`` can send it."""
+    if "state_delta" not in inspect.signature(built.run_turn).parameters:
+        raise HarnessError(f"A turn of this scenario sends a state_delta with its message, and target "
+                           f"{built.name!r} drives turns with a function that cannot pass one. Fix: run the "
+                           f"scenario against an App or agent the harness builds (--target module:attr), or drop "
+                           f"the turn's state_delta.")
+    return await built.run_turn(runner, user_id, session_id, turn.user, state_delta=dict(turn.state_delta))
 
 
 def session_id_of(scenario: Scenario, index: int) -> str:
@@ -359,7 +371,8 @@ async def _drive_sessions(scenario: Scenario, built: BuiltTarget, service: Recor
         for position, turn in enumerate(spec.turns):
             run_error = None
             try:
-                outcome = await built.run_turn(runner, spec.user, session_id, turn.user)
+                outcome = await (built.run_turn(runner, spec.user, session_id, turn.user) if not turn.state_delta
+                                 else _run_turn_with_delta(built, runner, spec.user, session_id, turn))
             except HarnessError:
                 raise
             except Exception as exc:  # the target's runner crashed: the turn's error, and the checks still judge

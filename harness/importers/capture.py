@@ -71,8 +71,8 @@ def initial_state(stored: Any) -> dict[str, Any]:
     return {key: value for key, value in merged.items() if key not in written and not key.startswith("temp:")}
 
 
-def scenario_from_session(stored: Any, tree: AgentTree, *, name: str, source: str,
-                          profile: str | None) -> dict[str, Any]:
+def scenario_from_session(stored: Any, tree: AgentTree, *, name: str, source: str, profile: str | None,
+                          target: str | None = None) -> dict[str, Any]:
     from google.adk.evaluation.eval_case import EvalCase, SessionInput
     from google.adk.evaluation.evaluation_generator import EvaluationGenerator
 
@@ -83,7 +83,8 @@ def scenario_from_session(stored: Any, tree: AgentTree, *, name: str, source: st
                     session_input=SessionInput(app_name=stored.app_name, user_id=stored.user_id,
                                                state=initial_state(stored)))
     try:
-        scenario = scenario_from_case(case, tree, source=source, name=name, exact_state=False, profile=profile)
+        scenario = scenario_from_case(case, tree, source=source, name=name, exact_state=False, profile=profile,
+                                      target=target)
     except CaseRefused as exc:
         raise CaptureError(str(Refusal(f"{source}: session {stored.key}", str(exc)))) from None
     scenario["description"] = f"Session {stored.key} captured from {source} ({len(stored.events)} events)."

@@ -41,7 +41,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
 def add_import_parser(commands: Any) -> None:
     """Add ``import`` (with its ``evalset`` kind) and ``capture`` to the CLI's sub-commands."""
     parser = commands.add_parser(
-        "import", help="turn test material teams already have into scenarios (ADK eval sets)",
+        "import", help="turn test material teams already have into scenarios (ADK eval sets, adk conformance)",
         description="Write scenarios from another format. `import evalset PATH`: every EvalCase of an ADK eval set "
                     "(.evalset.json, or the older .test.json; a file or a folder of them) becomes a scenario whose "
                     "script replays the recorded trajectory offline, with final_session_state as its expected "
@@ -55,6 +55,13 @@ def add_import_parser(commands: Any) -> None:
     evalset.add_argument("--exact-state", action="store_true",
                          help="compare final_session_state as the whole state (state_match: exact); the default "
                               "compares the keys it names (subset)")
+    conformance = kinds.add_parser(
+        "adk-conformance", help="ADK conformance cases (spec.yaml with what `adk conformance record` wrote)",
+        description="Import ADK conformance cases: each folder with a spec.yaml and its generated-recordings.yaml "
+                    "and generated-session.yaml becomes a scenario that serves the recorded model responses "
+                    "verbatim and compares the run's session with the recorded one (check adk_recording_matches).")
+    conformance.add_argument("path", type=Path, metavar="DIR", help="a case folder, or a folder of them")
+    _add_common(conformance)
 
     capture = commands.add_parser(
         "capture", help="turn a stored session (an incident) into a scenario that replays it",
@@ -93,11 +100,10 @@ def _destination(args: argparse.Namespace, command: str) -> _Destination:
     return _Destination(target, out, profile)
 
 
-def _tree(target: str) -> Any:
+def _app(target: str) -> Any:
     from ..init_project import load_target_app
-    from .evalset import agent_tree
 
-    return agent_tree(load_target_app(target, allow_builtin=True))
+    return load_target_app(target, allow_builtin=True)
 
 
 def _write_all(items: list[tuple[str, str]], out: Path, *, force: bool) -> list[Path]:
@@ -130,14 +136,20 @@ def _console() -> Any:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from .evalset import import_eval_sets
+    from .adk_conformance import import_cases
+    from .evalset import agent_tree, import_eval_sets
 
-    where = _destination(args, "import evalset")
+    where = _destination(args, f"import {args.kind}")
     existing = {p.stem for p in where.out.glob("*.yaml")} if where.out.is_dir() and not args.force else set()
-    imported, refused = import_eval_sets(args.path, _tree(where.target), exact_state=args.exact_state,
-                                         profile=where.profile, taken=existing)
-    header = ("Imported from {source} by `rlm-conformance import evalset` (target {target}).\n"
-              "The script replays the recorded trajectory; the agents' tools run for real.")
+    app = _app(where.target)
+    if args.kind == "evalset":
+        imported, refused = import_eval_sets(args.path, agent_tree(app), exact_state=args.exact_state,
+                                             profile=where.profile, target=where.target, taken=existing)
+    else:
+        imported, refused = import_cases(args.path, agent_tree(app), app_name=app.name, profile=where.profile,
+                                         target=where.target, taken=existing)
+    header = (f"Imported from {{source}} by `rlm-conformance import {args.kind}` (target {{target}}).\n"
+              "The script replays the recorded model answers; the agents' tools run for real.")
     paths = _write_all([(item.name, render(item.scenario, header.format(source=item.source, target=where.target)))
                         for item in imported], where.out, force=True)
     console = _console()
@@ -153,13 +165,13 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def cmd_capture(args: argparse.Namespace) -> int:
     from .capture import find_session, scenario_from_session
-    from .evalset import slug
+    from .evalset import agent_tree, slug
 
     where = _destination(args, "capture")
     stored = find_session(args.store, args.session, app=args.app, user=args.user)
     name = args.name or f"captured_{slug(stored.session_id)}"
-    scenario = scenario_from_session(stored, _tree(where.target), name=name, source=args.store,
-                                     profile=where.profile)
+    scenario = scenario_from_session(stored, agent_tree(_app(where.target)), name=name, source=args.store,
+                                     profile=where.profile, target=where.target)
     header = (f"Captured from {args.store}, session {stored.key}, by `rlm-conformance capture` (target "
               f"{where.target}).\nThe script replays the model answers its events hold; the invariant checks judge "
               f"the replay.")

@@ -192,7 +192,7 @@ def _turn_steps(invocation: Invocation, tree: AgentTree, where: str) -> list[tup
 
 
 def scenario_from_case(case: EvalCase, tree: AgentTree, *, source: str, name: str, exact_state: bool,
-                       profile: str | None) -> dict[str, Any]:
+                       profile: str | None, target: str | None = None) -> dict[str, Any]:
     """The scenario mapping of one case (raises ``CaseRefused`` with the reason when it cannot be faithful)."""
     if case.conversation_scenario is not None:
         raise CaseRefused("a conversation_scenario: a user simulator plays the user, so there is no fixed "
@@ -217,8 +217,8 @@ def scenario_from_case(case: EvalCase, tree: AgentTree, *, source: str, name: st
             session["initial_state"] = dict(case.session_input.state)
         app_note = f" (app {case.session_input.app_name})" if case.session_input.app_name else ""
     scenario: dict[str, Any] = {"name": name, "description": f"ADK eval case {case.eval_id!r} of {source}{app_note}."}
-    if profile:
-        scenario["profile"] = profile
+    scenario |= {"target": target} if target else {}
+    scenario |= {"profile": profile} if profile else {}
     scenario |= {"sessions": [session], "script": script}
     expect: dict[str, Any] = {}
     if case.final_session_state:
@@ -231,7 +231,7 @@ def scenario_from_case(case: EvalCase, tree: AgentTree, *, source: str, name: st
 
 
 def import_eval_sets(path: Path, tree: AgentTree, *, exact_state: bool = False, profile: str | None = None,
-                     taken: Iterable[str] = ()) -> tuple[list[Imported], list[Refusal]]:
+                     target: str | None = None, taken: Iterable[str] = ()) -> tuple[list[Imported], list[Refusal]]:
     """Every case of every eval set file at ``path``: the scenarios, and the cases refused with their reasons.
     Names are ``<file stem>_<eval id>`` made slugs, unique against ``taken`` and each other."""
     imported: list[Imported] = []
@@ -245,7 +245,7 @@ def import_eval_sets(path: Path, tree: AgentTree, *, exact_state: bool = False, 
             name = _unique(f"{stem}_{slug(case.eval_id)}", used)
             try:
                 scenario = scenario_from_case(case, tree, source=file.name, name=name, exact_state=exact_state,
-                                              profile=profile)
+                                              profile=profile, target=target)
             except CaseRefused as exc:
                 refused.append(Refusal(source, str(exc)))
                 continue

@@ -93,16 +93,17 @@ def generic_target(name: str, app: App, env: TargetEnvironment, *, profile: Targ
 
     driver = _driver(profile)
 
-    async def run_turn(runner: Runner, user_id: str, session_id: str, message: str) -> TurnOutcome:
+    async def run_turn(runner: Runner, user_id: str, session_id: str, message: str,
+                       state_delta: dict[str, Any] | None = None) -> TurnOutcome:
         service = runner.session_service
         error = crash = None
         returned: Any = None
         try:
             if driver is not None:
-                returned = await driver(runner, user_id, session_id, message)
+                returned = await driver(runner, user_id, session_id, message, state_delta)
             else:
                 async for _ in runner.run_async(user_id=user_id, session_id=session_id, new_message=types.Content(
-                        role="user", parts=[types.Part(text=message)])):
+                        role="user", parts=[types.Part(text=message)]), state_delta=state_delta):
                     pass
         except Exception as exc:  # the turn's error (a verdict of its own); the checks still judge the session
             error, crash = f"{type(exc).__name__}: {exc}", describe_error(exc)

@@ -89,7 +89,7 @@ def test_step_with_two_shapes(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("step", "expected"), [
     ("- exit_loop", "a step must be a mapping"),
-    ("- {}", "a step needs 'call', 'fault' or 'text'"),
+    ("- {}", "a step needs 'call', 'fault', 'text' or 'response'"),
     ("- {fault: http_492}", "expected one of http_429, http_500, http_503, malformed, truncated, slow, empty, "
                             "safety, got 'http_492'. Fix: did you mean 'http_429'?"),
     ("- {text: hi, args: {}}", "unknown field 'args' (allowed here: text, delay, when)"),
