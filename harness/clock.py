@@ -81,7 +81,8 @@ class ScenarioClock:
         self._base = start_ns
         self._since: int | None = None
         self._last = start_ns
-        self._lock = threading.Lock()  # read from any thread; nothing in here reads the patched clock
+        # Read from any thread, and re-entered by a signal handler or a finalizer that reads the time meanwhile.
+        self._lock = threading.RLock()
         if site is not None:
             site.mkdir(parents=True, exist_ok=True)
             (site / "sitecustomize.py").write_bytes(SITE_SOURCE.read_bytes())
@@ -111,8 +112,12 @@ class ScenarioClock:
         if self.site is None:
             return
         staged = self.site / "clock.json.tmp"
-        staged.write_text(json.dumps({"instant_ns": instant_ns, "step_ns": self.step_ns}), encoding="utf-8")
-        os.replace(staged, self.site / "clock.json")
+        try:
+            staged.write_text(json.dumps({"instant_ns": instant_ns, "step_ns": self.step_ns}), encoding="utf-8")
+            os.replace(staged, self.site / "clock.json")
+        except OSError:  # inside a reading of the clock (no logging: it reads the clock): a later process starts at
+            # the previous instant, which only a folder removed under the run can cause
+            pass
 
 
 @contextlib.contextmanager

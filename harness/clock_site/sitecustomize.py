@@ -46,7 +46,7 @@ class StartedClock:
         self._instant_ns = instant_ns
         self._step_ns = step_ns
         self._started: int | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a signal handler reading the time inside a reading must not deadlock
 
     def time_ns(self) -> int:
         with self._lock:
