@@ -257,3 +257,15 @@ def test_the_committed_cassette_replays_green() -> None:
     result = run_scenario(load_scenario(SCENARIO), RunOptions(llm_mode=LlmMode.REPLAY))
     assert result.check("cassette").status.value == "pass", result.check("cassette").explanation
     assert [s["child_time"] for s in _states(result)] == ["2026-01-01 00:00:01", "2026-01-01 00:00:03"]
+
+
+def test_a_cassette_whose_clock_was_edited_by_hand_fails_naming_the_field(tmp_path: Path) -> None:
+    committed = Path(__file__).resolve().parents[2] / "cassettes" / "clock_rlm" / "time_in_prompt.yaml"
+    text = committed.read_text(encoding="utf-8")
+    assert "start: '2026-01-01T00:00:00+00:00'" in text
+    (tmp_path / "clock_rlm").mkdir()
+    (tmp_path / "clock_rlm" / "time_in_prompt.yaml").write_text(
+        text.replace("start: '2026-01-01T00:00:00+00:00'", "start: '2026-01-01T00:00:00'", 1), encoding="utf-8")
+    result = run_scenario(load_scenario(SCENARIO), RunOptions(llm_mode=LlmMode.REPLAY, cassette_dir=tmp_path))
+    verdict = result.check("cassette")
+    assert verdict.status.value == "fail" and "metadata.clock needs a time zone" in verdict.explanation
