@@ -23,6 +23,7 @@ from google.adk.runners import Runner
 
 from .checks import run_checks
 from .checks.base import CheckContext, CheckResult, failed, passed
+from .clock import scenario_clock
 from .errors import CalledCodeError, CassetteError, HarnessError
 from .escape_probe import escape_targets
 from .failures import blamed, error_result, harness_bug
@@ -223,7 +224,8 @@ async def _drive_on(scenario: Scenario, options: RunOptions, choice: TargetChoic
             nonce = getattr(workspace, "run_nonce", None)  # a live workspace run's (harness/targets/databricks.py)
             with _credential_canaries(options) as planted, _model_routes(built, llm, scenario, options,
                                                                          nonce=nonce) as route, \
-                    escape_targets(scenario.escape_probe and options.backend == "local") as escape:
+                    escape_targets(scenario.escape_probe and options.backend == "local") as escape, \
+                    scenario_clock(scenario, options, llm, home):  # the target's wall clock (harness/clock.py)
                 trace = await _run_sessions(scenario, built, options, llm.mode_label)
             trace.model_route = route
             trace.planted_credentials = planted

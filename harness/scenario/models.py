@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, JsonValue, PrivateAttr,
-                      StringConstraints, Tag, model_validator)
+from pydantic import (AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, JsonValue,
+                      PrivateAttr, StringConstraints, Tag, model_validator)
 from pydantic_core import PydanticCustomError
 
 from harness.scenario.script import CallStep, FaultStep, ResponseStep, TextStep
@@ -172,6 +172,11 @@ class Scenario(_Model):
                                   "when the scenario checks one of the two, e.g. the environment each gives the "
                                   "code; null (default): the run's choice.")
     context: JsonValue = Field(default=None, description="Data given to executed code as `context`.")
+    clock_start: AwareDatetime | None = Field(
+        default=None, description="The instant the target's wall clock starts at (ISO 8601 with a time zone, e.g. "
+                                  "2026-03-02T09:00:00Z); each model exchange moves it one second on. Null (default): "
+                                  "2026-01-01T00:00:00Z in replay and scripted runs, the real time in a live recording "
+                                  "(kept in the cassette, so its replay starts there). docs/your-agent.md, 'The clock'.")
     escape_probe: bool = Field(
         default=False, description="The harness plants escape targets outside the executor while this scenario runs "
                                    "(a secret file, a folder, a local TCP listener: harness/escape_probe.py) and "
