@@ -80,7 +80,24 @@ at least): the state is written once per as many delta bytes, so an append's
 cost follows its delta, not the state's size (one 20 MB value no longer makes
 every later append rewrite 20 MB).
 
-**DuckDB.** Its ``transaction()`` is atomic, so the session row and the event
+**Keys.** Each table has its key (``schema.KEYS``: a session, an event per
+seq, an app row, a user row). DuckDB enforces them with unique indexes, added
+to older files on open, so no writer — this service on any connection, or a
+direct ``INSERT`` — can store a duplicate; Delta enforces none, so there the
+MERGE insert-if-absent and the compare-and-set writes above keep them unique
+(a MERGE reads the table, so of two racing ones Delta fails one with a
+conflict; it is retried and re-checks).
+
+**DuckDB.** Every engine on one file in a process shares one connection (see
+``DuckDBEngine``), so services on one file take turns as one service's calls
+do. A conflict DuckDB still reports (another connection to the file, e.g. a
+user's own ``duckdb.connect``: "Conflict on update!", a duplicate key at
+commit) aborts the call's transaction; the call runs again whole (bounded by
+``retry``): a create then finds the row (``AlreadyExistsError``), an append
+re-checks its version and keys. Once the attempts are used up the call
+raises ``StaleSessionError`` ("lost a write conflict"): DuckDB's own
+exceptions never reach the caller.
+Its ``transaction()`` is atomic, so the session row and the event
 row commit together and no redo record is written (``pending_json`` NULL);
 roll-forward is still read (older rows, and engines without transactions):
 the row is read without its last event's seq, which is read apart only for a
@@ -406,6 +423,31 @@ class DeltaSessionService(BaseSessionService):
             return await asyncio.to_thread(call, *args)
         return call(*args)
 
+    def _whole(self, what: str, call: Callable[..., T], *args: Any) -> T:
+        """``call(*args)`` (one ``engine.transaction()``), run whole again after a write conflict that aborted it.
+
+        Only on engines whose transactions are atomic (DuckDB): the conflict rolled everything back, so running the
+        call again re-reads and re-checks from scratch (an append's compare-and-set and scope-key check, a
+        create's insert-if-absent). Bounded by ``retry``; then ``StaleSessionError`` — the driver's error never
+        reaches the caller. On other engines each statement is retried where that is safe (see the module
+        docstring), so the call runs once.
+        """
+        if not self._atomic:
+            return call(*args)
+        delays = self.retry.delays()
+        for attempt, delay in enumerate([*delays, None], start=1):
+            try:
+                return call(*args)
+            except WriteConflictError as exc:
+                logger.warning("%s lost a write conflict with another connection to the store (%s, attempt %d of "
+                               "%d): %s", what, exc.error_class, attempt, self.retry.attempts, exc)
+                if delay is None:
+                    raise StaleSessionError(
+                        f"{_STALE_MESSAGE} ({what} lost a write conflict with another connection to the store "
+                        f"{self.retry.attempts} times: {exc.error_class}; nothing was written)") from exc
+                self.retry.sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
+
     # --- BaseSessionService ---------------------------------------------------
 
     @override
@@ -423,7 +465,8 @@ class DeltaSessionService(BaseSessionService):
         session_state_json = _dumps(_apply_delta({}, scopes["session"]))
         now = platform_time.get_time()
         keys = {"app_name": app_name, "user_id": user_id, "session_id": session_id}
-        app_state, user_state = await self._in_worker(self._create_rows, keys, scopes, session_state_json, now)
+        app_state, user_state = await self._in_worker(self._whole, "create_session", self._create_rows, keys, scopes,
+                                                      session_state_json, now)
         self._remember_row(keys, _KnownRow(0, now, session_state_json, [], 0))
         self._remember_view(keys, 0, app_state, user_state)
         # Built from the JSON written, so the result equals what a later get_session returns.
@@ -464,7 +507,7 @@ class DeltaSessionService(BaseSessionService):
         config: GetSessionConfig | None = None,
     ) -> Session | None:
         keys = {"app_name": app_name, "user_id": user_id, "session_id": session_id}
-        return await self._in_worker(self._load_session, keys, config)
+        return await self._in_worker(self._whole, "get_session", self._load_session, keys, config)
 
     def _load_session(self, keys: Mapping[str, str], config: GetSessionConfig | None) -> Session | None:
         # One transaction = one consistent snapshot of the row, its events and scoped state.
@@ -582,12 +625,15 @@ class DeltaSessionService(BaseSessionService):
     @override
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         keys = {"app_name": app_name, "user_id": user_id, "session_id": session_id}
+        self._whole("delete_session", self._delete_rows, keys)
+        self._forget_row(keys)
+
+    def _delete_rows(self, keys: Mapping[str, str]) -> None:
         with self.engine.transaction():  # idempotent DELETEs: safe to run again after a conflict
             self.retry.run("deleting a session's events",
                            lambda: self.engine.execute(f"DELETE FROM events WHERE {_EVENT_KEY}", keys))
             self.retry.run("deleting a session row",
                            lambda: self.engine.execute(f"DELETE FROM sessions WHERE {_SESSION_KEY}", keys))
-        self._forget_row(keys)
 
     @override
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
@@ -625,7 +671,8 @@ class DeltaSessionService(BaseSessionService):
             tail_entry = (_dumps({k: v for k, v in scopes["session"].items() if v is not None}),
                           _dumps([k for k, v in scopes["session"].items() if v is None]))
 
-        version, known = await self._in_worker(self._append_rows, session, keys, event_row, scoped, tail_entry)
+        version, known = await self._in_worker(self._whole, "append_event", self._append_rows, session, keys,
+                                               event_row, scoped, tail_entry)
         self._remember_row(keys, known)  # committed: the row is now as written
         self._remember_view(keys, version + 1, scopes["app"], scopes["user"], update=True)
         # Base class: apply temp: to the live session, trim it from the event, then
@@ -741,6 +788,8 @@ class DeltaSessionService(BaseSessionService):
                  "tail_chars": tail_chars, "state_json": snapshot, "create_time": create_time},
             )))
         except WriteConflictError as exc:
+            if not exc.retryable:  # its transaction was aborted (DuckDB): _whole runs the append again
+                raise
             logger.warning("session %s: gave up after %d write conflicts (%s); reporting the append as stale",
                            keys["session_id"], self.retry.attempts, exc.error_class)
             return False
