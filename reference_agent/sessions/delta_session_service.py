@@ -36,10 +36,11 @@ correct on both because no step relies on the transaction:
   event sets or deletes holds, in storage, another value than the writer's
   session was loaded with (another session changed it since), the append is
   stale: ``StaleSessionError``, nothing written. (What a session saw is kept
-  by this service per session — ADK's ``State`` writes through to
-  ``session.state`` before ``append_event``, so the live dict cannot tell; a
-  session this service did not load writes its scope keys blind, as ADK's
-  services do.) Keys of the row the event does not touch may have changed:
+  by this service per ``Session`` *object* — ADK's ``State`` writes through
+  to ``session.state`` before ``append_event``, so the live dict cannot tell;
+  another ``get_session`` of the same id makes a new object and does not
+  refresh the writer's view (``scope_views.py``); a ``Session`` this service
+  did not return writes its scope keys blind, as ADK's services do.) Keys of the row the event does not touch may have changed:
   no conflict, they are merged. After the commit point each row is written
   ``WHERE version = :read``, re-read and re-applied if another writer got in
   between (``scope_rows.py``). The one window left: another session changing
@@ -117,7 +118,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import hashlib
 import json
 import logging
 from collections import OrderedDict
@@ -143,16 +143,11 @@ from reference_agent.storage.sql import SqlEngine, WriteConflictError, affected_
 from .conflicts import ConflictRetry
 from .schema import ensure_schema
 from .scope_rows import ScopeRow, ScopeRows, apply_delta
+from .scope_views import ScopeViews, fingerprint
 from .values import check_storable
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
-
-def _fingerprint(value: Any) -> str:
-    """A short digest of a value's canonical JSON (what a session saw of a scope key; see _check_scope_keys)."""
-    text = json.dumps(to_jsonable_python(value), sort_keys=True, ensure_ascii=False)
-    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
-
 
 _STALE_MESSAGE = (
     "The session has been modified in storage since it was loaded. "
@@ -353,10 +348,10 @@ class DeltaSessionService(BaseSessionService):
         last_seq = "NULL" if self._atomic else _LAST_SEQ
         self._row_with_scopes, self._row = _session_with_scopes(last_seq), _session_row(last_seq)
         self._offload = bool(getattr(engine, "thread_safe", False))
-        # (app, user, session) -> (marker, {"app:k"/"user:k": fingerprint}): the app:/user: values the session
-        # was loaded with, plus its own writes since. ADK's State writes through to session.state before
-        # append_event, so the live session cannot say what it had seen; this can (see _check_scope_keys).
-        self._scope_views: OrderedDict[tuple[str, str, str], tuple[str, dict[str, str]]] = OrderedDict()
+        # Each returned Session object -> the app:/user: values it was loaded with, plus its own writes since
+        # (scope_views.py; see _check_scope_keys). Per object, not per session id: another read of the id
+        # does not refresh a writer's view.
+        self._views = ScopeViews()
         self.retry.run("creating the session tables", lambda: ensure_schema(engine))
 
     @classmethod
@@ -397,25 +392,6 @@ class DeltaSessionService(BaseSessionService):
 
     def _forget_row(self, keys: Mapping[str, str]) -> None:
         self._known_rows.pop((keys["app_name"], keys["user_id"], keys["session_id"]), None)
-        self._scope_views.pop((keys["app_name"], keys["user_id"], keys["session_id"]), None)
-
-    def _remember_view(self, keys: Mapping[str, str], marker: int, app_state: Mapping[str, Any],
-                       user_state: Mapping[str, Any], *, update: bool = False) -> None:
-        key = (keys["app_name"], keys["user_id"], keys["session_id"])
-        current = self._scope_views.get(key)  # one lookup: a worker thread may evict it meanwhile
-        if update and current is None:
-            return  # no view to update: the next append of this session writes blind (or get_session loads one)
-        seen = dict(current[1]) if update and current is not None else {}
-        for prefix, state in ((State.APP_PREFIX, app_state), (State.USER_PREFIX, user_state)):
-            for name, value in state.items():
-                if value is None:
-                    seen.pop(prefix + name, None)
-                else:
-                    seen[prefix + name] = _fingerprint(value)
-        self._scope_views[key] = (str(marker), seen)
-        self._scope_views.move_to_end(key)
-        while len(self._scope_views) > _KNOWN_ROWS:
-            self._scope_views.popitem(last=False)
 
     async def _in_worker(self, call: Callable[..., T], *args: Any) -> T:
         """``call(*args)`` in a worker thread where the engine allows it, so the event loop stays free."""
@@ -468,9 +444,10 @@ class DeltaSessionService(BaseSessionService):
         app_state, user_state = await self._in_worker(self._whole, "create_session", self._create_rows, keys, scopes,
                                                       session_state_json, now)
         self._remember_row(keys, _KnownRow(0, now, session_state_json, [], 0))
-        self._remember_view(keys, 0, app_state, user_state)
         # Built from the JSON written, so the result equals what a later get_session returns.
-        return self._build_session(keys, _loads(session_state_json, {}), app_state, user_state, 0, now, [])
+        session = self._build_session(keys, _loads(session_state_json, {}), app_state, user_state, 0, now, [])
+        self._views.load(session, app_state, user_state)
+        return session
 
     def _create_rows(self, keys: Mapping[str, str], scopes: Mapping[str, dict[str, Any]], session_state_json: str,
                      now: float) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -529,9 +506,10 @@ class DeltaSessionService(BaseSessionService):
             events = [_event_from_row(row) for row in event_rows]
         self._remember_row(keys, _KnownRow(version, create_time, state_json or "{}", tail,
                                            sum(len(a or "") + len(b or "") for a, b in tail)))
-        self._remember_view(keys, version, _loads(app_json, {}), _loads(user_json, {}))
-        return self._build_session(keys, state, _loads(app_json, {}), _loads(user_json, {}),
-                                   version, update_time, events)
+        app_state, user_state = _loads(app_json, {}), _loads(user_json, {})
+        session = self._build_session(keys, state, app_state, user_state, version, update_time, events)
+        self._views.load(session, app_state, user_state)
+        return session
 
     def _tail(self, keys: Mapping[str, str], event_rows: list[tuple], config: GetSessionConfig | None,
               version: int, state_version: int) -> list[tuple[str, str]]:
@@ -674,7 +652,7 @@ class DeltaSessionService(BaseSessionService):
         version, known = await self._in_worker(self._whole, "append_event", self._append_rows, session, keys,
                                                event_row, scoped, tail_entry)
         self._remember_row(keys, known)  # committed: the row is now as written
-        self._remember_view(keys, version + 1, scopes["app"], scopes["user"], update=True)
+        self._views.wrote(session, str(version + 1), scopes["app"], scopes["user"])
         # Base class: apply temp: to the live session, trim it from the event, then
         # commit the rest (through _update_session_state below) and append.
         await super().append_event(session, event)
@@ -707,20 +685,21 @@ class DeltaSessionService(BaseSessionService):
                           rows: Mapping[str, ScopeRow | None]) -> None:
         """StaleSessionError if a scope key the event writes holds, in storage, another value than ``session`` saw.
 
-        What the session saw is this service's view of it (loaded by get_session/create_session, updated by its
-        appends). A session this service has no view of (built elsewhere, or evicted) writes its scope keys
-        blind, as ADK's own services do.
+        What the session saw is this service's view of that Session object (scope_views.py: set when
+        get_session/create_session returned it, updated by its own appends; another read of the same id makes
+        another object and leaves this one's view alone). A Session this service did not return (built
+        elsewhere, a copy) writes its scope keys blind, as ADK's own services do.
         """
-        view = self._scope_views.get((session.app_name, session.user_id, session.id))
-        if view is None or view[0] != session._storage_update_marker:
+        view = self._views.get(session)
+        if view is None or view.marker != session._storage_update_marker:
             return
-        seen = view[1]
+        seen = view.seen
         changed = []
         for scope, delta in scoped.items():
             prefix = State.APP_PREFIX if scope == "app" else State.USER_PREFIX
             stored = rows[scope].state if rows[scope] else {}
             for key in delta:
-                now = _fingerprint(stored[key]) if key in stored else None
+                now = fingerprint(stored[key]) if key in stored else None
                 if now != seen.get(prefix + key):
                     changed.append(prefix + key)
         if changed:
