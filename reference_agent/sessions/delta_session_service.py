@@ -144,7 +144,7 @@ from .conflicts import ConflictRetry
 from .schema import ensure_schema
 from .scope_rows import ScopeRow, ScopeRows, apply_delta
 from .scope_views import ScopeViews, fingerprint
-from .values import check_storable
+from .values import StateValueError, check_storable, refused_value, unencodable_text
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -219,7 +219,11 @@ def _merge(session_state: dict[str, Any], app_state: Mapping[str, Any], user_sta
 def _event_to_json(event: Event) -> str:
     # The delta lives in its own columns (nulls split out), so it is left out here.
     data = event.model_dump(mode="json", exclude_none=True, exclude={"actions": {"state_delta"}})
-    return json.dumps(data, ensure_ascii=False)
+    text = json.dumps(data, ensure_ascii=False)
+    found = None if text.isascii() else unencodable_text(data, "event")
+    if found is not None:  # the engine would refuse the statement, naming nothing
+        raise StateValueError(found[0], "", found[1])
+    return text
 
 
 @contextlib.contextmanager
@@ -438,7 +442,12 @@ class DeltaSessionService(BaseSessionService):
         session_id = session_id or platform_uuid.new_uuid()
         check_storable(state or {})
         scopes = _split_scopes(state or {})
-        session_state_json = _dumps(_apply_delta({}, scopes["session"]))
+        try:
+            session_state_json = _dumps(_apply_delta({}, scopes["session"]))
+            for scope in ("app", "user"):
+                _dumps(scopes[scope])  # (written by the scope rows inside the transaction: refused here, before it)
+        except (ValueError, TypeError, RecursionError) as exc:
+            raise refused_value(state or {}, _dumps, exc) from exc
         now = platform_time.get_time()
         keys = {"app_name": app_name, "user_id": user_id, "session_id": session_id}
         app_state, user_state = await self._in_worker(self._whole, "create_session", self._create_rows, keys, scopes,
@@ -628,26 +637,32 @@ class DeltaSessionService(BaseSessionService):
         persisted = event.model_copy(update={"actions": event.actions.model_copy()})
         self._trim_temp_delta_state(persisted)
         delta = dict(persisted.actions.state_delta or {})
-        check_storable(delta)  # before any statement: a refused value leaves storage and the session as they were
+        # Before any statement: a refused value leaves storage and the session as they were.
+        check_storable(delta)
         scopes = _split_scopes(delta)
         keys = {"app_name": session.app_name, "user_id": session.user_id, "session_id": session.id}
-        event_row = {
-            "id": event.id,
-            "invocation_id": event.invocation_id,
-            "author": event.author,
-            "timestamp": event.timestamp,
-            "state_delta_json": _dumps({k: v for k, v in delta.items() if v is not None}),
-            "deleted_keys_json": _dumps([k for k, v in delta.items() if v is None]),
-            "event_json": _event_to_json(persisted),
-        }
-        scoped = {scope: scopes[scope] for scope in ("app", "user") if scopes[scope]}
-        if not scopes["session"]:
-            tail_entry = None  # nothing for the session state's tail
-        elif not scoped:
-            tail_entry = (event_row["state_delta_json"], event_row["deleted_keys_json"])
-        else:
-            tail_entry = (_dumps({k: v for k, v in scopes["session"].items() if v is not None}),
-                          _dumps([k for k, v in scopes["session"].items() if v is None]))
+        try:
+            event_row = {
+                "id": event.id,
+                "invocation_id": event.invocation_id,
+                "author": event.author,
+                "timestamp": event.timestamp,
+                "state_delta_json": _dumps({k: v for k, v in delta.items() if v is not None}),
+                "deleted_keys_json": _dumps([k for k, v in delta.items() if v is None]),
+                "event_json": _event_to_json(persisted),
+            }
+            scoped = {scope: scopes[scope] for scope in ("app", "user") if scopes[scope]}
+            if not scopes["session"]:
+                tail_entry = None  # nothing for the session state's tail
+            elif not scoped:
+                tail_entry = (event_row["state_delta_json"], event_row["deleted_keys_json"])
+            else:
+                tail_entry = (_dumps({k: v for k, v in scopes["session"].items() if v is not None}),
+                              _dumps([k for k, v in scopes["session"].items() if v is None]))
+        except (ValueError, TypeError, RecursionError) as exc:  # what check_storable let through: still named
+            if isinstance(exc, StateValueError):
+                raise
+            raise refused_value(delta, _dumps, exc) from exc
 
         version, known = await self._in_worker(self._whole, "append_event", self._append_rows, session, keys,
                                                event_row, scoped, tail_entry)
