@@ -21,6 +21,10 @@ class ScenarioResult:
     duration_s: float
     # A harness-level failure (cassette miss, target import error ...): the scenario could not be judged.
     error: str | None = None
+    # A divergence the run's backend declares for this scenario (harness/targets/databricks.py), with its reason:
+    # the scenario is a strict expected failure, as pytest's xfail(strict=True): "xfail" when it fails or errs
+    # (the run stays green), "xpass" when it passes (the declaration is stale: the run is red).
+    declared: str | None = None
 
     @property
     def crashed_turns(self) -> list[TurnRecord]:
@@ -30,15 +34,23 @@ class ScenarioResult:
         return [t for t in self.trace.turns if t.outcome.crash is not None and not t.outcome.crash.expected]
 
     @property
-    def status(self) -> str:
-        """``error`` (could not be judged, or a turn raised undeclared), ``fail`` (a check failed) or ``pass``."""
+    def verdict(self) -> str:
+        """What the run showed: ``error`` (could not be judged, or a turn raised undeclared), ``fail`` (a check
+        failed) or ``pass`` — whatever was declared."""
         if self.error is not None or self.crashed_turns:
             return "error"
         return "fail" if any(c.status is Status.FAIL for c in self.checks) else "pass"
 
     @property
+    def status(self) -> str:
+        """The verdict, or for a declared divergence ``xfail`` (it failed, as declared) / ``xpass`` (it passed)."""
+        if self.declared is None:
+            return self.verdict
+        return "xpass" if self.verdict == "pass" else "xfail"
+
+    @property
     def ok(self) -> bool:
-        return self.status == "pass"
+        return self.status in ("pass", "xfail")
 
     def check(self, name: str) -> CheckResult | None:
         return next((c for c in self.checks if c.name == name), None)

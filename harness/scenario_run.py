@@ -57,12 +57,24 @@ def run_one(scenario: Scenario, options: RunOptions, snapshots: Snapshots) -> Sc
     started = time.perf_counter()
     try:
         result = run_scenario(scenario, options)
-        return with_snapshot(result, scenario, options, *snapshots) if snapshots else result
+        result = with_snapshot(result, scenario, options, *snapshots) if snapshots else result
+        return declared(result, scenario, options)
     except HarnessError as exc:  # the message says what to fix
         error = str(exc)
     except Exception as exc:  # noqa: BLE001 - no part of the run owns it but the harness: a bug, reported as one
         error = harness_bug(exc)
-    return scrubbed(error_result(scenario, options, error, time.perf_counter() - started), options)
+    return declared(scrubbed(error_result(scenario, options, error, time.perf_counter() - started), options),
+                    scenario, options)
+
+
+def declared(result: ScenarioResult, scenario: Scenario, options: RunOptions) -> ScenarioResult:
+    """``result`` marked with the divergence its backend declares for ``scenario``, if any (a strict xfail)."""
+    if options.backend != "databricks":
+        return result
+    from .targets.databricks import declared_divergence
+
+    reason = declared_divergence(scenario.name)
+    return dataclasses.replace(result, declared=f"databricks backend: {reason}") if reason else result
 
 
 def scrubbed(result: ScenarioResult, options: RunOptions) -> ScenarioResult:

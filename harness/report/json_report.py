@@ -40,7 +40,7 @@ def _result_dict(result: ScenarioResult, trace: Trace | None = None) -> dict[str
     return {
         "scenario": result.scenario, "description": result.description, "target": result.target,
         "llm_mode": result.llm_mode, "session_service": result.session_service, "ok": result.ok,
-        "status": result.status,
+        "status": result.status, "declared": result.declared,
         "duration_s": result.duration_s, "error": result.error,
         "checks": [_check_dict(c) for c in result.checks],
         "trace": trace.model_dump(mode="json") if trace is not None else None,
@@ -88,7 +88,8 @@ def _result_from(data: dict[str, Any]) -> ScenarioResult:
     trace = Trace.model_validate(data["trace"]) if data.get("trace") is not None else None
     return ScenarioResult(scenario=data["scenario"], description=data["description"], target=data["target"],
                           llm_mode=data["llm_mode"], session_service=data["session_service"], checks=checks,
-                          trace=trace, duration_s=float(data["duration_s"]), error=data.get("error"))
+                          trace=trace, duration_s=float(data["duration_s"]), error=data.get("error"),
+                          declared=data.get("declared"))
 
 
 def load_report_json(path: str | os.PathLike[str]) -> RunReport:

@@ -16,7 +16,8 @@ from .summary import (abbreviations, check_columns, error_lines, failing_checks,
                       summary_line)
 
 SYMBOLS = {Status.PASS: "✅", Status.FAIL: "❌", Status.NOT_APPLICABLE: "–"}
-SCENARIO_SYMBOLS = {"pass": "✅ pass", "fail": "❌ fail", "error": "⚠️ error"}
+SCENARIO_SYMBOLS = {"pass": "✅ pass", "fail": "❌ fail", "error": "⚠️ error", "xfail": "➖ xfail (declared)",
+                    "xpass": "❌ XPASS (declared to fail)"}
 NOT_RUN = "·"
 
 
@@ -63,6 +64,11 @@ def render_markdown(report: RunReport, *, titles: Mapping[str, str] | None = Non
             f"**{short[n]}** {_text(n)}" + (f" ({_text(titles[n])})" if titles and n in titles else "")
             for n in columns) + ".", ""]
 
+    declared = [r for r in report.results if r.declared is not None]
+    if declared:
+        out += ["## Declared divergences", ""]
+        out += [f"* **{_text(r.scenario)}** — {SCENARIO_SYMBOLS[r.status]}: {_text(r.declared)}" for r in declared]
+        out.append("")
     errors = [r for r in report.results if scenario_status(r) == "error"]
     if errors:
         out += ["## Scenarios in error", ""]

@@ -47,10 +47,8 @@ class Counts:
     failed: int
     not_applicable: int
     errors: int
-
-    @property
-    def ok(self) -> bool:
-        return self.failed == 0 and self.errors == 0
+    expected: int = 0  # declared divergences that failed as declared (xfail)
+    unexpected: int = 0  # declared divergences that passed (xpass: the declaration is stale)
 
 
 def counts(report: RunReport) -> Counts:
@@ -58,7 +56,9 @@ def counts(report: RunReport) -> Counts:
     return Counts(scenarios=len(report.results), checks=len(check_columns(report)),
                   passed=statuses.count(Status.PASS), failed=statuses.count(Status.FAIL),
                   not_applicable=statuses.count(Status.NOT_APPLICABLE),
-                  errors=sum(1 for r in report.results if r.status == "error"))
+                  errors=sum(1 for r in report.results if r.status == "error"),
+                  expected=sum(1 for r in report.results if r.status == "xfail"),
+                  unexpected=sum(1 for r in report.results if r.status == "xpass"))
 
 
 def check_counts(result: ScenarioResult) -> tuple[int, int, int]:
@@ -78,11 +78,16 @@ def summary_line(report: RunReport) -> str:
             f"{c.passed} passed, {c.failed} failed, {c.not_applicable} n/a")
     if c.errors:
         line += f", {c.errors} errored"
+    if c.expected:
+        line += f"; {c.expected} {report.subject}{'s' if c.expected > 1 else ''} failed as declared (xfail)"
+    if c.unexpected:
+        line += f"; {c.unexpected} passed although declared to fail (XPASS)"
     return line
 
 
 def scenario_status(result: ScenarioResult) -> str:
-    """``pass``, ``fail`` or ``error`` (the scenario could not be judged, or a turn raised undeclared)."""
+    """``pass``, ``fail`` or ``error`` (the scenario could not be judged, or a turn raised undeclared); ``xfail`` /
+    ``xpass`` for a divergence the backend declares."""
     return result.status
 
 

@@ -28,7 +28,8 @@ from .summary import (abbreviations, check_columns, check_counts, error_headline
 CELLS = {Status.PASS: Text("✓", style="green"), Status.FAIL: Text("✗", style="bold red"),
          Status.NOT_APPLICABLE: Text("–", style="dim")}
 RESULT = {"pass": Text("pass", style="green"), "fail": Text("FAIL", style="bold red"),
-          "error": Text("ERROR", style="bold yellow")}
+          "error": Text("ERROR", style="bold yellow"), "xfail": Text("xfail", style="yellow"),
+          "xpass": Text("XPASS", style="bold red")}
 EVIDENCE_LINES = 3
 """Evidence lines shown under each failure; the reports hold them all."""
 EVIDENCE_ROWS = 3
@@ -90,7 +91,7 @@ def _print_scenario_lines(report: RunReport, console: Console) -> None:
 
     header = Text.assemble(" " * verdict, " ", _cell(report.subject, name), GAP,
                            *_numbers(("pass", "fail", "n/a"), number), GAP, "time".rjust(clock) + GAP if timed else "",
-                           "failing checks" if any(r.status != "pass" for r in report.results) else "",
+                           "failing checks" if any(r.verdict != "pass" for r in report.results) else "",
                            style="dim")
     header.rstrip()
     console.print(_fit(header, width))
@@ -101,7 +102,9 @@ def _print_scenario_lines(report: RunReport, console: Console) -> None:
         for text, style in zip(_numbers([str(n) for n in counted], number), ("", "red", "dim")):
             line.append(text, style=style if text.strip() != "0" else "")
         line.append(GAP + (took.rjust(clock) + GAP if timed else ""))
-        if status == "error":
+        if status == "xpass":
+            line.append(_ellipsize("passed, but declared to fail: remove the declaration", room), style="red")
+        elif result.verdict == "error":
             line.append(_ellipsize(error_headline(result), room), style="yellow")
         else:
             line.append(fit_names([c.name for c in failing_checks(result)], room), style="red")
@@ -147,9 +150,17 @@ def _fit(line: Text, width: int) -> Text:
 
 
 def _print_details(report: RunReport, console: Console, where: str) -> None:
-    failures = [(r, c) for r in report.results for c in failing_checks(r)]
+    failures = [(r, c) for r in report.results if r.declared is None for c in failing_checks(r)]
     shown = set(map(id, (c for _, c in failures[:MAX_FAILURES])))
     for result in report.results:
+        if result.declared is not None:  # a strict xfail: its reason, not its failures (they are the reports')
+            console.print()
+            label = (f"xfail {result.scenario}: failed as declared ({result.declared})" if result.status == "xfail"
+                     else f"XPASS {result.scenario}: passed, but it is declared to fail ({result.declared}); the "
+                          f"declaration is stale: remove it")
+            _print_wrapped(console, Text(label, style="yellow" if result.status == "xfail" else "bold red"), "",
+                           INDENT, rows=4)
+            continue
         errors = error_lines(result)
         checks = [c for c in failing_checks(result) if id(c) in shown]
         if not errors and not checks:
