@@ -229,8 +229,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_databricks_settings(doctor)
 
     from .audit.command import add_audit_parser
+    from .explore.command import add_explore_parser
 
     add_audit_parser(commands)
+    add_explore_parser(commands)
 
     differential = commands.add_parser(
         "differential", add_help=False,
@@ -308,7 +310,7 @@ def _settle(args: argparse.Namespace) -> None:
     from .project_config import load_project_config
 
     args.configured_by = {}  # flag -> where its value came from, when that is the pyproject table
-    if args.command not in ("run", "record", "list"):
+    if args.command not in ("run", "record", "list", "explore"):
         return
     project = load_project_config()
 
@@ -637,6 +639,12 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return audit(args, _stdout_console())
 
 
+def cmd_explore(args: argparse.Namespace) -> int:
+    from .explore.command import cmd_explore as explore
+
+    return explore(args, _stdout_console())
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     from .doctor import render_json, render_table, run_local_doctor
 
@@ -676,7 +684,7 @@ VERDICT_ROWS = {
 }
 
 COMMANDS = {"run": cmd_run, "record": cmd_record, "list": cmd_list, "report": cmd_report, "explain": cmd_explain,
-            "init": cmd_init, "doctor": cmd_doctor, "audit": cmd_audit}
+            "init": cmd_init, "doctor": cmd_doctor, "audit": cmd_audit, "explore": cmd_explore}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
