@@ -71,8 +71,8 @@ def delegation(model: TargetModel, library: Library) -> st.SearchStrategy[StepPl
 def analyst_steps(model: TargetModel, library: Library) -> st.SearchStrategy[StepPlan]:
     """One model answer of the analyst: plain text, a delegation, or a call of one of its other tools."""
     choices: list[st.SearchStrategy[StepPlan]] = [st.just(StepPlan(kind="text"))]
-    if model.delegates:
-        choices.append(delegation(model, library))
+    if model.delegates:  # drawn three times as often as another answer: delegations exercise the most mechanics
+        choices += [delegation(model, library)] * 3
     choices += [tool_call(tool) for tool in model.other_tools]
     return st.one_of(choices)
 

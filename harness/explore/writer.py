@@ -43,7 +43,8 @@ def scenario_name(target: str, check: str) -> str:
 def _profile_ref(profile_path: Path | None, out_dir: Path) -> str | None:
     if profile_path is None:
         return None
-    return Path(os.path.relpath(profile_path.resolve(), out_dir.resolve())).as_posix()
+    relative = Path(os.path.relpath(profile_path.resolve(), out_dir.resolve()))
+    return relative.as_posix() if relative.parts.count(os.pardir) <= 3 else profile_path.resolve().as_posix()
 
 
 def render(scenario: Scenario, finding: Finding, *, seed: int, out_dir: Path, explore_command: str) -> str:
