@@ -198,11 +198,12 @@ class Explorer:
         test._hypothesis_internal_add_digest = (  # type: ignore[attr-defined]  # one database key per round
             f"{self.model.spec}|{self.seed}|{','.join(sorted(self.checks))}|{','.join(sorted(known))}").encode()
         database = DirectoryBasedExampleDatabase(str(self.database)) if self.database is not None else None
-        runner = seed(self.seed)(settings(
+        # settings outermost: @seed alone turns the database off.
+        runner = settings(
             max_examples=max(1, remaining if remaining is not None else 100_000), deadline=None, database=database,
             phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink), report_multiple_bugs=False,
             suppress_health_check=list(HealthCheck), print_blob=False, verbosity=Verbosity.quiet,
-            derandomize=False)(given(plans(self.model, self.library))(test)))
+            derandomize=False)(seed(self.seed)(given(plans(self.model, self.library))(test)))
         try:
             runner()
         except _Exhausted:
