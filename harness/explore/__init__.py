@@ -8,9 +8,10 @@ The design, one job a module, data flowing one way:
 * ``library`` + ``behaviours.yaml`` — what delegated code does, as data a user extends (``--behaviours``):
   small and huge output, output at and one over the preview limit, raise, FINAL, FINAL_VAR (defined or not), a
   variable defined in one iteration and used in the next, llm_query, llm_query_batched, printing nothing.
-* ``strategies`` — Hypothesis strategies from the two: sessions (users, turns), max_iterations, and the analyst's
-  answers (plain text, a call of an offered tool with arguments drawn from its schema, a delegation), every
-  choice ordered simplest first so shrinking moves toward fewer sessions, turns, steps and simpler code.
+* ``strategies`` — Hypothesis strategies from the two: sessions (users, turns, initial ``app:``/``user:``/``temp:``
+  keys and None values), max_iterations, and the analyst's answers (plain text, a call of an offered tool with
+  arguments drawn from its schema, a delegation, a model fault), every choice ordered simplest first so
+  shrinking moves toward fewer sessions, turns, steps and simpler code.
 * ``plan`` — a drawn conversation (``Plan``) as an ordinary in-memory ``Scenario``; every agent's script is
   padded past what the conversation can use, so the target never runs out of answers.
 * ``findings`` — one run judged: a finding per failed registered check (the harness's ``script``, ``cassette``

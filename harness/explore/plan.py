@@ -1,8 +1,9 @@
 """A generated conversation (``Plan``) and the ordinary ``Scenario`` it becomes.
 
-A plan is what Hypothesis draws: sessions (each a user and a number of turns), ``max_iterations``, and the
-analyst's model answers in order — plain text, a call of an offered tool with arguments, or a delegation of
-code from the behaviour library. Every other LlmAgent (a results processor, a formatter) and the sub-LM answer
+A plan is what Hypothesis draws: sessions (each a user, a number of turns and keys to start with: ``app:``,
+``user:``, ``temp:``, plain, a None value), ``max_iterations``, and the analyst's model answers in order —
+plain text, a call of an offered tool with arguments, a delegation of code from the behaviour library, or a
+model fault (an HTTP error the client retries, or a broken answer). Every other LlmAgent (a results processor, a formatter) and the sub-LM answer
 with plain text. Each agent's script is padded with plain-text answers past what the conversation can use, so
 the target never asks its model more often than scripted: steps left unused are the generator's slack, never a
 finding (``trimmed`` cuts them off the scenario that is written).
@@ -24,18 +25,22 @@ SAMPLE_CONTEXT = {"sales": [{"region": "north", "amount": 120}, {"region": "sout
 QUESTIONS = ("What is the total sales amount?", "And how many sales were there?", "Which region sold most?")
 ANALYST_TEXT = "Nothing to run for this; the answer is in the data already."
 FILLER_TEXT = "Nothing more to add."
+INITIAL_STATE: dict[str, object] = {"explore_note": "kept", "user:explore_pref": "dark", "app:explore_shared": "shared",
+                                    "temp:explore_scratch": "scratch", "explore_cleared": None}
+"""Keys a session may start with (``initial_state``), one per scope, and a None value."""
 
 
 @dataclass(frozen=True)
 class SessionPlan:
     user: str
     turns: int
+    initial_state: tuple[str, ...] = ()  # keys of INITIAL_STATE
 
 
 @dataclass(frozen=True)
 class StepPlan:
-    kind: Literal["text", "call", "delegate"]
-    tool: str | None = None
+    kind: Literal["text", "call", "delegate", "fault"]
+    tool: str | None = None  # the tool called; for a fault, its kind (http_503, malformed ...)
     args: str = "{}"  # JSON text of the call's other arguments (hashable, stable)
     behaviour: str | None = None
 
@@ -44,6 +49,8 @@ class StepPlan:
             return "text"
         if self.kind == "delegate":
             return f"delegate:{self.behaviour}"
+        if self.kind == "fault":
+            return f"fault:{self.tool}"
         return f"call:{self.tool}"
 
 
@@ -67,11 +74,13 @@ class Plan:
         """Smaller is simpler: turns, sessions, steps, code, iterations (what shrinking minimises)."""
         code = sum(len(library.named(s.behaviour).code) for s in self.steps if s.behaviour)
         later = sum(i for i, b in enumerate(library.behaviours) for s in self.steps if s.behaviour == b.name)
-        return (self.turns, len(self.sessions), len(self.steps), self.max_iterations, later, code,
-                len(self.key()))
+        state = sum(len(s.initial_state) for s in self.sessions)
+        return (self.turns, len(self.sessions), len(self.steps), state, self.max_iterations, later, code,
+                int(self.context), self.key())
 
     def describe(self) -> str:
-        who = ", ".join(f"{s.user}x{s.turns}" for s in self.sessions)
+        who = ", ".join(f"{s.user}x{s.turns}" + (f" with {'/'.join(s.initial_state)}" if s.initial_state else "")
+                        for s in self.sessions)
         return f"sessions [{who}], max_iterations {self.max_iterations}, steps [" + ", ".join(
             s.describe() for s in self.steps) + "]"
 
@@ -84,6 +93,8 @@ def _filler_count(plan: Plan) -> int:
 def analyst_step(step: StepPlan, model: TargetModel, library: Library) -> dict[str, Any]:
     if step.kind == "text":
         return {"text": ANALYST_TEXT}
+    if step.kind == "fault":
+        return {"fault": step.tool}
     args = json.loads(step.args)
     if step.kind == "call":
         return {"call": step.tool, "args": args}
@@ -116,7 +127,10 @@ def to_scenario(plan: Plan, model: TargetModel, library: Library, *, name: str, 
         for _ in range(spec.turns):
             turns.append({"user": QUESTIONS[number % len(QUESTIONS)]})
             number += 1
-        sessions.append({"user": spec.user, "turns": turns})
+        session: dict[str, Any] = {"user": spec.user, "turns": turns}
+        if spec.initial_state:
+            session["initial_state"] = {key: INITIAL_STATE[key] for key in spec.initial_state}
+        sessions.append(session)
     data: dict[str, Any] = {"name": name, "description": description, "max_iterations": plan.max_iterations,
                             "sessions": sessions, "script": script}
     if target is not None:

@@ -13,11 +13,14 @@ from typing import Any
 from hypothesis import strategies as st
 
 from .library import Library
-from .plan import Plan, SessionPlan, StepPlan
+from .plan import INITIAL_STATE, Plan, SessionPlan, StepPlan
 from .target_model import TargetModel, ToolModel
 
 USERS = ("user_1", "user_2")
 WORDS = ("explore", "x", "print(1)", "")
+FAULTS = ("http_503", "http_429", "http_500", "malformed", "empty")
+"""Model faults an analyst call may meet (the retried statuses first); ``slow`` is left out: it waits for the
+client's timeout."""
 MAX_SESSIONS, MAX_TURNS, MAX_ITERATIONS, MAX_STEPS = 3, 3, 3, 6
 
 
@@ -74,11 +77,13 @@ def analyst_steps(model: TargetModel, library: Library) -> st.SearchStrategy[Ste
     if model.delegates:  # drawn three times as often as another answer: delegations exercise the most mechanics
         choices += [delegation(model, library)] * 3
     choices += [tool_call(tool) for tool in model.other_tools]
+    choices.append(st.sampled_from(FAULTS).map(lambda kind: StepPlan(kind="fault", tool=kind)))
     return st.one_of(choices)
 
 
 def sessions() -> st.SearchStrategy[tuple[SessionPlan, ...]]:
-    one = st.builds(SessionPlan, user=st.sampled_from(USERS), turns=st.integers(1, MAX_TURNS))
+    state = st.lists(st.sampled_from(list(INITIAL_STATE)), unique=True, max_size=2).map(tuple)
+    one = st.builds(SessionPlan, user=st.sampled_from(USERS), turns=st.integers(1, MAX_TURNS), initial_state=state)
     return st.lists(one, min_size=1, max_size=MAX_SESSIONS).map(tuple)
 
 
