@@ -159,6 +159,13 @@ def _progress(console: Console, *, enabled: bool, budget: Any) -> Any:
     return bar()
 
 
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def render_report(report: Report, console: Console) -> None:
     from rich.table import Table
 
@@ -183,7 +190,7 @@ def render_report(report: Report, console: Console) -> None:
     for finding in report.findings:
         size = f"{finding.written_turns}t {finding.written_steps}s" + ("" if finding.reproduced else " (!)")
         table.add_row(finding.check, f"{finding.after_s:.0f}s #{finding.after_examples}", size,
-                      str(finding.path) if finding.path else "(not written)")
+                      _shown(finding.path) if finding.path else "(not written)")
     console.print(table)
     if any(not f.reproduced for f in report.findings):
         console.print("(!) the written scenario did not fail the same check when run again: the failure depends on "

@@ -10,8 +10,9 @@ the examples left, or the budget (``--max-examples``, ``--time``) is spent.
 
 Every run also keeps the smallest plan seen failing each check (by ``Plan.size``): a check that fails on the
 simplest conversation is found, minimal, on the first example. Shrinking has a budget of its own per finding
-(``shrink_runs``); past it, candidates never run before count as passing, so Hypothesis stops at the smallest
-failing example it has.
+(``shrink_runs``): Hypothesis spends at most half of it (past that, candidates never run before count as
+passing, so it stops at the smallest failing example it has), then ``shrink.polish`` the rest on structural
+simplifications Hypothesis may not have reached (a turn, a step, an iteration fewer).
 
 Deterministic: the same seed, target and library give the same examples in the same order, hence the same
 findings. The example database (``.rlm-conformance/explore-db`` by default) is keyed by target, seed, the
@@ -51,7 +52,7 @@ class _NewFailure(Exception):
 class Budget:
     max_examples: int | None = 100  # examples generated (runs that are not replays or shrink candidates)
     time_s: float | None = None
-    shrink_runs: int = 40  # runs spent shrinking one finding
+    shrink_runs: int = 40  # runs spent shrinking one finding: half at most by Hypothesis, the rest structurally
 
 
 @dataclass
@@ -144,11 +145,11 @@ class Explorer:
     def explore(self) -> Report:
         self._started = time.perf_counter()
         found: dict[str, Plan] = {}
-        while not self._out_of_time() and not self._generation_spent():
-            check, plan = self._round(frozenset(found))
+        while not self._out_of_time() and not self._generation_spent() and not self.checks <= set(found):
+            check, plan, spent = self._round(frozenset(found))
             if check is None:
                 break
-            found[check] = plan
+            found[check] = self._polish(check, plan, self.budget.shrink_runs - spent)
         for check, plan in found.items():
             after_s, after_examples, shape = self._first[check]
             smallest = self._smallest[check][1]  # maybe smaller (by our measure) than Hypothesis' minimum
@@ -161,7 +162,24 @@ class Explorer:
     def _generation_spent(self) -> bool:
         return self.budget.max_examples is not None and self._generated >= self.budget.max_examples
 
-    def _round(self, known: frozenset[str]) -> tuple[str | None, Plan]:
+    def _polish(self, check: str, plan: Plan, budget: int) -> Plan:
+        """``plan`` after the structural pass (harness/explore/shrink.py), within ``budget`` runs."""
+        from .shrink import polish
+
+        runs = 0
+
+        def still_fails(candidate: Plan) -> bool | None:
+            nonlocal runs
+            if candidate.key() not in self._cache:
+                if runs >= budget or self._out_of_time():
+                    return None
+                runs += 1
+                self.report.shrink_runs += 1
+            return check in self.verdict(candidate).failing
+
+        return polish(plan, self.library, still_fails)
+
+    def _round(self, known: frozenset[str]) -> tuple[str | None, Plan, int]:
         from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
         from hypothesis.database import DirectoryBasedExampleDatabase
 
@@ -182,7 +200,7 @@ class Explorer:
                     if self._out_of_time() or self._generation_spent():
                         raise _Exhausted()
                     self._generated += 1
-                elif self._out_of_time() or state.shrink_runs >= self.budget.shrink_runs:
+                elif self._out_of_time() or state.shrink_runs >= self.budget.shrink_runs // 2:
                     return  # the shrink budget is spent: untried candidates count as passing
                 else:
                     state.shrink_runs += 1
@@ -207,7 +225,7 @@ class Explorer:
         try:
             runner()
         except _Exhausted:
-            return None, Plan(1, (), ())
+            return None, Plan(1, (), ()), state.shrink_runs
         except _NewFailure as exc:  # Hypothesis replays the minimal example last: this is it
-            return exc.check, exc.plan
-        return None, Plan(1, (), ())
+            return exc.check, exc.plan, state.shrink_runs
+        return None, Plan(1, (), ()), state.shrink_runs

@@ -67,7 +67,7 @@ def fake_runs(monkeypatch: pytest.MonkeyPatch) -> list[Scenario]:
     return ran
 
 
-def explore(*, seed: int = 3, examples: int = 200, database: Path | None = None, checks=CHECKS):
+def explore(*, seed: int = 3, examples: int = 80, database: Path | None = None, checks=CHECKS):
     explorer = Explorer(MODEL, load_library(), RunOptions(llm_mode=LlmMode.SCRIPTED), checks=checks, seed=seed,
                         budget=Budget(max_examples=examples, shrink_runs=200), database=database)
     return explorer.explore()
