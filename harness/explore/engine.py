@@ -145,11 +145,16 @@ class Explorer:
     def explore(self) -> Report:
         self._started = time.perf_counter()
         found: dict[str, Plan] = {}
-        while not self._out_of_time() and not self._generation_spent() and not self.checks <= set(found):
+        # A round may start with the generation budget spent while a check seen failing is unfound: the round
+        # replays cached examples (free) and stops at the first example it would have to run.
+        while not self._out_of_time() and not self.checks <= set(found) and (
+                not self._generation_spent() or self._pending(found)):
             check, plan, spent = self._round(frozenset(found))
             if check is None:
                 break
             found[check] = self._polish(check, plan, self.budget.shrink_runs - spent)
+        for check in self._pending(found):  # seen failing, never a round's target: shrunk structurally only
+            found[check] = self._polish(check, self._smallest[check][1], self.budget.shrink_runs)
         for check, plan in found.items():
             after_s, after_examples, shape = self._first[check]
             smallest = self._smallest[check][1]  # maybe smaller (by our measure) than Hypothesis' minimum
@@ -158,6 +163,10 @@ class Explorer:
                                                 after_examples=after_examples))
         self.report.elapsed_s = time.perf_counter() - self._started
         return self.report
+
+    def _pending(self, found: dict[str, Plan]) -> list[str]:
+        """Checks some run failed that no round has shrunk yet."""
+        return [check for check in self._smallest if check not in found]
 
     def _generation_spent(self) -> bool:
         return self.budget.max_examples is not None and self._generated >= self.budget.max_examples
