@@ -151,8 +151,10 @@ def _progress(console: Console, *, enabled: bool, budget: Any) -> Any:
             task = progress.add_task("exploring", total=budget.max_examples)
 
             def update(report: Report) -> None:
-                progress.update(task, completed=report.tried,
-                                description=f"exploring: {report.tried} run, {len(report.findings)} found")
+                generated = report.tried - report.shrink_runs
+                progress.update(task, completed=generated if budget.max_examples is None
+                                else min(generated, budget.max_examples),
+                                description=f"exploring: {report.tried} runs ({report.shrink_runs} shrinking)")
 
             yield update
 

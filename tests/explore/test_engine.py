@@ -119,3 +119,11 @@ def test_the_example_database_replays_each_rounds_minimum_first(fake_runs: list[
     again = explore(seed=5, examples=80, database=tmp_path / "db")
     assert [(f.check, f.plan) for f in again.findings] == [(f.check, f.plan) for f in first.findings]
     assert any((tmp_path / "db").iterdir())
+
+
+def test_a_time_budget_alone_ends_the_search(fake_runs: list[Scenario]) -> None:
+    explorer = Explorer(MODEL, load_library(), RunOptions(llm_mode=LlmMode.SCRIPTED),
+                        checks=frozenset({"minimal_deltas"}), seed=1, budget=Budget(max_examples=None, time_s=3.0),
+                        database=None)
+    report = explorer.explore()
+    assert {f.check for f in report.findings} <= {HARNESS_BUG} and 0 < report.tried and report.elapsed_s < 15
