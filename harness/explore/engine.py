@@ -5,8 +5,10 @@ A round is a Hypothesis test over ``plans(model)``: an example runs through ``ru
 cached by plan, so replays and shrink candidates equal to an earlier example cost nothing) and the test fails
 when the example fails a check no earlier round found. The first such check becomes the round's target; from
 then on only that check counts, so Hypothesis shrinks a failure with one stable meaning to its minimal example,
-which it replays last. The next round looks for the checks still unfound. Rounds end when one finds nothing in
-the examples left, or the budget (``--max-examples``, ``--time``) is spent.
+which it replays last. Other checks some run failed on the way are shrunk next, structurally only, from the
+smallest plan seen failing each (often the minimum just found). Then the next round looks for the checks still
+unfound. Rounds end when one finds nothing in the examples left, or the budget (``--max-examples``,
+``--time``) is spent.
 
 Every run also keeps the smallest plan seen failing each check (by ``Plan.size``): a check that fails on the
 simplest conversation is found, minimal, on the first example. Shrinking has a budget of its own per finding
@@ -145,16 +147,19 @@ class Explorer:
     def explore(self) -> Report:
         self._started = time.perf_counter()
         found: dict[str, Plan] = {}
-        # A round may start with the generation budget spent while a check seen failing is unfound: the round
-        # replays cached examples (free) and stops at the first example it would have to run.
-        while not self._out_of_time() and not self.checks <= set(found) and (
-                not self._generation_spent() or self._pending(found)):
+        while not self._out_of_time() and not self.checks <= set(found):
+            pending = self._pending(found)
+            if pending:  # seen failing beside a round's target: shrunk structurally from the smallest plan seen
+                found[pending[0]] = self._polish(pending[0], self._smallest[pending[0]][1], self.budget.shrink_runs)
+                continue
+            if self._generation_spent():
+                break
             check, plan, spent = self._round(frozenset(found))
             if check is None:
                 break
             found[check] = self._polish(check, plan, self.budget.shrink_runs - spent)
-        for check in self._pending(found):  # seen failing, never a round's target: shrunk structurally only
-            found[check] = self._polish(check, self._smallest[check][1], self.budget.shrink_runs)
+        for check in self._pending(found):  # out of time: as seen
+            found[check] = self._smallest[check][1]
         for check, plan in found.items():
             after_s, after_examples, shape = self._first[check]
             smallest = self._smallest[check][1]  # maybe smaller (by our measure) than Hypothesis' minimum

@@ -44,7 +44,7 @@ def _profile_ref(profile_path: Path | None, out_dir: Path) -> str | None:
     if profile_path is None:
         return None
     relative = Path(os.path.relpath(profile_path.resolve(), out_dir.resolve()))
-    return relative.as_posix() if relative.parts.count(os.pardir) <= 3 else profile_path.resolve().as_posix()
+    return relative.as_posix() if relative.parts.count(os.pardir) <= 2 else profile_path.resolve().as_posix()
 
 
 def render(scenario: Scenario, finding: Finding, *, seed: int, out_dir: Path, explore_command: str) -> str:
