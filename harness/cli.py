@@ -178,6 +178,19 @@ def build_parser() -> argparse.ArgumentParser:
     _add_formats(record, "all four")
     _add_wide(record)
 
+    export = commands.add_parser(
+        "export", help="write scenarios in another format (an ADK eval set)",
+        description="`export evalset --out FILE`: run the selected scenarios (all of the configured folder by "
+                    "default) once in scripted mode and write an ADK eval set of what they did — user turns, tool "
+                    "trajectory with authors, final responses, initial and final session state — that ADK's own "
+                    "loader reads and `adk eval` runs. Exit 0 when every scenario was exported, 1 when some could "
+                    "not be, 2 on bad arguments. See docs/import.md.")
+    export.add_argument("kind", choices=("evalset",), metavar="KIND", help="evalset")
+    export.add_argument("--out", type=Path, required=True, metavar="FILE",
+                        help="the eval set file to write (e.g. tests/eval/conformance.evalset.json)")
+    _add_selection(export)
+    _add_target(export, modes=("scripted",), default_mode="scripted")
+
     listing = commands.add_parser("list", help="list scenarios: names, descriptions, tags")
     listing.add_argument("--scenarios-dir", metavar="DIR",
                          help="folder of scenario YAML files (default: scenarios in [tool.rlm-conformance], else "
@@ -230,8 +243,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .audit.command import add_audit_parser
     from .explore.command import add_explore_parser
+    from .importers.command import add_import_parser
 
     add_audit_parser(commands)
+    add_import_parser(commands)
     add_explore_parser(commands)
 
     differential = commands.add_parser(
@@ -310,7 +325,7 @@ def _settle(args: argparse.Namespace) -> None:
     from .project_config import load_project_config
 
     args.configured_by = {}  # flag -> where its value came from, when that is the pyproject table
-    if args.command not in ("run", "record", "list", "explore"):
+    if args.command not in ("run", "record", "list", "export", "explore"):
         return
     project = load_project_config()
 
@@ -330,7 +345,9 @@ def _settle(args: argparse.Namespace) -> None:
     fill("cassette_dir", project.cassettes, "cassettes")
     fill("snapshot_dir", project.snapshots, "snapshots")
     fill("backend", project.backend, "local")
-    if args.command == "record":  # recording needs a model: a configured replay means "the scripted one"
+    if args.command == "export":  # what it exports is what the script makes the agent do
+        args.llm_mode = "scripted"
+    elif args.command == "record":  # recording needs a model: a configured replay means "the scripted one"
         fill("llm_mode", project.llm_mode if project.llm_mode != "replay" else None, "scripted")
     else:
         fill("llm_mode", project.llm_mode, "replay")
@@ -639,6 +656,39 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return audit(args, _stdout_console())
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    from .importers.command import cmd_import as import_
+
+    return import_(args)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from .importers.export import export_eval_set
+    from .init_project import write_atomic
+
+    configure_logging(args.log_level)
+    scenarios = _load(args.scenarios_dir, args.scenario, args.substring)
+    options = _options(args, record=False)
+    _preflight(scenarios, options)
+    console = _stdout_console()
+    eval_set_id = args.out.name.removesuffix(".json").removesuffix(".evalset").removesuffix(".test")
+    eval_set, refused = export_eval_set(scenarios, options, eval_set_id=eval_set_id,
+                                        log=lambda name, result: console.print(f"ran {name}: {result.status}",
+                                                                               markup=False, soft_wrap=True))
+    if eval_set.eval_cases:
+        write_atomic(args.out, eval_set.model_dump_json(indent=2, exclude_none=True) + "\n")
+        console.print(f"wrote {args.out}: {len(eval_set.eval_cases)} eval case(s)", markup=False, soft_wrap=True)
+    for refusal in refused:
+        console.print(f"not exported {refusal}", markup=False, style="bold red", soft_wrap=True)
+    return EXIT_FAILED if refused or not eval_set.eval_cases else EXIT_OK
+
+
+def cmd_capture(args: argparse.Namespace) -> int:
+    from .importers.command import cmd_capture as capture
+
+    return capture(args)
+
+
 def cmd_explore(args: argparse.Namespace) -> int:
     from .explore.command import cmd_explore as explore
 
@@ -684,7 +734,8 @@ VERDICT_ROWS = {
 }
 
 COMMANDS = {"run": cmd_run, "record": cmd_record, "list": cmd_list, "report": cmd_report, "explain": cmd_explain,
-            "init": cmd_init, "doctor": cmd_doctor, "audit": cmd_audit, "explore": cmd_explore}
+            "init": cmd_init, "doctor": cmd_doctor, "audit": cmd_audit, "import": cmd_import,
+            "capture": cmd_capture, "export": cmd_export, "explore": cmd_explore}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -68,8 +68,9 @@ class InitError(HarnessError):
 # --- the target --------------------------------------------------------------------------------------------------
 
 
-def load_target_app(spec: str) -> Any:
-    """The ADK App of ``spec`` (``module:attr``), resolved as ``run`` resolves it; a factory is called once."""
+def load_target_app(spec: str, *, allow_builtin: bool = False) -> Any:
+    """The ADK App of ``spec`` (``module:attr``; a built-in name too with ``allow_builtin``), resolved as ``run``
+    resolves it; a factory is called once."""
     import asyncio
 
     from google.adk.models.google_llm import Gemini
@@ -77,7 +78,7 @@ def load_target_app(spec: str) -> Any:
     from .targets.base import TargetEnvironment
     from .targets.registry import BUILTIN_TARGETS, resolve_target
 
-    if spec in BUILTIN_TARGETS:
+    if spec in BUILTIN_TARGETS and not allow_builtin:
         raise InitError(f"--target {spec!r} is built in and ships its own profile (reference_agent/"
                         f"conformance_profile.yaml); init drafts one for your agent: --target package.module:attr "
                         f"naming its ADK App, root agent or a zero-argument factory of either.")

@@ -85,3 +85,9 @@ class RunOptions:
     # stale_writer_rejected and the other contract checks. The differential mode compares what the services
     # persisted and runs probes of its own, so it turns this off (~2 s per kind of service).
     probe_session_service: bool = True
+    # Keep each session as ADK's service returns it at the end (Trace.adk_sessions), for what turns a run back
+    # into ADK's formats (``export evalset``) or compares it with ADK's own recording (``import adk-conformance``).
+    keep_adk_sessions: bool = False
+    # The target reads the scenario's clock (harness/clock.py) in replay and scripted runs and in recordings;
+    # False: the machine's (a cassette whose prompts hold the time then goes stale: tests/harness/test_clock.py).
+    frozen_clock: bool = True

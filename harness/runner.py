@@ -8,6 +8,7 @@ recorder fills the trace, the checks read it.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import itertools
 import logging
 import re
@@ -22,6 +23,7 @@ from google.adk.runners import Runner
 
 from .checks import run_checks
 from .checks.base import CheckContext, CheckResult, failed, passed
+from .clock import scenario_clock
 from .errors import CalledCodeError, CassetteError, HarnessError
 from .escape_probe import escape_targets
 from .failures import blamed, error_result, harness_bug
@@ -222,7 +224,8 @@ async def _drive_on(scenario: Scenario, options: RunOptions, choice: TargetChoic
             nonce = getattr(workspace, "run_nonce", None)  # a live workspace run's (harness/targets/databricks.py)
             with _credential_canaries(options) as planted, _model_routes(built, llm, scenario, options,
                                                                          nonce=nonce) as route, \
-                    escape_targets(scenario.escape_probe and options.backend == "local") as escape:
+                    escape_targets(scenario.escape_probe and options.backend == "local") as escape, \
+                    scenario_clock(scenario, options, llm, home):  # the target's wall clock (harness/clock.py)
                 trace = await _run_sessions(scenario, built, options, llm.mode_label)
             trace.model_route = route
             trace.planted_credentials = planted
@@ -312,6 +315,8 @@ async def _run_sessions(scenario: Scenario, built: BuiltTarget, options: RunOpti
             raise
         raise CalledCodeError(f"{exc}. Before that, {'; '.join(earlier)}") from exc.__cause__
 
+    if options.keep_adk_sessions or scenario.expect.adk_session is not None:
+        trace.adk_sessions = await _adk_sessions(scenario, built, app.name)
     trace.service_probe = await probe_service(built.session_service, spec=options.session_service,
                                               backend=options.backend, target=built.profile,
                                               enabled=options.probe_session_service)
@@ -322,6 +327,35 @@ async def _run_sessions(scenario: Scenario, built: BuiltTarget, options: RunOpti
     return trace
 
 
+async def _run_turn_with_delta(built: BuiltTarget, runner: Runner, user_id: str, session_id: str,
+                               turn: Any) -> TurnOutcome:
+    """A turn whose message carries a state delta: only a turn function that takes ``state_delta`` can send it."""
+    if "state_delta" not in inspect.signature(built.run_turn).parameters:
+        raise HarnessError(f"A turn of this scenario sends a state_delta with its message, and target "
+                           f"{built.name!r} drives turns with a function that cannot pass one. Fix: run the "
+                           f"scenario against an App or agent the harness builds (--target module:attr), or drop "
+                           f"the turn's state_delta.")
+    return await built.run_turn(runner, user_id, session_id, turn.user, state_delta=dict(turn.state_delta))
+
+
+def session_id_of(scenario: Scenario, index: int) -> str:
+    """The id of the scenario's ``index``-th session: its own, else ``<scenario>-<index>``."""
+    return scenario.sessions[index].id or f"{scenario.name}-{index}"
+
+
+async def _adk_sessions(scenario: Scenario, built: BuiltTarget, app_name: str) -> dict[str, Any]:
+    """Every session of the scenario as the target's service returns it now (ADK's JSON dump)."""
+    kept = {}
+    for index, spec in enumerate(scenario.sessions):
+        session_id = session_id_of(scenario, index)
+        with blamed("the session service during get_session"):
+            session = await built.session_service.get_session(app_name=app_name, user_id=spec.user,
+                                                              session_id=session_id)
+        if session is not None:
+            kept[session_id] = session.model_dump(mode="json", exclude_none=True)
+    return kept
+
+
 async def _drive_sessions(scenario: Scenario, built: BuiltTarget, service: RecordingSessionService, runner: Runner,
                           app_name: str, trace: Trace, turn_counter: dict[str, int]) -> None:
     """Every session's turns, into ``trace``. The harness's own calls to the session service and the target
@@ -329,7 +363,7 @@ async def _drive_sessions(scenario: Scenario, built: BuiltTarget, service: Recor
     store = built.session_service
     snapshot_read = "persisted_rows" if getattr(store, "persisted_rows", None) is not None else "get_session"
     for index, spec in enumerate(scenario.sessions):
-        session_id = spec.id or f"{scenario.name}-{index}"
+        session_id = session_id_of(scenario, index)
         with blamed("the session service during get_session"):
             found = await service.get_session(app_name=app_name, user_id=spec.user, session_id=session_id)
         if found is None:
@@ -339,7 +373,8 @@ async def _drive_sessions(scenario: Scenario, built: BuiltTarget, service: Recor
         for position, turn in enumerate(spec.turns):
             run_error = None
             try:
-                outcome = await built.run_turn(runner, spec.user, session_id, turn.user)
+                outcome = await (built.run_turn(runner, spec.user, session_id, turn.user) if not turn.state_delta
+                                 else _run_turn_with_delta(built, runner, spec.user, session_id, turn))
             except HarnessError:
                 raise
             except Exception as exc:  # the target's runner crashed: the turn's error, and the checks still judge
@@ -377,8 +412,10 @@ def _model_routes(built: BuiltTarget, llm: Any, scenario: Scenario, options: Run
 
     endpoint = llm.endpoint
     offline = options.llm_mode is not LlmMode.LIVE
+    # A call to the gateway is recorded and replayed once, as the gateway forwards it (LlmSession.forwarding_gateway).
     with ModelGateway(upstream=endpoint.base_url, api_key=endpoint.api_key,
-                      replay=options.llm_mode is LlmMode.REPLAY) as gateway, routed_model_environment(gateway), (
+                      replay=options.llm_mode is LlmMode.REPLAY) as gateway, llm.forwarding_gateway(gateway.base_url), \
+            routed_model_environment(gateway), (
             deterministic_ids(f"{scenario.name}:{nonce}" if nonce else scenario.name) if offline
             else contextlib.nullcontext()):
         yield (f"{route}, for every LlmAgent (the harness's model set on each) and the agent's own google-genai "

@@ -736,6 +736,22 @@ def budget_ignored(env: TargetEnvironment) -> BuiltTarget:
         services, model, instruction=_unbudgeted_instruction(services)))
 
 
+def adk_case_off_by_one() -> Any:
+    """tests/user_agents/adk_case with its ``add`` tool storing ``a + b + 1``: the session no longer equals the
+    one ADK recorded for the imported case (tests/user_agents/adk_case/scenarios/tools_add_numbers.yaml)."""
+    from google.adk.apps import App
+
+    from tests.user_agents.adk_case.agent import app, calculator
+
+    def add(a: int, b: int, tool_context) -> dict:  # noqa: ANN001 - ADK finds tool_context by its name
+        """Add two numbers and remember the sum."""
+        tool_context.state["last_sum"] = a + b + 1
+        tool_context.state["sums"] = int(tool_context.state.get("sums", 0)) + 1
+        return {"sum": a + b}
+
+    return App(name=app.name, root_agent=calculator.model_copy(update={"tools": [add]}))
+
+
 BROKEN_TARGETS: dict[str, str] = {
     "analyst_fstring_prompt": "instructions_render",
     "analyst_transfers": "loop_without_transfers",
@@ -767,5 +783,6 @@ BROKEN_TARGETS: dict[str, str] = {
     "executor_env_leak_warm": "executor_env_clean",
     "unconfined_executor": "executor_confined",
     "executor_without_limits": "executor_confined",
+    "adk_case_off_by_one": "adk_recording_matches",
 }
 """Each broken target -> the check it is built to fail."""

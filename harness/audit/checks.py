@@ -217,6 +217,37 @@ def events_ordered(stored: StoredSession, profile: TargetProfile, budget: int) -
                        + (", seq strictly increasing" if seqs else "") + ".", tuple(notes))
 
 
+# --- rows: each key stored once, every event within its session's version ------------------------------------------
+
+def store_integrity(stored: StoredSession, profile: TargetProfile, budget: int) -> CheckResult:
+    name = "store_integrity"
+    evidence: list[str] = []
+    for table, copies in sorted((stored.extra.get("duplicate_rows") or {}).items()):
+        row = {"sessions": stored.row or "sessions row", "app_states": f"app_states row app={stored.app_name}",
+               "user_states": f"user_states row app={stored.app_name} user={stored.user_id}"}.get(table, table)
+        evidence.append(f"{row} is stored {copies} times (rows with the same key: readers get one at random, or "
+                        "fail; ours: DuckDB's 'More than one row returned by a subquery')")
+    # Event rows sharing an id or a seq are events_ordered's to report (so one duplicate fails one check).
+    notes = []
+    if stored.version is None:
+        notes.append(f"events past the session's version are not judged: the {stored.layout} layout keeps no "
+                     "version")
+    elif stored.layout == "rlm":
+        notes.append("events past the session's version: events_ordered compares the version with the last seq")
+    else:
+        # Ours: seq = the version its append made; the seeds': sequence_num = version * 1000 + n.
+        made = (lambda e: e.seq // 1000) if stored.layout == "seed" else (lambda e: e.seq)
+        for event in stored.events:
+            if event.seq is not None and made(event) > stored.version:
+                evidence.append(f"{describe_event(event)} is past the session's version {stored.version} (seq "
+                                f"{event.seq}): an append that never committed, or a row written past the service")
+    if evidence:
+        return _fail(name, stored, "The store holds rows the service's keys forbid.", evidence)
+    return CheckResult(name, Status.PASS, "One sessions row, one app and one user row"
+                       + ("" if stored.version is None else f"; no event past version {stored.version}") + ".",
+                       tuple(notes))
+
+
 # --- state = fold of the events' deltas ----------------------------------------------------------------------------
 
 _ABSENT = object()
@@ -282,17 +313,21 @@ _CHECKS: dict[str, AuditCheck] = {
     "state_budget": state_budget,
     "events_ordered": events_ordered,
     "state_matches_events": state_matches_events,
+    "store_integrity": store_integrity,
 }
 
-AUDIT_CHECK_NAMES: tuple[str, ...] = tuple(_CHECKS)
+# Judged on rows no session owns (stores/integrity.py), so never in a session's own row: each finding is a row of
+# its own (an orphan event's session key; an app or user key).
+STORE_CHECK_NAMES: tuple[str, ...] = ("scope_rows_owned",)
+
+AUDIT_CHECK_NAMES: tuple[str, ...] = (*_CHECKS, *STORE_CHECK_NAMES)
 
 
 def run_audit_checks(stored: StoredSession, profile: TargetProfile, *, only: Collection[str] | None = None,
                      state_budget_bytes: int | None = None) -> list[CheckResult]:
     """The audit checks over one stored session, in ``AUDIT_CHECK_NAMES`` order (``only``: a subset)."""
-    if only is not None:
-        unknown = sorted(set(only) - set(_CHECKS))
-        if unknown:
-            raise ValueError(f"unknown audit check(s) {', '.join(unknown)}; known: {', '.join(AUDIT_CHECK_NAMES)}")
+    unknown = sorted(set(only or ()) - set(_CHECKS) - set(STORE_CHECK_NAMES))
+    if unknown:
+        raise ValueError(f"unknown audit check(s) {', '.join(unknown)}; known: {', '.join(AUDIT_CHECK_NAMES)}")
     budget = state_budget_bytes or DEFAULT_STATE_BUDGET_BYTES
     return [fn(stored, profile, budget) for name, fn in _CHECKS.items() if only is None or name in only]

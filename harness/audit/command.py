@@ -98,6 +98,27 @@ def _row(stored: StoredSession, checks: list, where: str, seconds: float) -> Sce
                           checks=tuple(checks), trace=None, duration_s=seconds)
 
 
+def _unowned(findings: list, where: str) -> list[ScenarioResult]:
+    """One row per key that rows no session owns were found under (stores/integrity.py), its check failing."""
+    from ..checks.base import failed
+    from ..result import ScenarioResult
+
+    explanations = {
+        "store_integrity": "Event rows whose session row is gone.",
+        "scope_rows_owned": "State rows of an app or user with no session row: left by a failed write, or kept "
+                            "after every session of that user was deleted (ADK keeps user state then; leave this "
+                            "check out of --fail-on if that is how the store is used).",
+    }
+    grouped: dict[tuple[tuple[str, ...], str], list[str]] = {}
+    for finding in findings:
+        grouped.setdefault((finding.key, finding.check), []).append(finding.evidence)
+    return [ScenarioResult(scenario="/".join(key) + ("" if len(key) == 3 else " (no session)"),
+                           description="rows no session owns", target=key[0], llm_mode="audit",
+                           session_service=where, checks=(failed(check, explanations[check], evidence),), trace=None,
+                           duration_s=0.0)
+            for (key, check), evidence in grouped.items()]
+
+
 def audit_store(store_spec: str, profile: TargetProfile, selection: object) -> tuple[RunReport, str]:
     """Every selected session of the store judged by the audit checks; returns the report and the layout."""
     from ..result import RunReport, ScenarioResult
@@ -117,6 +138,7 @@ def audit_store(store_spec: str, profile: TargetProfile, selection: object) -> t
             began = time.perf_counter()
             checks = run_audit_checks(stored, profile)
             rows.append(_row(stored, checks, store.where, time.perf_counter() - began))
+        rows += _unowned(store.unowned_rows(selection), store.where)  # type: ignore[arg-type]
         layout = f"{store.layout.name} ({store.layout.title})"
     machine = f"{platform.node() or 'unknown'} (Python {platform.python_version()})"
     return RunReport(results=tuple(rows), started_at=started, machine=machine, tool_version=_version(),
@@ -167,6 +189,9 @@ def cmd_audit(args: argparse.Namespace, console: Console) -> int:
 
 
 AUDIT_ONLY_TITLES = {
+    "store_integrity": "Each session, event, app and user row stored once; no event past its session's version "
+                       "or without its session",
+    "scope_rows_owned": "Every app and user state row belongs to an app or user with a session",
     "events_ordered": "Events are in order, ids unique, sequence and version consistent",
     "state_matches_events": "The session state equals the fold of its events' deltas",
 }

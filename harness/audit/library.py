@@ -78,7 +78,8 @@ def _stored_event(position: int, event: Event) -> StoredEvent:
         row=f"event {event.id}",
         function_calls=tuple(c.name or "" for c in event.get_function_calls()),
         function_responses=tuple(r.name or "" for r in event.get_function_responses()),
-        has_content=bool(parts))
+        has_content=bool(parts), content=event.content.model_dump(mode="json", exclude_none=True)
+        if event.content else None)
 
 
 def stored_session(session: Session, *, nulls_are_deletes: bool = False) -> StoredSession:

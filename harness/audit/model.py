@@ -31,6 +31,9 @@ class StoredEvent:
     # Whether the event carries model content (text or function parts); None: the reader did not say. Tells a
     # results_processor run from a plugin's state-only event of a gated agent (summary_persisted).
     has_content: bool | None = None
+    # The event's content as stored (role and parts, JSON), for what replays a session (``capture``); None: the
+    # event had none, or the reader did not keep it.
+    content: Any = None
 
 
 @dataclass(frozen=True)

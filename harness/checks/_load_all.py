@@ -29,4 +29,5 @@ from . import (  # noqa: F401
     executor_confined,
     service_contract,
     scenario_expectations,
+    adk_recording_matches,
 )

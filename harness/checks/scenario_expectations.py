@@ -73,7 +73,7 @@ def scenario_expectations(ctx: CheckContext) -> CheckResult:
         compare(f"expect_error of {where}", any(declared in e for e in errors),
                 f"expected an error containing {show(declared)}; it has "
                 + (" / ".join(show(e, 160) for e in errors) if errors else "no error"))
-    if expect.state:
+    if expect.state or expect.state_match == "exact":
         session = last.session_id if last else (trace.persisted[-1].session_id if trace.persisted else None)
         snapshot = trace.final_persisted(session) if session else None
         if snapshot is None:
@@ -93,6 +93,13 @@ def scenario_expectations(ctx: CheckContext) -> CheckResult:
                     compare(f"state {key!r}", key in merged and actual == wanted,
                             f"expected {show(wanted)}; {where} holds "
                             + (show(actual) if key in merged else "<absent>"))
+            if expect.state_match == "exact":
+                extra = sorted(k for k in merged if k not in expect.state)
+                compare("state (exact)", not extra,
+                        f"{where} holds no key beyond the {len(expect.state)} expected" if not extra else
+                        f"{where} holds {len(extra)} key(s) the expected state does not: "
+                        + ", ".join(f"{k!r} = {show(merged[k], 60)}" for k in extra[:8])
+                        + (" ..." if len(extra) > 8 else ""))
     if problems:
         return failed(NAME, f"{len(problems)} expectation(s) not met.", problems + met + unjudged)
     if not met:

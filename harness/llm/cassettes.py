@@ -20,6 +20,9 @@ so scripted and live cassettes have the same shape and replay needs no server;
 secrets are scrubbed (headers, query parameters, key-like JSON fields, and any
 known value or secret pattern anywhere); then the persister serializes, refuses
 to write if a secret is still in the text, and writes atomically.
+
+Requests to the harness's model gateway (``pass_by``) are no cassette's: the gateway forwards each one, and
+the forwarded request is the one recorded and played. Recording both would hold every in-process call twice.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -442,6 +445,31 @@ def make_vcr(*, cassette_dir: str | os.PathLike[str], record_mode: str, provenan
                                                   replace_broken=record_mode == "all", rerecord=rerecord,
                                                   identity=identity))
     return recorder
+
+
+def pass_by(recorder: vcr.VCR, origins: Collection[str]) -> None:
+    """Let requests to ``origins`` (``http://127.0.0.1:PORT``) pass ``recorder``'s cassettes by: neither
+    recorded nor played, sent as they are (vcrpy's meaning of a ``before_record_request`` that returns None).
+
+    For the model gateway (harness/llm/gateway.py): a ``google.genai.Client()`` the agent makes in-process
+    calls the gateway through the HTTP clients vcrpy patches, and the gateway forwards the call through them
+    again. Only the forwarded call is the model call, recorded once and replayed by the gateway, as it is for
+    a subprocess's client, which vcrpy never sees. ``origins`` is read at each request: a gateway started
+    after the cassette adds its origin while it runs. Wrap last, after every other rewrite of the request.
+    """
+    before: Callable[[Request], Request | None] = recorder.before_record_request
+
+    def skip_origins(request: Request) -> Request | None:
+        return None if origins and origin_of(request.uri) in origins else before(request)
+
+    recorder.before_record_request = skip_origins
+
+
+def origin_of(url: str) -> str:
+    """``scheme://host:port`` of ``url``, the port always written out (``http://127.0.0.1:8000``)."""
+    parts = urlsplit(url)
+    port = parts.port or {"http": 80, "https": 443}.get(parts.scheme, 0)
+    return f"{parts.scheme}://{parts.hostname}:{port}"
 
 
 @contextlib.contextmanager

@@ -7,7 +7,9 @@ google-genai reads: ``GOOGLE_GEMINI_BASE_URL`` points at this gateway on 127.0.0
 holds a key for the mode (a dummy offline). The gateway forwards each request, unchanged, through an
 in-process HTTP client to the mode's model: the scripted endpoint, or Gemini's own host, where vcrpy
 answers from the cassette (replay) or records (live). So those calls are replayed, recorded, scrubbed and
-judged exactly like the agents' own, and replay stays offline.
+judged exactly like the agents' own, and replay stays offline. The forwarded request is the one in the cassette:
+an in-process client's call *to* the gateway passes the cassette by (``LlmSession.forwarding_gateway``), or vcrpy,
+which patches that client too, would hold the call twice.
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ from typing import Any
 from harness.errors import ScriptedEndpointError
 from harness.llm.loopback import LoopbackServer
 from harness.llm.replay_delays import DELAY_HEADER
-from harness.scenario.script import SUB_LM, CallStep, FaultStep, ModelStep, TextStep
+from harness.scenario.script import SUB_LM, CallStep, FaultStep, ModelStep, ResponseStep, TextStep
 
 AgentResolver = Callable[[Mapping[str, Any]], str]
 
@@ -279,6 +279,8 @@ class ScriptedEndpoint:
                 await asyncio.sleep(step.delay)
                 headers[DELAY_HEADER] = f"{step.delay:g}"
             return 200, headers, json.dumps(answer_json(step, **where)).encode()
+        if isinstance(step, ResponseStep):  # recorded elsewhere (ADK conformance): served exactly as recorded
+            return 200, {}, json.dumps(step.response).encode()
         assert isinstance(step, FaultStep)
         fault = step.fault
         if fault in _HTTP_FAULTS:

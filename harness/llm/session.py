@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
@@ -20,7 +21,7 @@ from google.genai import types
 
 from ..errors import CassetteError
 from ..trace.model import TokenCountRecord
-from .cassettes import Provenance, assert_all_played, make_vcr, use_cassette
+from .cassettes import Provenance, assert_all_played, make_vcr, origin_of, pass_by, use_cassette
 from .drift import Drift, watch_drift
 from .genai import genai_sub_lm, genai_token_counter
 from .identity import CassetteIdentity
@@ -53,6 +54,8 @@ class LlmSession:
     cassette: Any = None
     # Every countTokens call the target made through ``count_tokens``, in order (the trace keeps them).
     token_counts: list[TokenCountRecord] = field(default_factory=list)
+    # Origins of the model gateways running now (``forwarding_gateway``): the cassette lets calls to them by.
+    gateway_origins: set[str] = field(default_factory=set)
     _sub_lm: Any = None
     _count_tokens: Any = None
 
@@ -66,6 +69,18 @@ class LlmSession:
         tokens = await self._count_tokens(text)
         self.token_counts.append(TokenCountRecord(index=len(self.token_counts), text=text, tokens=tokens))
         return tokens
+
+    @contextlib.contextmanager
+    def forwarding_gateway(self, base_url: str) -> Iterator[None]:
+        """While the model gateway at ``base_url`` runs, calls to it pass the cassette by and only the call it
+        forwards is recorded and replayed: once, for an in-process client as for a subprocess's (cassettes.pass_by).
+        """
+        origin = origin_of(base_url)
+        self.gateway_origins.add(origin)
+        try:
+            yield
+        finally:
+            self.gateway_origins.discard(origin)
 
     def raise_if_drifted(self) -> None:
         if not self.drift:
@@ -170,6 +185,7 @@ def _cassette(name: str, options: "RunOptions", endpoint: ModelEndpoint, session
     recorder.match_on = MATCH_ON
     if workspace is not None:
         workspace.configure_vcr(recorder)  # the workspace's host and ids become the cassette's placeholders
+    pass_by(recorder, session.gateway_origins)  # last: a call to the gateway is recorded as the gateway forwards it
     with use_cassette(recorder, name) as cassette:
         _spy_on_misses(cassette, session)
         if cassette.write_protected:
@@ -183,7 +199,8 @@ def _cassette(name: str, options: "RunOptions", endpoint: ModelEndpoint, session
 
 
 def _spy_on_misses(cassette: Any, session: LlmSession) -> None:
-    """Remember every request replay could not answer (vcrpy then raises inside the HTTP client)."""
+    """Remember every request replay could not answer (vcrpy then raises inside the HTTP client); a request the
+    cassette lets by (a call to the model gateway, which replays the call it forwards) is no miss."""
     original = cassette.can_play_response_for
     played = Counter()
 
@@ -192,7 +209,7 @@ def _spy_on_misses(cassette: Any, session: LlmSession) -> None:
         who = caller_of(request)
         if ok:
             played[who] += 1
-        elif cassette.write_protected:
+        elif cassette.write_protected and cassette.filter_request(request) is not None:
             session.misses.append((request, played[who]))
         return ok
 

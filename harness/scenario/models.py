@@ -8,21 +8,23 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, JsonValue, PrivateAttr,
-                      StringConstraints, Tag, model_validator)
+from pydantic import (AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, JsonValue,
+                      PrivateAttr, StringConstraints, Tag, model_validator)
 from pydantic_core import PydanticCustomError
 
-from harness.scenario.script import CallStep, FaultStep, TextStep
+from harness.scenario.script import CallStep, FaultStep, ResponseStep, TextStep
 
-STEP_TAGS: dict[str, type[BaseModel]] = {"CallStep": CallStep, "FaultStep": FaultStep, "TextStep": TextStep}
+STEP_TAGS: dict[str, type[BaseModel]] = {"CallStep": CallStep, "FaultStep": FaultStep, "ResponseStep": ResponseStep,
+                                         "TextStep": TextStep}
 """Union tags pydantic puts in an error's location inside a script step (the loader drops them)."""
 
-_SHAPES = "{call: <tool>, args: {...}}, {fault: <kind>} or {text: <answer>}"
+_SHAPES = "{call: <tool>, args: {...}}, {fault: <kind>}, {text: <answer>} or {response: <GenerateContentResponse>}"
 
 
 def _step_tag(value: Any) -> str:
     if isinstance(value, dict):
-        return "CallStep" if "call" in value else "FaultStep" if "fault" in value else "TextStep"
+        return ("CallStep" if "call" in value else "FaultStep" if "fault" in value
+                else "ResponseStep" if "response" in value else "TextStep")
     return type(value).__name__ if type(value).__name__ in STEP_TAGS else "TextStep"
 
 
@@ -32,22 +34,22 @@ def _check_step_shape(value: Any) -> Any:
         return value
     if not isinstance(value, dict):
         raise PydanticCustomError("step_shape", "a step must be a mapping: " + _SHAPES)
-    shapes = [key for key in ("call", "fault") if key in value]
+    shapes = [key for key in ("call", "fault", "response") if key in value]
     if len(shapes) > 1:
         raise PydanticCustomError("step_shape", "a step must be exactly one of " + _SHAPES
-                                  + ", but this one has both 'call' and 'fault'")
+                                  + f", but this one has both {' and '.join(repr(k) for k in shapes)}")
     if not shapes and "text" not in value:
-        raise PydanticCustomError("step_shape", "a step needs 'call', 'fault' or 'text': " + _SHAPES)
+        raise PydanticCustomError("step_shape", "a step needs 'call', 'fault', 'text' or 'response': " + _SHAPES)
     return value
 
 
 Step = Annotated[
     Union[Annotated[CallStep, Tag("CallStep")], Annotated[FaultStep, Tag("FaultStep")],
-          Annotated[TextStep, Tag("TextStep")]],
+          Annotated[ResponseStep, Tag("ResponseStep")], Annotated[TextStep, Tag("TextStep")]],
     Discriminator(_step_tag),
     BeforeValidator(_check_step_shape),
 ]
-"""One model-script step: exactly one of CallStep, FaultStep, TextStep."""
+"""One model-script step: exactly one of CallStep, FaultStep, ResponseStep, TextStep."""
 
 Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]+$")]
 ScriptKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
@@ -69,6 +71,10 @@ class Turn(_Model):
         default=None, min_length=1,
         description="This turn is expected to end in an error whose text contains this substring (a fault the "
                     "scenario injects on purpose). Any other turn that raises makes the scenario's verdict 'error'.")
+    state_delta: dict[str, JsonValue] = Field(
+        default_factory=dict, description="State changes sent with this message (ADK's run_async state_delta, as "
+                                          "an ADK conformance spec's user_messages carry them): applied with the "
+                                          "user's event. Targets the harness builds from an App or agent only.")
 
 
 class SessionSpec(_Model):
@@ -110,6 +116,15 @@ class Expectations(_Model):
     state: dict[str, JsonValue] = Field(
         default_factory=dict, description="Persisted session-state fragments expected at the end of the last "
                                           "session; a value of null means the key must be absent.")
+    state_match: Literal["subset", "exact"] = Field(
+        default="subset", description="How 'state' is compared: subset (the keys it names hold those values; the "
+                                      "default) or exact (and the session holds no other key, user:/app: included, "
+                                      "as ADK's final_session_state is compared).")
+    adk_session: dict[str, Any] | None = Field(
+        default=None, description="The session ADK recorded for this conversation (an ADK conformance case's "
+                                  "generated-session.yaml, as JSON): the run's last session must equal it, its "
+                                  "events one by one, with the fields ADK's own replay leaves out left out "
+                                  "(check adk_recording_matches).")
     outcome_error: str | None = Field(
         default=None, description="A substring the last turn's error must contain, for scenarios expected to end "
                                   "in a clean failure (e.g. retries exhausted); the last turn's expect_error, "
@@ -157,6 +172,11 @@ class Scenario(_Model):
                                   "when the scenario checks one of the two, e.g. the environment each gives the "
                                   "code; null (default): the run's choice.")
     context: JsonValue = Field(default=None, description="Data given to executed code as `context`.")
+    clock_start: AwareDatetime | None = Field(
+        default=None, description="The instant the target's wall clock starts at (ISO 8601 with a time zone, e.g. "
+                                  "2026-03-02T09:00:00Z); each model exchange moves it one second on. Null (default): "
+                                  "2026-01-01T00:00:00Z in replay and scripted runs, the real time in a live recording "
+                                  "(kept in the cassette, so its replay starts there). docs/your-agent.md, 'The clock'.")
     escape_probe: bool = Field(
         default=False, description="The harness plants escape targets outside the executor while this scenario runs "
                                    "(a secret file, a folder, a local TCP listener: harness/escape_probe.py) and "

@@ -55,4 +55,12 @@ class FaultStep(_Step):
     delay: float = Field(default=0.0, description="Seconds to wait before answering (for 'slow').")
 
 
-ModelStep = Union[CallStep, FaultStep, TextStep]
+class ResponseStep(_Step):
+    """The model answers with this GenerateContentResponse, verbatim: an answer recorded elsewhere (ADK's
+    conformance recordings), usage metadata, finish reason and model version included."""
+
+    response: dict[str, Any] = Field(description="The Gemini API's GenerateContentResponse JSON (camelCase), "
+                                                 "returned as is.")
+
+
+ModelStep = Union[CallStep, FaultStep, ResponseStep, TextStep]

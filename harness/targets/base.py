@@ -20,7 +20,6 @@ if TYPE_CHECKING:  # annotations only: the `run -j N` parent resolves targets wi
     from google.adk.artifacts import BaseArtifactService
     from google.adk.memory import BaseMemoryService
     from google.adk.models.base_llm import BaseLlm
-    from google.adk.runners import Runner
     from google.adk.sessions.base_session_service import BaseSessionService
 
 SubLm = Callable[[str], Awaitable[str]]
@@ -59,8 +58,9 @@ class TargetEnvironment:
     require_confinement: bool = False
 
 
-RunTurn = Callable[["Runner", str, str, str], Awaitable[TurnOutcome]]
-"""(runner, user_id, session_id, message) -> outcome, the target's own run_conversation."""
+RunTurn = Callable[..., Awaitable[TurnOutcome]]
+"""(runner, user_id, session_id, message) -> outcome, the target's own run_conversation; one that also takes
+``state_delta=`` (the generic target's) can run turns whose message carries state (harness/runner.py)."""
 
 ListExecutions = Callable[[str, str, str], list[ExecutionRecord]]
 """(app_name, user_id, session_id) -> Job_B runs, from the target's artifact registry."""

@@ -12,6 +12,7 @@ parameter name                                         value
 ``session_service``                                    that Runner's session service (recorded, as ADK's)
 ``artifact_service``, ``memory_service``               that Runner's services
 ``app_name``, ``user_id``, ``session_id``              the turn's
+``state_delta``                                        the state the turn's message carries (a dict, or None)
 ``message``, ``prompt``, ``query``, ``text``,          the user's message (``str``)
 ``user_message``, ``user_input``
 ``new_message``, ``content``                           the same as ``google.genai.types.Content`` (role user)
@@ -19,8 +20,8 @@ any name in the profile's ``driver_args``              that value (e.g. ``timeou
 ====================================================  =====================================================
 
 Any other parameter must have a default, or the run stops before its first turn, naming it. The function may be
-sync (run in a thread, so it may block, e.g. ``Runner.run``) or ``async``. What it returns is read through the profile's ``driver_outcome`` (outcome field -> attribute
-or key of the returned object or dict): ``termination``, ``final_answer``, ``delegations``, ``error``. The
+sync (run in a thread, so it may block, e.g. ``Runner.run``) or ``async``. What it returns is read
+through the profile's ``driver_outcome`` (outcome field -> attribute or key of the returned object or dict): ``termination``, ``final_answer``, ``delegations``, ``error``. The
 returned termination is named through ``driver_terminations`` first (the driver's words -> the scenario's; null
 meaning "no termination stored"), then ``termination_map``. A field the driver does not report is read from
 storage, as without a driver; ``outcome_from_storage`` compares the rest with the persisted session. A driver
@@ -45,7 +46,7 @@ OUTCOME_FIELDS = ("termination", "final_answer", "delegations", "error")
 MESSAGE_NAMES = ("message", "prompt", "query", "text", "user_message", "user_input")
 CONTENT_NAMES = ("new_message", "content")
 RUNNER_NAMES = ("runner", "session_service", "artifact_service", "memory_service", "app_name", "user_id",
-                "session_id")
+                "session_id", "state_delta")
 ACCEPTED = (*RUNNER_NAMES, *MESSAGE_NAMES, *CONTENT_NAMES)
 
 
@@ -53,8 +54,8 @@ class DriverError(HarnessError):
     """A profile ``driver`` that cannot be called, or whose outcome cannot be read; the message says the fix."""
 
 
-Driver = Callable[["Runner", str, str, str], Any]
-"""(runner, user_id, session_id, message) -> what the user's function returned (awaited)."""
+Driver = Callable[..., Any]
+"""(runner, user_id, session_id, message, state_delta) -> what the user's function returned (awaited)."""
 
 
 def bind_driver(spec: str, function: Callable[..., Any], extra: dict[str, Any]) -> Driver:
@@ -78,8 +79,14 @@ def bind_driver(spec: str, function: Callable[..., Any], extra: dict[str, Any]) 
                           f"Fix: give them a default, add them to driver_args, or wrap the function.")
     positional_only = [p.name for p in parameters if p.kind is p.POSITIONAL_ONLY]
 
-    async def call(runner: Runner, user_id: str, session_id: str, message: str) -> Any:
+    async def call(runner: Runner, user_id: str, session_id: str, message: str,
+                   state_delta: dict[str, Any] | None = None) -> Any:
         from google.genai import types
+
+        if state_delta and "state_delta" not in names:
+            raise DriverError(f"driver {spec!r}: the scenario's turn sends a state_delta and the function takes no "
+                              f"'state_delta' parameter. Fix: add one (passed as ADK's run_async takes it), or drop "
+                              f"the turn's state_delta.")
 
         pool: dict[str, Any] = {
             "runner": runner, "session_service": runner.session_service, "app_name": runner.app_name,
@@ -87,6 +94,7 @@ def bind_driver(spec: str, function: Callable[..., Any], extra: dict[str, Any]) 
             "user_id": user_id, "session_id": session_id,
             **dict.fromkeys(MESSAGE_NAMES, message),
             **dict.fromkeys(CONTENT_NAMES, types.Content(role="user", parts=[types.Part(text=message)])),
+            "state_delta": state_delta or None,
             **extra,
         }
         args = [pool[name] for name in positional_only if name in pool]

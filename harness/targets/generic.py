@@ -89,20 +89,23 @@ def _driver(profile: TargetProfile) -> Driver | None:
 def generic_target(name: str, app: App, env: TargetEnvironment, *, profile: TargetProfile | None = None) -> BuiltTarget:
     profile = profile or env.profile or TargetProfile(name=name)
     name = profile.name or name
+    # What can raise (the driver's import, the user's service factory) comes before the agents are changed, so a
+    # failure leaves the user's tree as it was (nothing would put it back: no target, no close).
+    driver = _driver(profile)
+    service = env.session_service_factory(env) if env.session_service_factory else InMemorySessionService()
     overrides = _apply_environment(app, env, profile)
 
-    driver = _driver(profile)
-
-    async def run_turn(runner: Runner, user_id: str, session_id: str, message: str) -> TurnOutcome:
+    async def run_turn(runner: Runner, user_id: str, session_id: str, message: str,
+                       state_delta: dict[str, Any] | None = None) -> TurnOutcome:
         service = runner.session_service
         error = crash = None
         returned: Any = None
         try:
             if driver is not None:
-                returned = await driver(runner, user_id, session_id, message)
+                returned = await driver(runner, user_id, session_id, message, state_delta)
             else:
                 async for _ in runner.run_async(user_id=user_id, session_id=session_id, new_message=types.Content(
-                        role="user", parts=[types.Part(text=message)])):
+                        role="user", parts=[types.Part(text=message)]), state_delta=state_delta):
                     pass
         except Exception as exc:  # the turn's error (a verdict of its own); the checks still judge the session
             error, crash = f"{type(exc).__name__}: {exc}", describe_error(exc)
@@ -115,7 +118,6 @@ def generic_target(name: str, app: App, env: TargetEnvironment, *, profile: Targ
             return outcome
         return outcome_from_driver(profile.driver or "", returned, profile, outcome)
 
-    service = env.session_service_factory(env) if env.session_service_factory else InMemorySessionService()
     initial = {profile.context_key: env.context} if profile.context_key and env.context is not None else {}
     return BuiltTarget(name=name, app=app, session_service=service, run_turn=run_turn, profile=profile,
                        artifact_service=InMemoryArtifactService(), memory_service=InMemoryMemoryService(),

@@ -227,6 +227,9 @@ class Trace(_Record):
     llm_responses: list[LlmResponseRecord] = Field(default_factory=list)
     executions: list[ExecutionRecord] = Field(default_factory=list)
     persisted: list[PersistedSnapshot] = Field(default_factory=list)
+    adk_sessions: dict[str, Any] = Field(default_factory=dict, description="Session id -> the ADK Session the "
+                                                                           "service returned at the end (JSON), "
+                                                                           "when the run was asked to keep them.")
     live_states: list[LiveStateRecord] = Field(default_factory=list)
     token_counts: list[TokenCountRecord] = Field(default_factory=list)
     planted_credentials: list[str] = Field(

@@ -9,12 +9,18 @@ from pathlib import Path
 # One source: the executor package holds them, so Job_B's payload wheel ships the same code.
 from ..executor.process import CappedBuffer, PipeTap, kill_group, kill_group_except
 
-__all__ = ["PACKAGE_PARENT", "CappedBuffer", "PipeTap", "kill_group", "kill_group_except", "scrubbed_env"]
+__all__ = ["EXECUTOR_SITE_VARIABLE", "PACKAGE_PARENT", "CappedBuffer", "PipeTap", "kill_group", "kill_group_except",
+           "scrubbed_env"]
 
-# Where ``reference_agent`` is importable from: the child gets only this on PYTHONPATH.
+# Where ``reference_agent`` is importable from: the child gets only this on PYTHONPATH (after the host's
+# EXECUTOR_SITE_VARIABLE folders, if any).
 PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 # Only these variables reach analyst code: no *_KEY, *_TOKEN, GOOGLE_*, DATABRICKS_*.
 _PASSED_ENV = ("PATH", "LANG")
+# Folders (os.pathsep-separated) the host puts first on the child's PYTHONPATH, e.g. a site folder whose
+# sitecustomize sets up every Python process of a test run (rlm-conformance's scenario clock: harness/clock.py).
+# The variable itself does not reach the code.
+EXECUTOR_SITE_VARIABLE = "RLM_EXECUTOR_SITE"
 
 
 def scrubbed_env(workdir: str) -> dict[str, str]:
@@ -22,7 +28,8 @@ def scrubbed_env(workdir: str) -> dict[str, str]:
     env.setdefault("PATH", os.defpath)
     env.setdefault("LANG", "C.UTF-8")
     env["HOME"] = workdir
-    env["PYTHONPATH"] = PACKAGE_PARENT
+    site = [p for p in os.environ.get(EXECUTOR_SITE_VARIABLE, "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join([*site, PACKAGE_PARENT])
     # Fixed hash seed: set iteration order (and so printed output) repeats between record and replay.
     env["PYTHONHASHSEED"] = os.environ.get("PYTHONHASHSEED") or "0"
     env["PYTHONIOENCODING"] = "utf-8"

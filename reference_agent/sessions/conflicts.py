@@ -37,7 +37,7 @@ class ConflictRetry:
             try:
                 return statement()
             except WriteConflictError as exc:
-                if delay is None:
+                if delay is None or not exc.retryable:  # not retryable: its transaction was aborted (DuckDB)
                     raise
                 logger.warning("%s lost a write conflict (%s), attempt %d of %d; retrying in %.2f s",
                                what, exc.error_class, attempt, self.attempts, delay)

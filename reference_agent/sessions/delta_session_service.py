@@ -36,10 +36,11 @@ correct on both because no step relies on the transaction:
   event sets or deletes holds, in storage, another value than the writer's
   session was loaded with (another session changed it since), the append is
   stale: ``StaleSessionError``, nothing written. (What a session saw is kept
-  by this service per session — ADK's ``State`` writes through to
-  ``session.state`` before ``append_event``, so the live dict cannot tell; a
-  session this service did not load writes its scope keys blind, as ADK's
-  services do.) Keys of the row the event does not touch may have changed:
+  by this service per ``Session`` *object* — ADK's ``State`` writes through
+  to ``session.state`` before ``append_event``, so the live dict cannot tell;
+  another ``get_session`` of the same id makes a new object and does not
+  refresh the writer's view (``scope_views.py``); a ``Session`` this service
+  did not return writes its scope keys blind, as ADK's services do.) Keys of the row the event does not touch may have changed:
   no conflict, they are merged. After the commit point each row is written
   ``WHERE version = :read``, re-read and re-applied if another writer got in
   between (``scope_rows.py``). The one window left: another session changing
@@ -80,7 +81,24 @@ at least): the state is written once per as many delta bytes, so an append's
 cost follows its delta, not the state's size (one 20 MB value no longer makes
 every later append rewrite 20 MB).
 
-**DuckDB.** Its ``transaction()`` is atomic, so the session row and the event
+**Keys.** Each table has its key (``schema.KEYS``: a session, an event per
+seq, an app row, a user row). DuckDB enforces them with unique indexes, added
+to older files on open, so no writer — this service on any connection, or a
+direct ``INSERT`` — can store a duplicate; Delta enforces none, so there the
+MERGE insert-if-absent and the compare-and-set writes above keep them unique
+(a MERGE reads the table, so of two racing ones Delta fails one with a
+conflict; it is retried and re-checks).
+
+**DuckDB.** Every engine on one file in a process shares one connection (see
+``DuckDBEngine``), so services on one file take turns as one service's calls
+do. A conflict DuckDB still reports (another connection to the file, e.g. a
+user's own ``duckdb.connect``: "Conflict on update!", a duplicate key at
+commit) aborts the call's transaction; the call runs again whole (bounded by
+``retry``): a create then finds the row (``AlreadyExistsError``), an append
+re-checks its version and keys. Once the attempts are used up the call
+raises ``StaleSessionError`` ("lost a write conflict"): DuckDB's own
+exceptions never reach the caller.
+Its ``transaction()`` is atomic, so the session row and the event
 row commit together and no redo record is written (``pending_json`` NULL);
 roll-forward is still read (older rows, and engines without transactions):
 the row is read without its last event's seq, which is read apart only for a
@@ -100,7 +118,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import hashlib
 import json
 import logging
 from collections import OrderedDict
@@ -126,16 +143,11 @@ from reference_agent.storage.sql import SqlEngine, WriteConflictError, affected_
 from .conflicts import ConflictRetry
 from .schema import ensure_schema
 from .scope_rows import ScopeRow, ScopeRows, apply_delta
-from .values import check_storable
+from .scope_views import ScopeViews, fingerprint
+from .values import StateValueError, check_storable, refused_value, unencodable_text
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
-
-def _fingerprint(value: Any) -> str:
-    """A short digest of a value's canonical JSON (what a session saw of a scope key; see _check_scope_keys)."""
-    text = json.dumps(to_jsonable_python(value), sort_keys=True, ensure_ascii=False)
-    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
-
 
 _STALE_MESSAGE = (
     "The session has been modified in storage since it was loaded. "
@@ -207,7 +219,11 @@ def _merge(session_state: dict[str, Any], app_state: Mapping[str, Any], user_sta
 def _event_to_json(event: Event) -> str:
     # The delta lives in its own columns (nulls split out), so it is left out here.
     data = event.model_dump(mode="json", exclude_none=True, exclude={"actions": {"state_delta"}})
-    return json.dumps(data, ensure_ascii=False)
+    text = json.dumps(data, ensure_ascii=False)
+    found = None if text.isascii() else unencodable_text(data, "event")
+    if found is not None:  # the engine would refuse the statement, naming nothing
+        raise StateValueError(found[0], "", found[1])
+    return text
 
 
 @contextlib.contextmanager
@@ -336,10 +352,10 @@ class DeltaSessionService(BaseSessionService):
         last_seq = "NULL" if self._atomic else _LAST_SEQ
         self._row_with_scopes, self._row = _session_with_scopes(last_seq), _session_row(last_seq)
         self._offload = bool(getattr(engine, "thread_safe", False))
-        # (app, user, session) -> (marker, {"app:k"/"user:k": fingerprint}): the app:/user: values the session
-        # was loaded with, plus its own writes since. ADK's State writes through to session.state before
-        # append_event, so the live session cannot say what it had seen; this can (see _check_scope_keys).
-        self._scope_views: OrderedDict[tuple[str, str, str], tuple[str, dict[str, str]]] = OrderedDict()
+        # Each returned Session object -> the app:/user: values it was loaded with, plus its own writes since
+        # (scope_views.py; see _check_scope_keys). Per object, not per session id: another read of the id
+        # does not refresh a writer's view.
+        self._views = ScopeViews()
         self.retry.run("creating the session tables", lambda: ensure_schema(engine))
 
     @classmethod
@@ -380,31 +396,37 @@ class DeltaSessionService(BaseSessionService):
 
     def _forget_row(self, keys: Mapping[str, str]) -> None:
         self._known_rows.pop((keys["app_name"], keys["user_id"], keys["session_id"]), None)
-        self._scope_views.pop((keys["app_name"], keys["user_id"], keys["session_id"]), None)
-
-    def _remember_view(self, keys: Mapping[str, str], marker: int, app_state: Mapping[str, Any],
-                       user_state: Mapping[str, Any], *, update: bool = False) -> None:
-        key = (keys["app_name"], keys["user_id"], keys["session_id"])
-        current = self._scope_views.get(key)  # one lookup: a worker thread may evict it meanwhile
-        if update and current is None:
-            return  # no view to update: the next append of this session writes blind (or get_session loads one)
-        seen = dict(current[1]) if update and current is not None else {}
-        for prefix, state in ((State.APP_PREFIX, app_state), (State.USER_PREFIX, user_state)):
-            for name, value in state.items():
-                if value is None:
-                    seen.pop(prefix + name, None)
-                else:
-                    seen[prefix + name] = _fingerprint(value)
-        self._scope_views[key] = (str(marker), seen)
-        self._scope_views.move_to_end(key)
-        while len(self._scope_views) > _KNOWN_ROWS:
-            self._scope_views.popitem(last=False)
 
     async def _in_worker(self, call: Callable[..., T], *args: Any) -> T:
         """``call(*args)`` in a worker thread where the engine allows it, so the event loop stays free."""
         if self._offload:
             return await asyncio.to_thread(call, *args)
         return call(*args)
+
+    def _whole(self, what: str, call: Callable[..., T], *args: Any) -> T:
+        """``call(*args)`` (one ``engine.transaction()``), run whole again after a write conflict that aborted it.
+
+        Only on engines whose transactions are atomic (DuckDB): the conflict rolled everything back, so running the
+        call again re-reads and re-checks from scratch (an append's compare-and-set and scope-key check, a
+        create's insert-if-absent). Bounded by ``retry``; then ``StaleSessionError`` — the driver's error never
+        reaches the caller. On other engines each statement is retried where that is safe (see the module
+        docstring), so the call runs once.
+        """
+        if not self._atomic:
+            return call(*args)
+        delays = self.retry.delays()
+        for attempt, delay in enumerate([*delays, None], start=1):
+            try:
+                return call(*args)
+            except WriteConflictError as exc:
+                logger.warning("%s lost a write conflict with another connection to the store (%s, attempt %d of "
+                               "%d): %s", what, exc.error_class, attempt, self.retry.attempts, exc)
+                if delay is None:
+                    raise StaleSessionError(
+                        f"{_STALE_MESSAGE} ({what} lost a write conflict with another connection to the store "
+                        f"{self.retry.attempts} times: {exc.error_class}; nothing was written)") from exc
+                self.retry.sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     # --- BaseSessionService ---------------------------------------------------
 
@@ -420,14 +442,21 @@ class DeltaSessionService(BaseSessionService):
         session_id = session_id or platform_uuid.new_uuid()
         check_storable(state or {})
         scopes = _split_scopes(state or {})
-        session_state_json = _dumps(_apply_delta({}, scopes["session"]))
+        try:
+            session_state_json = _dumps(_apply_delta({}, scopes["session"]))
+            for scope in ("app", "user"):
+                _dumps(scopes[scope])  # (written by the scope rows inside the transaction: refused here, before it)
+        except (ValueError, TypeError, RecursionError) as exc:
+            raise refused_value(state or {}, _dumps, exc) from exc
         now = platform_time.get_time()
         keys = {"app_name": app_name, "user_id": user_id, "session_id": session_id}
-        app_state, user_state = await self._in_worker(self._create_rows, keys, scopes, session_state_json, now)
+        app_state, user_state = await self._in_worker(self._whole, "create_session", self._create_rows, keys, scopes,
+                                                      session_state_json, now)
         self._remember_row(keys, _KnownRow(0, now, session_state_json, [], 0))
-        self._remember_view(keys, 0, app_state, user_state)
         # Built from the JSON written, so the result equals what a later get_session returns.
-        return self._build_session(keys, _loads(session_state_json, {}), app_state, user_state, 0, now, [])
+        session = self._build_session(keys, _loads(session_state_json, {}), app_state, user_state, 0, now, [])
+        self._views.load(session, app_state, user_state)
+        return session
 
     def _create_rows(self, keys: Mapping[str, str], scopes: Mapping[str, dict[str, Any]], session_state_json: str,
                      now: float) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -464,7 +493,7 @@ class DeltaSessionService(BaseSessionService):
         config: GetSessionConfig | None = None,
     ) -> Session | None:
         keys = {"app_name": app_name, "user_id": user_id, "session_id": session_id}
-        return await self._in_worker(self._load_session, keys, config)
+        return await self._in_worker(self._whole, "get_session", self._load_session, keys, config)
 
     def _load_session(self, keys: Mapping[str, str], config: GetSessionConfig | None) -> Session | None:
         # One transaction = one consistent snapshot of the row, its events and scoped state.
@@ -486,9 +515,10 @@ class DeltaSessionService(BaseSessionService):
             events = [_event_from_row(row) for row in event_rows]
         self._remember_row(keys, _KnownRow(version, create_time, state_json or "{}", tail,
                                            sum(len(a or "") + len(b or "") for a, b in tail)))
-        self._remember_view(keys, version, _loads(app_json, {}), _loads(user_json, {}))
-        return self._build_session(keys, state, _loads(app_json, {}), _loads(user_json, {}),
-                                   version, update_time, events)
+        app_state, user_state = _loads(app_json, {}), _loads(user_json, {})
+        session = self._build_session(keys, state, app_state, user_state, version, update_time, events)
+        self._views.load(session, app_state, user_state)
+        return session
 
     def _tail(self, keys: Mapping[str, str], event_rows: list[tuple], config: GetSessionConfig | None,
               version: int, state_version: int) -> list[tuple[str, str]]:
@@ -582,12 +612,15 @@ class DeltaSessionService(BaseSessionService):
     @override
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         keys = {"app_name": app_name, "user_id": user_id, "session_id": session_id}
+        self._whole("delete_session", self._delete_rows, keys)
+        self._forget_row(keys)
+
+    def _delete_rows(self, keys: Mapping[str, str]) -> None:
         with self.engine.transaction():  # idempotent DELETEs: safe to run again after a conflict
             self.retry.run("deleting a session's events",
                            lambda: self.engine.execute(f"DELETE FROM events WHERE {_EVENT_KEY}", keys))
             self.retry.run("deleting a session row",
                            lambda: self.engine.execute(f"DELETE FROM sessions WHERE {_SESSION_KEY}", keys))
-        self._forget_row(keys)
 
     @override
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
@@ -604,30 +637,37 @@ class DeltaSessionService(BaseSessionService):
         persisted = event.model_copy(update={"actions": event.actions.model_copy()})
         self._trim_temp_delta_state(persisted)
         delta = dict(persisted.actions.state_delta or {})
-        check_storable(delta)  # before any statement: a refused value leaves storage and the session as they were
+        # Before any statement: a refused value leaves storage and the session as they were.
+        check_storable(delta)
         scopes = _split_scopes(delta)
         keys = {"app_name": session.app_name, "user_id": session.user_id, "session_id": session.id}
-        event_row = {
-            "id": event.id,
-            "invocation_id": event.invocation_id,
-            "author": event.author,
-            "timestamp": event.timestamp,
-            "state_delta_json": _dumps({k: v for k, v in delta.items() if v is not None}),
-            "deleted_keys_json": _dumps([k for k, v in delta.items() if v is None]),
-            "event_json": _event_to_json(persisted),
-        }
-        scoped = {scope: scopes[scope] for scope in ("app", "user") if scopes[scope]}
-        if not scopes["session"]:
-            tail_entry = None  # nothing for the session state's tail
-        elif not scoped:
-            tail_entry = (event_row["state_delta_json"], event_row["deleted_keys_json"])
-        else:
-            tail_entry = (_dumps({k: v for k, v in scopes["session"].items() if v is not None}),
-                          _dumps([k for k, v in scopes["session"].items() if v is None]))
+        try:
+            event_row = {
+                "id": event.id,
+                "invocation_id": event.invocation_id,
+                "author": event.author,
+                "timestamp": event.timestamp,
+                "state_delta_json": _dumps({k: v for k, v in delta.items() if v is not None}),
+                "deleted_keys_json": _dumps([k for k, v in delta.items() if v is None]),
+                "event_json": _event_to_json(persisted),
+            }
+            scoped = {scope: scopes[scope] for scope in ("app", "user") if scopes[scope]}
+            if not scopes["session"]:
+                tail_entry = None  # nothing for the session state's tail
+            elif not scoped:
+                tail_entry = (event_row["state_delta_json"], event_row["deleted_keys_json"])
+            else:
+                tail_entry = (_dumps({k: v for k, v in scopes["session"].items() if v is not None}),
+                              _dumps([k for k, v in scopes["session"].items() if v is None]))
+        except (ValueError, TypeError, RecursionError) as exc:  # what check_storable let through: still named
+            if isinstance(exc, StateValueError):
+                raise
+            raise refused_value(delta, _dumps, exc) from exc
 
-        version, known = await self._in_worker(self._append_rows, session, keys, event_row, scoped, tail_entry)
+        version, known = await self._in_worker(self._whole, "append_event", self._append_rows, session, keys,
+                                               event_row, scoped, tail_entry)
         self._remember_row(keys, known)  # committed: the row is now as written
-        self._remember_view(keys, version + 1, scopes["app"], scopes["user"], update=True)
+        self._views.wrote(session, str(version + 1), scopes["app"], scopes["user"])
         # Base class: apply temp: to the live session, trim it from the event, then
         # commit the rest (through _update_session_state below) and append.
         await super().append_event(session, event)
@@ -660,20 +700,21 @@ class DeltaSessionService(BaseSessionService):
                           rows: Mapping[str, ScopeRow | None]) -> None:
         """StaleSessionError if a scope key the event writes holds, in storage, another value than ``session`` saw.
 
-        What the session saw is this service's view of it (loaded by get_session/create_session, updated by its
-        appends). A session this service has no view of (built elsewhere, or evicted) writes its scope keys
-        blind, as ADK's own services do.
+        What the session saw is this service's view of that Session object (scope_views.py: set when
+        get_session/create_session returned it, updated by its own appends; another read of the same id makes
+        another object and leaves this one's view alone). A Session this service did not return (built
+        elsewhere, a copy) writes its scope keys blind, as ADK's own services do.
         """
-        view = self._scope_views.get((session.app_name, session.user_id, session.id))
-        if view is None or view[0] != session._storage_update_marker:
+        view = self._views.get(session)
+        if view is None or view.marker != session._storage_update_marker:
             return
-        seen = view[1]
+        seen = view.seen
         changed = []
         for scope, delta in scoped.items():
             prefix = State.APP_PREFIX if scope == "app" else State.USER_PREFIX
             stored = rows[scope].state if rows[scope] else {}
             for key in delta:
-                now = _fingerprint(stored[key]) if key in stored else None
+                now = fingerprint(stored[key]) if key in stored else None
                 if now != seen.get(prefix + key):
                     changed.append(prefix + key)
         if changed:
@@ -741,6 +782,8 @@ class DeltaSessionService(BaseSessionService):
                  "tail_chars": tail_chars, "state_json": snapshot, "create_time": create_time},
             )))
         except WriteConflictError as exc:
+            if not exc.retryable:  # its transaction was aborted (DuckDB): _whole runs the append again
+                raise
             logger.warning("session %s: gave up after %d write conflicts (%s); reporting the append as stale",
                            keys["session_id"], self.retry.attempts, exc.error_class)
             return False

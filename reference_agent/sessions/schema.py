@@ -8,7 +8,13 @@ State JSON never contains null: a None in a delta deletes the key.
 
 from __future__ import annotations
 
-from reference_agent.storage.sql import SqlEngine, add_missing_columns, ensure_tables
+from reference_agent.storage.sql import (
+    DuplicateKeyError,
+    SqlEngine,
+    add_missing_columns,
+    ensure_tables,
+    ensure_unique_keys,
+)
 
 SESSIONS = "sessions"
 EVENTS = "events"
@@ -72,8 +78,36 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
+# Each table's key: one row per key. Enforced by a unique index where the engine can (DuckDB), so no writer —
+# this service through any connection, or anyone else's INSERT — can store a second session, event (per seq),
+# app or user row. On Delta nothing enforces a key: this service's MERGE insert-if-absent and compare-and-set
+# writes, with Delta's conflict detection, are what keep them unique there (see the service's docstring).
+KEYS: dict[str, tuple[str, ...]] = {
+    SESSIONS: ("app_name", "user_id", "id"),
+    EVENTS: ("app_name", "user_id", "session_id", "seq"),
+    APP_STATES: ("app_name",),
+    USER_STATES: ("app_name", "user_id"),
+}
+
+
 def ensure_schema(engine: SqlEngine) -> list[str]:
-    """Create the session tables if they do not exist, and add the columns that tables of an older schema
-    lack (idempotent). Returns the ``table.column`` names added."""
-    ensure_tables(engine, TABLES)
-    return add_missing_columns(engine, TABLES)
+    """Create the session tables if they do not exist, add the columns that tables of an older schema lack,
+    and the tables' unique keys where the engine enforces them (idempotent; existing rows are kept). Returns the
+    ``table.column`` names added. A table whose rows already break its key is left without it (a warning names
+    the keys; see ``ensure_unique_keys``)."""
+    try:
+        # One transaction where the engine has them: one commit instead of one per statement (a new DuckDB file:
+        # ~18 ms instead of ~55).
+        with engine.transaction():
+            ensure_tables(engine, TABLES)
+            added = add_missing_columns(engine, TABLES)
+            for table, columns in KEYS.items():
+                ddl = engine.dialect.unique_index(table, columns)
+                if ddl is not None:
+                    engine.execute(ddl)
+        return added
+    except DuplicateKeyError:  # a table already breaks its key: rolled back; again, step by step, keeping the rows
+        ensure_tables(engine, TABLES)
+        added = add_missing_columns(engine, TABLES)
+        ensure_unique_keys(engine, KEYS)
+        return added

@@ -96,6 +96,8 @@ class ScopeRows:
                         {**values, "expected": row.version, "next": row.version + 1},
                     ))
             except WriteConflictError as exc:
+                if not exc.retryable:  # its transaction was aborted (DuckDB): only the whole append can run again
+                    raise
                 logger.warning("%s row %s: Delta write conflict (%s) on attempt %d", table, params,
                                exc.error_class, attempt)
                 written = 0

@@ -48,6 +48,9 @@ class Dialect:
     # How the engine lists tables' columns (``list_columns``): "information_schema" (standard; skips missing
     # tables) or "pragma" (DuckDB's pragma_table_info, per existing table).
     columns_from: str = "information_schema"
+    # Whether the engine enforces a UNIQUE index (DuckDB: yes; Delta: PRIMARY KEY/UNIQUE are at most
+    # informational, never enforced). Where it does, tables get one on their key (``unique_index``).
+    unique_indexes: bool = False
 
     def translate(self, sql: str) -> tuple[str, tuple[str, ...]]:
         """``sql`` with markers in this dialect's style, and the parameter names it uses."""
@@ -80,16 +83,23 @@ class Dialect:
     def create_table(self, table: str, columns: Sequence[tuple[str, str]]) -> str:
         """Idempotent DDL for ``table`` from ``(column, logical type)`` pairs.
 
-        No PRIMARY KEY or UNIQUE: Delta does not enforce them, so the storage
+        No PRIMARY KEY or UNIQUE here: Delta does not enforce them, so the storage
         code guarantees uniqueness itself (MERGE, compare-and-set updates) and
-        behaves the same on both engines.
+        behaves the same on both engines; where the engine can enforce a key,
+        ``unique_index`` adds one as a second line.
         """
         cols = ",\n  ".join(f"{name} {self.column_type(logical)}" for name, logical in columns)
         suffix = f" {self.create_table_suffix}" if self.create_table_suffix else ""
         return f"CREATE TABLE IF NOT EXISTS {table} (\n  {cols}\n){suffix}"
 
+    def unique_index(self, table: str, columns: Sequence[str]) -> str | None:
+        """Idempotent DDL making ``columns`` a unique key of ``table``; None where the engine cannot enforce one."""
+        if not self.unique_indexes:
+            return None
+        return f"CREATE UNIQUE INDEX IF NOT EXISTS {table}_key ON {table} ({', '.join(columns)})"
+
 
 # pragma_table_info answers in ~1 ms; DuckDB's catalog views (information_schema, duckdb_columns()) take 25-45 ms
 # on a connection's first use, which every scenario's fresh store paid on start.
-DUCKDB = Dialect(name="duckdb", param_prefix="$", columns_from="pragma")
+DUCKDB = Dialect(name="duckdb", param_prefix="$", columns_from="pragma", unique_indexes=True)
 DATABRICKS = Dialect(name="databricks", param_prefix=":", create_table_suffix="USING DELTA")

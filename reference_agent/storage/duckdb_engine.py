@@ -13,6 +13,7 @@ from typing import Any
 import duckdb
 
 from .dialect import DUCKDB, Dialect
+from .sql import DuplicateKeyError, WriteConflictError
 
 
 _HOLDER = re.compile(r"held in (?P<exe>.+?) \(PID (?P<pid>\d+)\)")
@@ -90,12 +91,92 @@ class _SharedInstance:
             cls._conn.execute(f"DETACH {alias}")
 
 
+class _Handle:
+    """One DuckDB connection, its lock and its transaction depth: shared by every engine on one file in a process."""
+
+    def __init__(self, conn: duckdb.DuckDBPyConnection, path: Path | None, shared: bool) -> None:
+        self.conn = conn
+        self.path = path
+        self.shared = shared  # opened on _SharedInstance (the file ATTACHed there)
+        self.lock = threading.RLock()
+        self.tx_depth = 0  # only touched while holding the lock
+        self.users = 1  # engines open on it (changed under _FILES_LOCK)
+
+
+# resolved file -> its one handle. Two connections to one file in a process are two transactions that race: DuckDB
+# detects some of it ("Conflict on update!") and not the rest (two MERGE insert-if-absent of one key both insert,
+# where the table has no unique index). One connection whose lock every statement and transaction holds makes the
+# engines on a file take turns, as the statements of one engine always did.
+_FILES: dict[Path, _Handle] = {}
+_FILES_LOCK = threading.Lock()
+
+
+def _open_file(path: Path, *, shared_instance: bool) -> _Handle:
+    key = path.resolve()
+    with _FILES_LOCK:
+        handle = _FILES.get(key)
+        if handle is not None:
+            handle.users += 1
+            return handle
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            if shared_instance:
+                conn = _SharedInstance.open(path)
+            else:
+                conn = duckdb.connect(str(path))
+                conn.execute(_SET_THREADS)  # the instance's setting (the shared one has it)
+        except duckdb.IOException as exc:
+            if "Could not set lock" not in str(exc):
+                raise
+            raise DatabaseLockedError(path, str(exc)) from exc
+        handle = _FILES[key] = _Handle(conn, key, shared_instance)
+        return handle
+
+
+def _release(handle: _Handle) -> None:
+    with _FILES_LOCK:
+        handle.users -= 1
+        if handle.users:
+            return
+        if handle.path is not None:
+            _FILES.pop(handle.path, None)
+    with handle.lock:
+        handle.conn.close()
+    if handle.shared and handle.path is not None:
+        _SharedInstance.close(handle.path)
+
+
+def _conflict(exc: duckdb.Error, *, in_transaction: bool) -> WriteConflictError | None:
+    """The ``WriteConflictError`` for a DuckDB error that reports a race with another connection, else None.
+
+    ``retryable`` is False inside a transaction: DuckDB has aborted it, so only the whole transaction can run again.
+    """
+    text = str(exc)
+    if isinstance(exc, duckdb.ConstraintException) and ("Duplicate key" in text or "contains duplicates" in text) or (
+            isinstance(exc, duckdb.TransactionException) and "duplicate key" in text):
+        return DuplicateKeyError(f"DuckDB refused a duplicate key: {text}", error_class="DUCKDB_DUPLICATE_KEY",
+                                 retryable=not in_transaction)
+    if isinstance(exc, duckdb.TransactionException) and "Conflict" in text:
+        return WriteConflictError(f"DuckDB write conflict: {text}", error_class="DUCKDB_TRANSACTION_CONFLICT",
+                                  retryable=not in_transaction)
+    return None
+
+
 class DuckDBEngine:
-    """One DuckDB connection guarded by a re-entrant lock.
+    """A DuckDB connection guarded by a re-entrant lock, one per file per process.
 
     A DuckDB connection must not be used by two threads at once, so every
     statement, and every transaction as a whole, holds the lock. The lock is
     re-entrant so statements inside ``transaction()`` (same thread) pass.
+
+    **One per file.** Engines opened on the same file in one process (two services of one server, a service built
+    per request) share one connection and its lock (``handle``), counted, closed with the last engine. The first
+    opener's ``shared_instance`` holds for the file while it is open. Sharing rather than refusing the second open:
+    the engines then take turns exactly as one engine's callers do, and a second app in a process just works.
+
+    **Conflicts** DuckDB reports against another connection to the file (a user's own ``duckdb.connect`` in the
+    process) are raised as ``WriteConflictError`` (a duplicate key: ``DuplicateKeyError``), never as DuckDB's own
+    exceptions; inside a transaction they are not ``retryable`` (DuckDB aborted it).
 
     ``shared_instance=True`` opens a file on the process's shared DuckDB instance (``_SharedInstance``) rather
     than starting one for it: for processes that open many stores one after another.
@@ -108,63 +189,72 @@ class DuckDBEngine:
     thread_safe = True
 
     def __init__(self, path: str | Path | None = None, *, shared_instance: bool = False) -> None:
-        self._shared = False
+        self._closed = False
         if path is None or str(path) == ":memory:":
             self.path: Path | None = None
-            self._conn = duckdb.connect(":memory:")
+            conn = duckdb.connect(":memory:")
+            conn.execute(_SET_THREADS)
+            self.handle = _Handle(conn, None, False)
         else:
             self.path = Path(path)
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                if shared_instance:
-                    self._conn = _SharedInstance.open(self.path)
-                    self._shared = True
-                else:
-                    self._conn = duckdb.connect(str(self.path))
-            except duckdb.IOException as exc:
-                if "Could not set lock" not in str(exc):
-                    raise
-                raise DatabaseLockedError(self.path, str(exc)) from exc
-        if not self._shared:
-            self._conn.execute(_SET_THREADS)  # the instance's setting (the shared one has it)
-        self._lock = threading.RLock()
-        self._tx_depth = 0  # only touched while holding the lock
+            self.handle = _open_file(self.path, shared_instance=shared_instance)
+
+    @property
+    def _conn(self) -> duckdb.DuckDBPyConnection:
+        return self.handle.conn
 
     def execute(self, sql: str, params: Mapping[str, Any] | None = None) -> list[tuple]:
         # Only the parameters the statement uses: DuckDB rejects the others.
         text, bound = self.dialect.bind(sql, params)
-        with self._lock:
-            cursor = self._conn.execute(text, bound) if bound else self._conn.execute(text)
-            return cursor.fetchall() if cursor.description is not None else []
+        handle = self.handle
+        with handle.lock:
+            try:
+                cursor = handle.conn.execute(text, bound) if bound else handle.conn.execute(text)
+                return cursor.fetchall() if cursor.description is not None else []
+            except duckdb.Error as exc:
+                conflict = _conflict(exc, in_transaction=bool(handle.tx_depth))
+                if conflict is None:
+                    raise
+                raise conflict from exc
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        with self._lock:
-            if self._tx_depth:  # nested: join the outer transaction
-                self._tx_depth += 1
+        handle = self.handle
+        with handle.lock:
+            if handle.tx_depth:  # nested: join the outer transaction
+                handle.tx_depth += 1
                 try:
                     yield
                 finally:
-                    self._tx_depth -= 1
+                    handle.tx_depth -= 1
                 return
-            self._conn.execute("BEGIN TRANSACTION")
-            self._tx_depth = 1
+            handle.conn.execute("BEGIN TRANSACTION")
+            handle.tx_depth = 1
             try:
                 yield
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                handle.conn.execute("ROLLBACK")
                 raise
             else:
-                self._conn.execute("COMMIT")
+                try:
+                    handle.conn.execute("COMMIT")
+                except duckdb.Error as exc:  # DuckDB checks some conflicts (a duplicate key) at commit
+                    conflict = _conflict(exc, in_transaction=True)
+                    if conflict is None:
+                        raise
+                    raise conflict from exc
             finally:
-                self._tx_depth = 0
+                handle.tx_depth = 0
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
-            if self._shared and self.path is not None:
-                self._shared = False  # a second close() is a no-op, as a connection's is
-                _SharedInstance.close(self.path)
+        if self._closed:
+            return  # a second close() is a no-op, as a connection's is
+        self._closed = True
+        if self.path is None:
+            with self.handle.lock:
+                self.handle.conn.close()
+            return
+        _release(self.handle)
 
     def __enter__(self) -> "DuckDBEngine":
         return self

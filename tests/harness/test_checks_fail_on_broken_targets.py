@@ -41,7 +41,7 @@ NAMES_SOMETHING = re.compile(
 class Proof:
     check: str
     target: str  # "legacy" or a factory name in tests.broken_targets
-    scenario: str
+    scenario: str  # a name in scenarios/, or a path from the repository's root (without .yaml)
     evidence: str  # a substring one evidence line must hold
 
     @property
@@ -56,7 +56,7 @@ class Proof:
 
     @property
     def id(self) -> str:
-        return f"{self.check}-{self.target}-{self.scenario}"
+        return f"{self.check}-{self.target}-{Path(self.scenario).name}"
 
 
 PROOFS: tuple[Proof, ...] = (
@@ -148,13 +148,15 @@ PROOFS: tuple[Proof, ...] = (
           "a session re-created under a deleted id holds the deleted one's data"),
     Proof("scenario_expectations", "legacy", "single_delegation",
           "termination: expected 'exit_loop', turn 0 (session single_delegation-0) ended with 'success'"),
+    Proof("adk_recording_matches", "adk_case_off_by_one", "tests/user_agents/adk_case/scenarios/tools_add_numbers",
+          "event #2 (author calculator).actions.state_delta.last_sum: recorded 5, the run has 6"),
 )
 
 
 @functools.cache
 def run_pair(target: str, scenario: str) -> ScenarioResult:
     """One run per (target, scenario): legacy replays its recorded cassette, broken targets run scripted."""
-    loaded = load_scenario(SCENARIOS / f"{scenario}.yaml")
+    loaded = load_scenario((ROOT / scenario if "/" in scenario else SCENARIOS / scenario).with_suffix(".yaml"))
     if target == "legacy":
         options = RunOptions(target="legacy", llm_mode=LlmMode.REPLAY, cassette_dir=CASSETTES)
     elif target.startswith("service:"):  # the reference agent on a broken session service

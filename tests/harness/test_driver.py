@@ -74,5 +74,9 @@ def test_a_plain_function_runs_in_a_thread_with_driver_args(tmp_path: Path) -> N
      "without 'state' (profile driver_outcome.termination); it has: delegation_count, response_text, status"),
 ])
 def test_a_driver_that_cannot_be_used_is_the_scenarios_error(tmp_path: Path, update: dict, said: str) -> None:
+    from tests.user_agents.tool_rlm.agent import planner, root_agent
+
+    before = (planner.model, root_agent.max_iterations)
     result = _run(tmp_path, **update)
     assert result.status == "error" and said in result.error, result.error
+    assert (planner.model, root_agent.max_iterations) == before  # the user's agents are left as they were

@@ -66,7 +66,8 @@ def test_unknown_top_level_field_lists_allowed_fields_and_suggests(tmp_path: Pat
     error = error_for(tmp_path, GOOD.replace("\ntags:", "\ntagz:"))
     assert str(error) == (
         f"{tmp_path / 'single_delegation.yaml'}:4: field 'tagz': unknown field 'tagz' (allowed here: name, "
-        "description, target, profile, max_iterations, limits, executor, context, escape_probe, sessions, script, expect, tags), got "
+        "description, target, profile, max_iterations, limits, executor, context, clock_start, escape_probe, sessions, "
+        "script, expect, tags), got "
         "['smoke', 'delegation']. Fix: did you mean 'tags'? Rename it")
     assert (error.line, error.field, error.path) == (4, "tagz", str(tmp_path / "single_delegation.yaml"))
     assert isinstance(error, HarnessError)
@@ -89,7 +90,7 @@ def test_step_with_two_shapes(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("step", "expected"), [
     ("- exit_loop", "a step must be a mapping"),
-    ("- {}", "a step needs 'call', 'fault' or 'text'"),
+    ("- {}", "a step needs 'call', 'fault', 'text' or 'response'"),
     ("- {fault: http_492}", "expected one of http_429, http_500, http_503, malformed, truncated, slow, empty, "
                             "safety, got 'http_492'. Fix: did you mean 'http_429'?"),
     ("- {text: hi, args: {}}", "unknown field 'args' (allowed here: text, delay, when)"),

@@ -226,3 +226,48 @@ async def test_adk_state_writes_through_to_the_live_session_before_the_append_an
     with pytest.raises(StaleSessionError, match="app:snips"):
         await svc.append_event(a, ev({"app:snips": a.state["app:snips"]}))
     assert (await reload(svc, b)).state["app:snips"] == {"x": 1, "y": 2, "z": 3}
+
+
+# --- staleness follows the writer's own Session object -----------------------------------------------------------
+
+
+async def test_a_read_of_the_same_id_in_between_does_not_make_a_stale_writer_fresh(svc):
+    """Issue 34 item 3: the check remembered what each session *id* last saw, so a third reader's get_session of
+    the writer's id (a UI, another worker) refreshed it and the writer overwrote another session's newer value."""
+    a = await svc.create_session(app_name=APP, user_id="u", session_id="a", state={"user:x": 0})
+    await svc.create_session(app_name=APP, user_id="u", session_id="b")
+    writer = await svc.get_session(app_name=APP, user_id="u", session_id="b")  # sees user:x = 0
+    await svc.append_event(a, ev({"user:x": 1}))  # another session changes it
+    reader = await svc.get_session(app_name=APP, user_id="u", session_id="b")  # the third reader: sees 1
+    assert reader.state["user:x"] == 1 and writer.state["user:x"] == 0
+    with pytest.raises(StaleSessionError, match=r"another session changed user:x"):
+        await svc.append_event(writer, ev({"user:x": 2}))
+    assert (await svc.get_user_state(app_name=APP, user_id="u")) == {"x": 1}
+    await svc.append_event(reader, ev({"user:x": 2}))  # the reader's own Session saw 1: it may write
+    assert (await svc.get_user_state(app_name=APP, user_id="u")) == {"x": 2}
+
+
+async def test_each_session_object_keeps_its_own_view_and_an_append_updates_only_its_own(svc):
+    a = await svc.create_session(app_name=APP, user_id="u", session_id="a", state={"app:n": 0})
+    first = await svc.get_session(app_name=APP, user_id="u", session_id="a")
+    second = await svc.get_session(app_name=APP, user_id="u", session_id="a")
+    b = await svc.create_session(app_name=APP, user_id="v", session_id="b")
+    await svc.append_event(b, ev({"app:n": 1}))
+    # Both copies of a loaded app:n = 0 before b changed it: whichever appends, it is stale on the key...
+    with pytest.raises(StaleSessionError, match="app:n"):
+        await svc.append_event(first, ev({"app:n": 2}))
+    # ...and a key it does not write is no conflict: the other copy appends, its version check passes.
+    await svc.append_event(second, ev({"own": 1}))
+    with pytest.raises(StaleSessionError):  # and now first is also behind on the session row
+        await svc.append_event(first, ev({"own": 2}))
+    assert a.state == {"app:n": 0}
+
+
+async def test_views_go_with_their_session_objects(svc):
+    import gc
+
+    for n in range(50):
+        await svc.get_session(app_name=APP, user_id="u", session_id="a") if n else await svc.create_session(
+            app_name=APP, user_id="u", session_id="a", state={"user:x": 0})
+    gc.collect()
+    assert len(svc._views) == 0

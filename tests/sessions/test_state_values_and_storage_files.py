@@ -28,6 +28,25 @@ class Thing:
     pass
 
 
+def cyclic() -> dict:
+    loop: dict = {"a": 1}
+    loop["again"] = loop
+    return loop
+
+
+def cyclic_list() -> list:
+    loop: list = [1]
+    loop.append([loop])
+    return loop
+
+
+def nested(levels: int) -> list:
+    value: list = []
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
 @pytest.mark.parametrize(("delta", "path", "kind"), [
     ({"tags": {"a"}}, "state['tags']", "set"),
     ({"user:prefs": {"tags": {"a", "b"}}}, "state['user:prefs']['tags']", "set"),
@@ -39,6 +58,17 @@ class Thing:
     ({"x": math.nan}, "state['x']", "nan"),
     ({"user:x": {"y": -math.inf}}, "state['user:x']['y']", "-inf"),
     ({"m": {1: "one"}}, "state['m'] key 1", "int"),
+    # Issue 34 item 4: these escaped with a raw error naming no key (RecursionError, pydantic's "Circular
+    # reference detected" / "Maximum serialization depth exceeded", DuckDB's "cannot encode str as UTF-8").
+    ({"user:loop": cyclic()}, "state['user:loop']['again']", "contains itself"),
+    ({"l": cyclic_list()}, "state['l'][1][0]", "contains itself"),
+    ({"deep": nested(100_000)}, "state['deep']" + "[0]" * 100, "nested deeper than 100"),
+    ({"deep": nested(300)}, "state['deep']" + "[0]" * 100, "nested deeper than 100"),
+    ({"app:text": "ok \ud800 no"}, "state['app:text']", "lone surrogate"),
+    ({"doc": {"k": ["fine", "x\udfff"]}}, "state['doc']['k'][1]", "lone surrogate"),
+    ({"doc": {"bad\ud83d": 1}}, "state['doc'] key 'bad\\ud83d'", "lone surrogate"),
+    ({"key\udc80": 1}, "state key 'key\\udc80'", "lone surrogate"),
+    ({"huge": 10 ** 5000}, "state['huge']", "digits"),
 ])
 async def test_a_value_json_cannot_hold_is_refused_naming_the_key_and_nothing_changes(delta, path, kind):
     svc = DeltaSessionService.duckdb(None)
@@ -63,12 +93,45 @@ async def test_a_non_str_top_level_key_in_create_state_is_refused() -> None:
     assert await svc.get_session(app_name=APP, user_id="u", session_id="s") is None
 
 
+async def test_a_value_the_encoder_still_refuses_is_a_state_value_error_naming_the_key(monkeypatch) -> None:
+    """The last line: whatever the checks above let through and the JSON encoder refuses names its key too."""
+    from reference_agent.sessions import delta_session_service as module
+
+    svc = DeltaSessionService.duckdb(None)
+    s = await svc.create_session(app_name=APP, user_id="u", session_id="s")
+    real = module._dumps
+
+    def picky(value):
+        if "poison" in str(value):
+            raise ValueError("the encoder says no")
+        return real(value)
+
+    monkeypatch.setattr(module, "_dumps", picky)
+    event = Event(invocation_id="i", author="agent", actions=EventActions(state_delta={"ok": 1, "bad": "poison"}))
+    with pytest.raises(StateValueError, match=r"^state\['bad'\] .*the encoder says no.*Nothing was written"):
+        await svc.append_event(s, event)
+    assert (await svc.persisted_rows(app_name=APP, user_id="u", session_id="s")).events == []
+
+
+async def test_a_lone_surrogate_in_an_events_content_is_refused_naming_where() -> None:
+    from google.genai import types
+
+    svc = DeltaSessionService.duckdb(None)
+    s = await svc.create_session(app_name=APP, user_id="u", session_id="s")
+    event = Event(invocation_id="i", author="agent", actions=EventActions(state_delta={"k": 1}),
+                  content=types.Content(role="model", parts=[types.Part(text="fine"), types.Part(text="x\ud800")]))
+    with pytest.raises(StateValueError, match=r"^event\['content'\]\['parts'\]\[1\]\['text'\] .*lone surrogate"):
+        await svc.append_event(s, event)
+    assert s.state == {} and (await svc.persisted_rows(app_name=APP, user_id="u", session_id="s")).events == []
+
+
 def test_json_native_values_and_temp_keys_pass() -> None:
     class Level(str):
         pass
 
     check_storable({"a": None, "b": True, "c": 1, "d": 1.5, "e": "x", "f": [1, [2, {"g": None}]], "h": {"i": {}},
-                    "j": Level("x"), "temp:anything": {1, 2}, "temp:obj": Thing()})
+                    "j": Level("x"), "temp:anything": {1, 2}, "temp:obj": Thing(), "temp:loop": cyclic(),
+                    "k": nested(99), "unicode": "ключ ✓ 😀", "shared": [shared := {"x": 1}, shared], "big": 10 ** 300})
 
 
 OLD_SCHEMA = """

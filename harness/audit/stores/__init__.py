@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from ..model import StoredSession
 from .base import SessionFilter, SqlSource, StoreError, parse_time
 from .detect import detect_layout
+from .integrity import Finding, unowned_rows
 from .layouts import LAYOUTS, Layout
 from .open import SPELLINGS, open_source
 from .reader import PAGE_SIZE, OnUnreadable, iter_sessions
@@ -31,6 +32,10 @@ class Store:
     def sessions(self, selection: SessionFilter | None = None, *, page_size: int = PAGE_SIZE,
                  on_unreadable: OnUnreadable | None = None) -> Iterator[StoredSession]:
         return iter_sessions(self.source, self.layout, selection, page_size=page_size, on_unreadable=on_unreadable)
+
+    def unowned_rows(self, selection: SessionFilter | None = None) -> list[Finding]:
+        """Rows no session owns: orphan events, app/user rows without a session (``integrity.py``)."""
+        return unowned_rows(self.source, self.layout, selection)
 
     def close(self) -> None:
         self.source.close()
@@ -52,5 +57,5 @@ def open_store(spec: str) -> Store:
         raise
 
 
-__all__ = ["LAYOUTS", "SPELLINGS", "Layout", "SessionFilter", "SqlSource", "Store", "StoreError", "open_source",
+__all__ = ["LAYOUTS", "Finding", "SPELLINGS", "Layout", "SessionFilter", "SqlSource", "Store", "StoreError", "open_source",
            "open_store", "parse_time"]

@@ -71,7 +71,8 @@ def _adk_event(row: Row, position: int) -> StoredEvent:
                        invocation_id=row["invocation_id"] or data.get("invocation_id"),
                        timestamp=epoch(data.get("timestamp")) or epoch(row["timestamp"]),
                        state_delta=dict(actions.get("state_delta") or {}), row=_where("events", row, "id"),
-                       function_calls=calls, function_responses=responses, has_content=has_content(data))
+                       function_calls=calls, function_responses=responses, has_content=has_content(data),
+                       content=data.get("content"))
 
 
 def _rlm_event(row: Row, position: int) -> StoredEvent:
@@ -83,7 +84,8 @@ def _rlm_event(row: Row, position: int) -> StoredEvent:
     calls, responses = tool_names(payload)
     return StoredEvent(position=position, id=str(row["id"]), author=row["author"], invocation_id=row["invocation_id"],
                        timestamp=epoch(row["timestamp"]), state_delta=delta, seq=row["seq"], row=where,
-                       function_calls=calls, function_responses=responses, has_content=has_content(payload))
+                       function_calls=calls, function_responses=responses, has_content=has_content(payload),
+                       content=payload.get("content"))
 
 
 def _seed_event(row: Row, position: int) -> StoredEvent:
@@ -98,7 +100,7 @@ def _seed_event(row: Row, position: int) -> StoredEvent:
                        invocation_id=row["invocation_id"],
                        timestamp=epoch(data.get("timestamp")) or epoch(row["event_timestamp"]), state_delta=delta,
                        seq=row["sequence_num"], row=where, function_calls=calls, function_responses=responses,
-                       has_content=has_content(data))
+                       has_content=has_content(data), content=data.get("content"))
 
 
 def _rlm_facts(row: Row) -> tuple[int | None, float | None, dict[str, Any]]:

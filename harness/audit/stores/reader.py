@@ -47,7 +47,8 @@ def iter_sessions(source: SqlSource, layout: Layout, selection: SessionFilter | 
         if not page:
             return
         after = tuple(page[-1][:3])  # type: ignore[assignment]
-        kept = [tuple(row[:3]) for row in page if selection.keeps_time(epoch(row[3]))]
+        # A key stored twice (a duplicate session row) is judged once; _load counts its rows.
+        kept = list(dict.fromkeys(tuple(row[:3]) for row in page if selection.keeps_time(epoch(row[3]))))
         if kept:
             yield from _load(source, layout, kept, on_unreadable)  # type: ignore[arg-type]
         if len(page) < page_size:
@@ -79,8 +80,12 @@ def _load(source: SqlSource, layout: Layout, keys: list[Key], on_unreadable: OnU
     present = source.columns("sessions") or () if layout.optional_session_columns else ()
     session_columns = ("app_name", "user_id", sid, layout.state, *layout.session_columns,
                        *(c for c in layout.optional_session_columns if c in present))
-    sessions = {(r["app_name"], r["user_id"], r[sid]): r
-                for r in _select(source, "sessions", session_columns, keys, ("app_name", "user_id", sid))}
+    sessions: dict[Key, dict[str, Any]] = {}
+    copies: dict[tuple, int] = {}  # key -> rows holding it, for the keys (sessions, app and user rows) read here
+    for r in _select(source, "sessions", session_columns, keys, ("app_name", "user_id", sid)):
+        key = (r["app_name"], r["user_id"], r[sid])
+        sessions.setdefault(key, r)  # a duplicate: the first row is judged, the count reported
+        copies[("sessions", *key)] = copies.get(("sessions", *key), 0) + 1
     event_columns = ("app_name", "user_id", "session_id", *layout.event_columns)
     events: dict[Key, list[dict[str, Any]]] = {}
     for row in _select(source, "events", event_columns, keys, ("app_name", "user_id", "session_id"),
@@ -89,16 +94,26 @@ def _load(source: SqlSource, layout: Layout, keys: list[Key], on_unreadable: OnU
     apps = sorted({(k[0],) for k in keys})
     users = sorted({k[:2] for k in keys})
     scope = (layout.state, *layout.scope_columns)
-    app_rows = {r["app_name"]: r for r in _select(source, "app_states", ("app_name", *scope), apps, ("app_name",))}
-    user_rows = {(r["app_name"], r["user_id"]): r
-                 for r in _select(source, "user_states", ("app_name", "user_id", *scope), users,
-                                  ("app_name", "user_id"))}
+    app_rows: dict[str, dict[str, Any]] = {}
+    for r in _select(source, "app_states", ("app_name", *scope), apps, ("app_name",)):
+        app_rows.setdefault(r["app_name"], r)
+        copies[("app_states", r["app_name"])] = copies.get(("app_states", r["app_name"]), 0) + 1
+    user_rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in _select(source, "user_states", ("app_name", "user_id", *scope), users, ("app_name", "user_id")):
+        user_rows.setdefault((r["app_name"], r["user_id"]), r)
+        copies[("user_states", r["app_name"], r["user_id"])] = copies.get(
+            ("user_states", r["app_name"], r["user_id"]), 0) + 1
     for key in keys:
         row = sessions.get(key)
         if row is None or layout.skip_session(row):  # deleted since the page was read, or soft-deleted
             continue
+        duplicates = {table: n for table, n in (("sessions", copies.get(("sessions", *key), 1)),
+                                                ("app_states", copies.get(("app_states", key[0]), 1)),
+                                                ("user_states", copies.get(("user_states", *key[:2]), 1))) if n > 1}
         try:
             stored = _session(layout, key, row, events.get(key, []), app_rows.get(key[0]), user_rows.get(key[:2]))
+            if duplicates:
+                stored.extra["duplicate_rows"] = duplicates
         except StoreError as exc:
             if on_unreadable is None:
                 raise

@@ -155,6 +155,8 @@ PRESENCE = {
     "event_order_preserved": "judges the contract probe's cases",
     "session_service_contract": "judges the contract probe's cases",
     "scenario_expectations": "a scenario's expected value that is missing fails as a mismatch (its own tests)",
+    "adk_recording_matches": "compares every event and the final state with ADK's recording; an event or key "
+                             "missing from the run is a difference (tests/importers/test_import_adk_conformance.py)",
 }
 
 

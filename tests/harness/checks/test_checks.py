@@ -538,6 +538,23 @@ def test_scenario_expectations_fail() -> None:
                 "outcome_error: expected an error containing 'retries exhausted'; turn 0 (session s1) has no error")
 
 
+def test_scenario_expectations_exact_state_fails_on_a_key_it_does_not_name() -> None:
+    """state_match: exact (an imported ADK final_session_state): the session holds nothing else."""
+    trace = final_answer_trace()
+    stored = trace.final_persisted("s1")
+    whole = {**stored.session_state, **{f"user:{k}": v for k, v in stored.user_state.items()},
+             **{f"app:{k}": v for k, v in stored.app_state.items()}}
+    exact = run("scenario_expectations", trace, scenario=make_scenario(state=whole, state_match="exact"))
+    assert_pass(exact)
+    assert any(line.startswith("state (exact): persisted snapshot of session s1 after turn 0 holds no key beyond")
+               for line in exact.evidence)
+    fewer = {k: v for k, v in whole.items() if k != "rlm:iteration"}
+    assert_pass(run("scenario_expectations", trace, scenario=make_scenario(state=fewer)))  # subset: fine
+    assert_fail(run("scenario_expectations", trace, scenario=make_scenario(state=fewer, state_match="exact")),
+                "state (exact): persisted snapshot of session s1 after turn 0 holds 1 key(s) the expected state "
+                "does not: 'rlm:iteration' = 1")
+
+
 def test_scenario_expectations_outcome_error_and_na() -> None:
     b = TraceBuilder()
     b.start_turn()

@@ -13,7 +13,7 @@ EXPECTED = {
     "no_pruning_plugin", "summary_persisted", "no_temp_persisted", "stage_gating", "artifacts_consumed",
     "minimal_deltas", "none_deletes", "no_unpersisted_mutation", "summary_reaches_prompt", "state_budget",
     "stale_flags_cleared", "processor_model_runs", "instructions_render", "outcome_from_storage",
-    "loop_without_transfers", "scenario_expectations",
+    "loop_without_transfers", "scenario_expectations", "adk_recording_matches",
     "user_history_scoped", "history_folded_by_event", "app_data_shared", "context_budget",
     "stale_writer_rejected", "get_session_config_honoured", "event_order_preserved", "session_service_contract",
     "previews_bounded", "history_keeps_newest", "sublm_batch_concurrent", "executor_env_clean", "executor_confined",

@@ -1,0 +1,1 @@
+"""Test material teams already have, turned into scenarios: ADK eval sets (``import evalset``)."""

@@ -1,0 +1,276 @@
+"""ADK eval sets (``*.evalset.json``, and the older ``*.test.json``) -> scenarios that run offline with no key.
+
+An ``EvalCase`` holds a recorded conversation: per invocation, the user's message, the trajectory (the events
+each agent produced: its model's function calls and texts, the tools' responses) and the final response; plus
+the session it starts from and, optionally, the final session state ADK's evaluator never scores. A scenario
+is the same conversation with the model's side as a script, so:
+
+* ``session_input`` -> the session's user and ``initial_state``;
+* each ``Invocation`` -> a turn, its ``user_content`` text the message;
+* each model answer in the trajectory, in order, per author -> that agent's script: a function call is a
+  ``call`` step, text a ``text`` step (tool responses are not scripted: the agent's real tools run again);
+* the final response -> a ``text`` step of the agent that gave it (ADK 2.x marks that event; for ADK 1.x
+  files it is the agent whose turn the last event was, or the agent a ``transfer_to_agent`` handed over to);
+* ``final_session_state`` -> ``expect.state``, compared as a subset or, with ``exact``, as the whole state.
+
+What cannot be scripted faithfully is refused, one ``Refusal`` per case with the reason, never dropped in
+silence: a ``conversation_scenario`` (a user simulator plays the user: there is no fixed conversation), a user
+message that is not text, two function calls in one model answer (a scripted step answers one), a trajectory
+without authors (``IntermediateData``) when the target has more than one LlmAgent to attribute it to, an author
+that is not an agent of the target.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import HarnessError
+
+if TYPE_CHECKING:
+    from google.adk.evaluation.eval_case import EvalCase, Invocation
+    from google.adk.evaluation.eval_set import EvalSet
+
+SUFFIXES = (".evalset.json", ".test.json")
+TRANSFER = "transfer_to_agent"
+
+
+class EvalSetError(HarnessError):
+    """An eval set file that cannot be read; the message names the file and the fix."""
+
+
+@dataclass(frozen=True)
+class AgentTree:
+    """What attribution needs to know of the target: its LlmAgents, and the one a turn starts with."""
+
+    llm_agents: tuple[str, ...]
+    first: str | None
+    other_agents: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Imported:
+    name: str
+    source: str
+    scenario: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    source: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.source}: {self.reason}"
+
+
+class CaseRefused(HarnessError):
+    """One case cannot be scripted; carries the reason."""
+
+
+def eval_set_files(path: Path) -> list[Path]:
+    """``path`` itself, or every eval set file under it (sorted), or a clear error."""
+    if path.is_file():
+        return [path]
+    if path.is_dir():
+        found = sorted(p for p in path.rglob("*") if p.is_file() and p.name.endswith(SUFFIXES))
+        if found:
+            return found
+        raise EvalSetError(f"{path}: no {' or '.join('*' + s for s in SUFFIXES)} file in this folder. Fix: name "
+                           f"an eval set file, or the folder that holds them.")
+    raise EvalSetError(f"{path}: no such file or folder. Fix: name an ADK eval set file ({', '.join(SUFFIXES)}) or "
+                       f"a folder of them.")
+
+
+def load_eval_set(path: Path) -> EvalSet:
+    """An ``EvalSet`` file, or an older ``.test.json`` (a list of ``query`` / ``expected_tool_use`` /
+    ``reference`` turns, or of named cases with ``data``), converted with ADK's own converter."""
+    from google.adk.evaluation.eval_set import EvalSet
+    from google.adk.evaluation.local_eval_sets_manager import convert_eval_set_to_pydantic_schema
+    from pydantic import ValidationError
+
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise EvalSetError(f"{path}: cannot read it as JSON ({exc}). Fix: give an ADK eval set file.") from None
+    stem = slug(path.name.removesuffix(".json").removesuffix(".evalset").removesuffix(".test"))
+    try:
+        if isinstance(data, dict):
+            return EvalSet.model_validate(data)
+        if isinstance(data, list) and all(isinstance(x, dict) and "query" in x for x in data):
+            data = [{"name": stem, "data": data, "initial_session": {}}]
+        return convert_eval_set_to_pydantic_schema(stem, data)
+    except (ValidationError, KeyError, TypeError, ValueError) as exc:
+        first = str(exc).strip().splitlines()
+        raise EvalSetError(f"{path}: not an ADK eval set ({type(exc).__name__}: {' '.join(first[:3])}). Fix: give "
+                           f"a file `adk eval` reads (an EvalSet, or the older list of query/expected_tool_use/"
+                           f"reference turns).") from None
+
+
+def slug(text: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
+    return slug or "case"
+
+
+def _text(content: Any) -> str | None:
+    parts = list(getattr(content, "parts", None) or [])
+    if any(p.text is None for p in parts):
+        return None
+    return "".join(p.text for p in parts)
+
+
+def _calls(content: Any) -> list[Any]:
+    return [p.function_call for p in getattr(content, "parts", None) or () if p.function_call]
+
+
+def _answer_step(content: Any, *, where: str) -> dict[str, Any] | None:
+    """The script step that makes an agent's model answer ``content``; None for a tool response."""
+    parts = list(getattr(content, "parts", None) or ())
+    if any(p.function_response for p in parts):
+        return None
+    calls = _calls(content)
+    text = "".join(p.text for p in parts if p.text)
+    if len(calls) > 1:
+        raise CaseRefused(f"{where}: one model answer makes {len(calls)} function calls "
+                       f"({', '.join(c.name for c in calls)}); a scripted step answers with one")
+    if calls:
+        step: dict[str, Any] = {"call": calls[0].name, "args": dict(calls[0].args or {})}
+        return step | ({"text": text} if text else {})
+    return {"text": text} if text else None
+
+
+def _turn_steps(invocation: Invocation, tree: AgentTree, where: str) -> list[tuple[str, dict[str, Any]]]:
+    """(agent, step) for every model answer of one invocation, in the order the agents gave them."""
+    from google.adk.evaluation.eval_case import IntermediateData, InvocationEvents
+
+    data = invocation.intermediate_data
+    steps: list[tuple[str, dict[str, Any]]] = []
+    final_author: str | None = None
+    if isinstance(data, InvocationEvents):
+        last_author, handed_to = None, None
+        for number, event in enumerate(data.invocation_events):
+            author = event.author
+            if author in tree.other_agents:
+                continue  # a custom agent's own output (an executor's), not a model answer
+            if author not in tree.llm_agents:
+                raise CaseRefused(f"{where}, event {number}: author {author!r} is not an LlmAgent of the target "
+                               f"(its LlmAgents: {', '.join(tree.llm_agents) or 'none'}). Fix: import with the "
+                               f"--target the eval set was recorded on")
+            if event.content is None:  # ADK 2.x: the final response's event, its text on final_response
+                final_author = author
+                continue
+            step = _answer_step(event.content, where=f"{where}, event {number}")
+            if step is not None:
+                steps.append((author, step))
+                handed_to = next((str(c.args.get("agent_name")) for c in _calls(event.content)
+                                  if c.name == TRANSFER and c.args), handed_to)
+            last_author = author
+        if final_author is None:  # ADK 1.x left the final event out: the agent last handed the turn
+            final_author = handed_to if handed_to in tree.llm_agents else last_author
+    elif isinstance(data, IntermediateData) and (data.tool_uses or data.intermediate_responses):
+        if len(tree.llm_agents) != 1:
+            raise CaseRefused(f"{where}: the trajectory names no author for its tool calls (IntermediateData) and the "
+                           f"target has {len(tree.llm_agents)} LlmAgents ({', '.join(tree.llm_agents)}). Fix: "
+                           f"record the eval set again with ADK (it stores each event's author)")
+        only = tree.llm_agents[0]
+        steps += [(only, {"call": c.name, "args": dict(c.args or {})}) for c in data.tool_uses]
+        final_author = only
+    if invocation.final_response is not None:
+        text = _text(invocation.final_response)
+        if text:
+            author = final_author or tree.first
+            if author is None:
+                raise CaseRefused(f"{where}: the final response names no author and the target's turn starts with "
+                               f"no LlmAgent to give it to")
+            steps.append((author, {"text": text}))
+    return steps
+
+
+def scenario_from_case(case: EvalCase, tree: AgentTree, *, source: str, name: str, exact_state: bool,
+                       profile: str | None, target: str | None = None) -> dict[str, Any]:
+    """The scenario mapping of one case (raises ``CaseRefused`` with the reason when it cannot be faithful)."""
+    if case.conversation_scenario is not None:
+        raise CaseRefused("a conversation_scenario: a user simulator plays the user, so there is no fixed "
+                       "conversation to replay. Fix: run it with `adk eval` once and import the static "
+                       "conversation it produced")
+    turns, script = [], {}
+    for number, invocation in enumerate(case.conversation or ()):
+        where = f"invocation {number}"
+        message = _text(invocation.user_content)
+        if not message:
+            raise CaseRefused(f"{where}: the user's message is not text (a scenario's turns are text)")
+        turns.append({"user": message})
+        for agent, step in _turn_steps(invocation, tree, where):
+            script.setdefault(agent, []).append(step)
+    if not turns:
+        raise CaseRefused("the conversation has no invocation")
+    session: dict[str, Any] = {"user": "user_1", "turns": turns}
+    app_note = ""
+    if case.session_input is not None:
+        session["user"] = case.session_input.user_id or "user_1"
+        if case.session_input.state:
+            session["initial_state"] = dict(case.session_input.state)
+        app_note = f" (app {case.session_input.app_name})" if case.session_input.app_name else ""
+    scenario: dict[str, Any] = {"name": name, "description": f"ADK eval case {case.eval_id!r} of {source}{app_note}."}
+    scenario |= {"target": target} if target else {}
+    scenario |= {"profile": profile} if profile else {}
+    scenario |= {"sessions": [session], "script": script}
+    expect: dict[str, Any] = {}
+    if case.final_session_state:
+        expect["state"] = dict(case.final_session_state)
+        expect["state_match"] = "exact" if exact_state else "subset"
+    if expect:
+        scenario["expect"] = expect
+    scenario["tags"] = ["imported", "adk-evalset"]
+    return scenario
+
+
+def import_eval_sets(path: Path, tree: AgentTree, *, exact_state: bool = False, profile: str | None = None,
+                     target: str | None = None, taken: Iterable[str] = ()) -> tuple[list[Imported], list[Refusal]]:
+    """Every case of every eval set file at ``path``: the scenarios, and the cases refused with their reasons.
+    Names are ``<file stem>_<eval id>`` made slugs, unique against ``taken`` and each other."""
+    imported: list[Imported] = []
+    refused: list[Refusal] = []
+    used = set(taken)
+    for file in eval_set_files(path):
+        eval_set = load_eval_set(file)
+        stem = slug(file.name.removesuffix(".json").removesuffix(".evalset").removesuffix(".test"))
+        for case in eval_set.eval_cases:
+            source = f"{file}: eval case {case.eval_id!r}"
+            name = _unique(f"{stem}_{slug(case.eval_id)}", used)
+            try:
+                scenario = scenario_from_case(case, tree, source=file.name, name=name, exact_state=exact_state,
+                                              profile=profile, target=target)
+            except CaseRefused as exc:
+                refused.append(Refusal(source, str(exc)))
+                continue
+            used.add(name)
+            imported.append(Imported(name, source, scenario))
+    return imported, refused
+
+
+def _unique(name: str, used: set[str]) -> str:
+    if name not in used:
+        return name
+    return next(f"{name}_{n}" for n in range(2, 10_000) if f"{name}_{n}" not in used)
+
+
+def agent_tree(app: Any) -> AgentTree:
+    """The target's agents as attribution needs them."""
+    from google.adk.agents import LlmAgent
+
+    agents: list[Any] = []
+    stack = [app.root_agent]
+    while stack:
+        agent = stack.pop(0)
+        agents.append(agent)
+        stack.extend(getattr(agent, "sub_agents", None) or ())
+    llm = tuple(a.name for a in agents if isinstance(a, LlmAgent))
+    other = tuple(a.name for a in agents if not isinstance(a, LlmAgent))
+    first = next((a.name for a in agents if isinstance(a, LlmAgent)), None)
+    return AgentTree(llm_agents=llm, first=first, other_agents=other)

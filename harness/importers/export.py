@@ -1,0 +1,62 @@
+"""``rlm-conformance export evalset``: scenarios -> an ADK eval set that ADK's own loader reads and ``adk eval``
+runs.
+
+Each scenario is run once in scripted mode, keeping its sessions as the target's service returns them at the
+end; ADK's own ``EvaluationGenerator.convert_events_to_eval_invocations`` turns each session's events into the
+invocations of an ``EvalCase`` (user turns, tool trajectory with authors, final responses), as ``adk eval``
+converts a session; the case's ``session_input`` is the session's initial state and its
+``final_session_state`` the state it ended with. A scenario that does not run cleanly is refused with its error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .evalset import Refusal
+
+if TYPE_CHECKING:
+    from google.adk.evaluation.eval_set import EvalSet
+
+    from ..run_options import RunOptions
+    from ..scenario.models import Scenario
+
+
+def export_eval_set(scenarios: Sequence[Scenario], options: RunOptions, *, eval_set_id: str,
+                    log: Any = None) -> tuple[EvalSet, list[Refusal]]:
+    from google.adk.evaluation.eval_case import EvalCase, SessionInput
+    from google.adk.evaluation.eval_set import EvalSet
+    from google.adk.evaluation.evaluation_generator import EvaluationGenerator
+    from google.adk.sessions import Session
+
+    from ..llm.modes import LlmMode
+    from ..runner import run_scenario, session_id_of
+
+    options = dataclasses.replace(options, llm_mode=LlmMode.SCRIPTED, record=False, keep_adk_sessions=True)
+    cases, refused = [], []
+    for scenario in scenarios:
+        result = run_scenario(scenario, options)
+        crashed = result.crashed_turns
+        if result.error or crashed or result.trace is None:
+            refused.append(Refusal(f"scenario {scenario.name}", result.error or
+                                   f"turn {crashed[0].turn} raised {crashed[0].outcome.error or crashed[0].run_error}"))
+            continue
+        several = len(scenario.sessions) > 1
+        for index, spec in enumerate(scenario.sessions):
+            dumped = result.trace.adk_sessions.get(session_id_of(scenario, index))
+            if dumped is None:
+                refused.append(Refusal(f"scenario {scenario.name}, session {index}", "the session service returned "
+                                                                                      "no session at the end"))
+                continue
+            session = Session.model_validate(dumped)
+            cases.append(EvalCase(
+                eval_id=f"{scenario.name}_{index}" if several else scenario.name,
+                conversation=EvaluationGenerator.convert_events_to_eval_invocations(session.events),
+                session_input=SessionInput(app_name=session.app_name, user_id=session.user_id,
+                                           state=dict(spec.initial_state)),
+                final_session_state=dict(session.state)))
+        if log is not None:
+            log(scenario.name, result)
+    return EvalSet(eval_set_id=eval_set_id, name=eval_set_id, description="Exported by rlm-conformance.",
+                   eval_cases=cases), refused

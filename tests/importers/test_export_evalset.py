@@ -1,0 +1,64 @@
+"""``rlm-conformance export evalset``: scenarios -> an eval set ADK's own loader reads, whose cases import back
+into scenarios that run green (the round trip through ADK's format loses nothing the checks need)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.cli import main
+from harness.importers.evalset import import_eval_sets
+from harness.llm.modes import LlmMode
+from harness.runner import RunOptions, run_scenario
+from harness.scenario.loader import load_scenario
+from tests.importers.test_import_evalset import PROFILE, RECORDED, TOOL_RLM
+
+TARGET = "tests.user_agents.tool_rlm.agent:app"
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "scenarios").mkdir()
+    (tmp_path / "scenarios" / "math_six_times_seven.yaml").write_text(RECORDED.format(profile=PROFILE),
+                                                                       encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_export_then_adk_loads_it_then_it_imports_back_green(project: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from google.adk.evaluation.local_eval_sets_manager import load_eval_set_from_file
+
+    out = project / "eval" / "conformance.evalset.json"
+    assert main(["export", "evalset", "--out", str(out), "--target", TARGET, "--profile", str(PROFILE)]) == 0
+    assert f"wrote {out}: 1 eval case(s)" in capsys.readouterr().out
+    eval_set = load_eval_set_from_file(str(out), "conformance")  # ADK's own loader
+    [case] = eval_set.eval_cases
+    assert case.eval_id == "math_six_times_seven" and len(case.conversation) == 2
+    assert case.session_input.user_id == "u7" and case.session_input.state == {"user:tier": "gold"}
+    assert case.final_session_state["answer"] == "43"
+    events = case.conversation[0].intermediate_data.invocation_events
+    tools = [p.function_call.name for e in events if e.content for p in e.content.parts or () if p.function_call]
+    assert tools == ["run_python", "finish"]
+
+    [back], refused = import_eval_sets(out, TOOL_RLM, exact_state=True, profile=str(PROFILE))
+    assert not refused
+    path = project / "back" / "math_six_times_seven.yaml"  # the name seeds the agent's ids, as when it was run
+    path.parent.mkdir()
+    back.scenario["name"] = "math_six_times_seven"
+    path.write_text(yaml.safe_dump(back.scenario, sort_keys=False), encoding="utf-8")
+    result = run_scenario(load_scenario(path), RunOptions(llm_mode=LlmMode.SCRIPTED, cassette_dir=project / "c"))
+    failing = {c.name: c.evidence for c in result.checks if c.status.value == "fail"}
+    assert result.status == "pass", failing or result.error
+
+
+def test_a_scenario_that_does_not_run_is_not_exported(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    broken = RECORDED.format(profile=PROFILE).replace("name: math_six_times_seven", "name: broken").replace(
+        "  summarizer:\n    - text: \"The code printed 42.\"\n", "")
+    (project / "scenarios" / "broken.yaml").write_text(broken, encoding="utf-8")
+    out = project / "all.evalset.json"
+    assert main(["export", "evalset", "--out", str(out), "--target", TARGET, "--profile", str(PROFILE)]) == 1
+    text = " ".join(capsys.readouterr().out.split())
+    assert "not exported scenario broken:" in text and f"wrote {out}: 1 eval case(s)" in text
