@@ -242,10 +242,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_databricks_settings(doctor)
 
     from .audit.command import add_audit_parser
+    from .explore.command import add_explore_parser
     from .importers.command import add_import_parser
 
     add_audit_parser(commands)
     add_import_parser(commands)
+    add_explore_parser(commands)
 
     differential = commands.add_parser(
         "differential", add_help=False,
@@ -323,7 +325,7 @@ def _settle(args: argparse.Namespace) -> None:
     from .project_config import load_project_config
 
     args.configured_by = {}  # flag -> where its value came from, when that is the pyproject table
-    if args.command not in ("run", "record", "list", "export"):
+    if args.command not in ("run", "record", "list", "export", "explore"):
         return
     project = load_project_config()
 
@@ -687,6 +689,12 @@ def cmd_capture(args: argparse.Namespace) -> int:
     return capture(args)
 
 
+def cmd_explore(args: argparse.Namespace) -> int:
+    from .explore.command import cmd_explore as explore
+
+    return explore(args, _stdout_console())
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     from .doctor import render_json, render_table, run_local_doctor
 
@@ -727,7 +735,7 @@ VERDICT_ROWS = {
 
 COMMANDS = {"run": cmd_run, "record": cmd_record, "list": cmd_list, "report": cmd_report, "explain": cmd_explain,
             "init": cmd_init, "doctor": cmd_doctor, "audit": cmd_audit, "import": cmd_import,
-            "capture": cmd_capture, "export": cmd_export}
+            "capture": cmd_capture, "export": cmd_export, "explore": cmd_explore}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

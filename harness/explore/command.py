@@ -1,0 +1,201 @@
+"""``rlm-conformance explore``: its arguments, the run, the final table. The CLI hands over after ``_settle``
+(target, profile, session service and scenarios folder resolved as for ``run``)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import HarnessError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from .engine import Report
+
+PROG = "rlm-conformance"
+DEFAULT_DB = Path(".rlm-conformance") / "explore-db"
+EXIT_OK, EXIT_FOUND = 0, 1
+
+
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a positive whole number")
+    return number
+
+
+def _seconds(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = 0.0
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a positive number of seconds")
+    return number
+
+
+def add_explore_parser(commands: Any) -> None:
+    explore = commands.add_parser(
+        "explore", help="generate conversations from the target, find failing checks, write minimal scenarios",
+        description="Generate scripted conversations from the target itself (its LlmAgents, the tools each offers, "
+                    "the profile's roles, a library of code behaviours), run each through the same pipeline as "
+                    "`run --llm-mode scripted`, apply every check, shrink each failing check to a minimal scenario "
+                    "and write it into --out. Exit 0, or with --fail-on-find 1 when something was found; 2 on "
+                    "usage errors.")
+    explore.add_argument("--target", metavar="TARGET",
+                         help="agent under test: reference, legacy, or module:attr (default: target in "
+                              "[tool.rlm-conformance], else the profile's, else reference)")
+    explore.add_argument("--profile", type=Path, metavar="PATH",
+                         help="target profile YAML naming your agent's roles and keys")
+    explore.add_argument("--session-service", metavar="SERVICE", help="as for run (default: delta)")
+    explore.add_argument("--executor", choices=("warm", "one-shot"), default="warm", help="as for run")
+    explore.add_argument("--scenarios-dir", metavar="DIR", help="the project's scenarios (--out defaults to its "
+                                                               "found/ folder)")
+    explore.add_argument("--max-examples", type=_positive, metavar="N",
+                         help="generated conversations to run (default: 100, or unbounded with --time alone)")
+    explore.add_argument("--time", type=_seconds, metavar="S", help="stop after S seconds, shrinking included")
+    explore.add_argument("--seed", type=int, default=0, help="the seed: the same one gives the same conversations "
+                                                             "and findings (default: %(default)s)")
+    explore.add_argument("--out", type=Path, metavar="DIR",
+                         help="where minimal failing scenarios are written (default: <scenarios dir>/found)")
+    explore.add_argument("--check", action="append", default=[], metavar="NAME",
+                         help="only these checks make findings (repeatable; default: every check)")
+    explore.add_argument("--behaviours", type=Path, metavar="FILE",
+                         help="more code behaviours for the analyst's delegations (YAML; see "
+                              "harness/explore/behaviours.yaml)")
+    explore.add_argument("--shrink-runs", type=_positive, default=40, metavar="N",
+                         help="runs spent shrinking each finding (default: %(default)s)")
+    explore.add_argument("--database", type=Path, default=DEFAULT_DB, metavar="DIR",
+                         help="Hypothesis' example database (default: %(default)s; gitignored)")
+    explore.add_argument("--no-database", action="store_true", help="keep no example database")
+    explore.add_argument("--fail-on-find", action="store_true", help="exit 1 when something was found (for CI)")
+    explore.add_argument("--no-progress", action="store_true", help="no progress bar (off anyway without a TTY)")
+    explore.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="error",
+                         help="log records of the target and libraries from this level on (default: %(default)s)")
+
+
+def explore_command_line(args: argparse.Namespace) -> str:
+    words = [PROG, "explore", "--seed", str(args.seed)]
+    for flag, value in (("--target", args.target), ("--profile", args.profile),
+                        ("--max-examples", args.max_examples), ("--time", args.time)):
+        if value is not None:
+            words += [flag, str(value)]
+    for name in args.check:
+        words += ["--check", name]
+    return shlex.join(words)
+
+
+def cmd_explore(args: argparse.Namespace, console: Console) -> int:
+    from ..checks import registered_checks
+    from ..llm.modes import LlmMode
+    from ..run_options import RunOptions
+    from ..scenario_run import configure_logging
+    from ..targets.profile import load_profile, target_name
+    from ..targets.registry import resolve_target
+    from .engine import Budget, Explorer
+    from .findings import HARNESS_BUG
+    from .library import load_library
+    from .target_model import describe_target
+    from .writer import write_finding
+
+    configure_logging(args.log_level)
+    known = registered_checks()
+    unknown = [name for name in args.check if name not in known]
+    if unknown:
+        raise HarnessError(f"--check {', '.join(unknown)}: no such check. Known checks: {', '.join(known)}.")
+    checks = frozenset(args.check or known)
+    profile = load_profile(args.profile) if args.profile is not None else None
+    spec = args.target or (profile.target if profile is not None else None) or "reference"
+    resolve_target(spec)  # a target that does not import: exit 2, naming it
+    library = load_library(args.behaviours)
+    model = describe_target(spec, profile)
+    options = RunOptions(target=spec, llm_mode=LlmMode.SCRIPTED, session_service=args.session_service or "delta",
+                         profile=model.profile if profile is not None else None, profile_path=args.profile,
+                         executor=args.executor, probe_session_service=False)
+    max_examples = args.max_examples if args.max_examples is not None else (None if args.time else 100)
+    budget = Budget(max_examples=max_examples, time_s=args.time, shrink_runs=args.shrink_runs)
+    database = None if args.no_database else args.database
+    out_dir = args.out if args.out is not None else Path(args.scenarios_dir[0]) / "found"
+    with _progress(console, enabled=not args.no_progress, budget=budget) as update:
+        explorer = Explorer(model, library, options, checks=checks, seed=args.seed, budget=budget,
+                            database=database, on_progress=update)
+        report = explorer.explore()
+    name = target_name(spec, profile)
+    for finding in report.findings:
+        write_finding(finding, model, library, options, seed=args.seed, out_dir=out_dir,
+                      profile_path=args.profile, target_name=name, explore_command=explore_command_line(args),
+                      checks=checks | {HARNESS_BUG}, used=explorer.verdict(finding.plan).used_steps)
+    render_report(report, console)
+    return EXIT_FOUND if report.findings and args.fail_on_find else EXIT_OK
+
+
+def _progress(console: Console, *, enabled: bool, budget: Any) -> Any:
+    import contextlib
+
+    from rich.console import Console as RichConsole
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    err = RichConsole(stderr=True)
+
+    @contextlib.contextmanager
+    def bar() -> Any:
+        columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn())
+        with Progress(*columns, console=err, transient=True, disable=not enabled or not err.is_terminal) as progress:
+            task = progress.add_task("exploring", total=budget.max_examples)
+
+            def update(report: Report) -> None:
+                generated = report.tried - report.shrink_runs
+                progress.update(task, completed=generated if budget.max_examples is None
+                                else min(generated, budget.max_examples),
+                                description=f"exploring: {report.tried} runs ({report.shrink_runs} shrinking)")
+
+            yield update
+
+    return bar()
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def render_report(report: Report, console: Console) -> None:
+    from rich.table import Table
+
+    rate = report.tried / report.elapsed_s if report.elapsed_s else 0.0
+    console.print(f"explore {report.target} (seed {report.seed}): {report.tried} examples run "
+                  f"({report.shrink_runs} while shrinking), {report.discarded} discarded, {report.raised_turns} "
+                  f"turns raised; {report.elapsed_s:.1f}s, {rate:.2f} examples/s", markup=False)
+    for reason, count in sorted(report.discard_reasons.items()):
+        console.print(f"  discarded {count}: {reason}", markup=False)
+    for how, count in sorted(report.raised_reasons.items()):
+        console.print(f"  turns raised {count}: {how} (judged all the same; not a finding by itself)", markup=False)
+    for note in report.notes:
+        console.print(f"  note: {note}", markup=False)
+    if not report.findings:
+        console.print("Nothing found.", markup=False)
+        return
+    table = Table(title=f"{len(report.findings)} finding(s)", title_justify="left", width=min(console.width, 100))
+    table.add_column("check", no_wrap=True, style="bold")
+    table.add_column("first", justify="right", no_wrap=True)
+    table.add_column("size", no_wrap=True)
+    table.add_column("minimal scenario", overflow="fold")
+    for finding in report.findings:
+        size = f"{finding.written_turns}t {finding.written_steps}s" + ("" if finding.reproduced else " (!)")
+        table.add_row(finding.check, f"{finding.after_s:.0f}s #{finding.after_examples}", size,
+                      _shown(finding.path) if finding.path else "(not written)")
+    console.print(table)
+    if any(not f.reproduced for f in report.findings):
+        console.print("(!) the written scenario did not fail the same check when run again: the failure depends on "
+                      "something the scenario does not pin (timing?).", markup=False)
+    console.print(f"size: turns (t) and script steps (s). Run one: {PROG} run --scenario NAME --scenarios-dir DIR "
+                  "--llm-mode scripted", markup=False)

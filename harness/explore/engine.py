@@ -1,0 +1,245 @@
+"""The search: rounds of Hypothesis over generated conversations, each round finding and shrinking one new
+failing check.
+
+A round is a Hypothesis test over ``plans(model)``: an example runs through ``run_scenario`` (scripted mode,
+cached by plan, so replays and shrink candidates equal to an earlier example cost nothing) and the test fails
+when the example fails a check no earlier round found. The first such check becomes the round's target; from
+then on only that check counts, so Hypothesis shrinks a failure with one stable meaning to its minimal example,
+which it replays last. Other checks some run failed on the way are shrunk next, structurally only, from the
+smallest plan seen failing each (often the minimum just found). Then the next round looks for the checks still
+unfound. Rounds end when one finds nothing in the examples left, or the budget (``--max-examples``,
+``--time``) is spent.
+
+Every run also keeps the smallest plan seen failing each check (by ``Plan.size``): a check that fails on the
+simplest conversation is found, minimal, on the first example. Shrinking has a budget of its own per finding
+(``shrink_runs``): Hypothesis spends at most half of it (past that, candidates never run before count as
+passing, so it stops at the smallest failing example it has), then ``shrink.polish`` the rest on structural
+simplifications Hypothesis may not have reached (a turn, a step, an iteration fewer).
+
+Deterministic: the same seed, target and library give the same examples in the same order, hence the same
+findings. The example database (``.rlm-conformance/explore-db`` by default) is keyed by target, seed, the
+checks searched and the checks already found, so a second run replays each round's minimal example first.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable
+
+from ..run_options import RunOptions
+from .findings import HARNESS_BUG, Verdict, judge
+from .library import Library
+from .plan import Plan, to_scenario
+from .target_model import TargetModel
+
+EXAMPLE_NAME = "explore_example"
+
+
+class _Exhausted(BaseException):
+    """The generation budget is spent: ends the round without a failure (a BaseException: Hypothesis lets it
+    through instead of treating it as a failure to shrink)."""
+
+
+class _NewFailure(Exception):
+    """A generated example failed the round's check; a subclass per check, so each is its own bug to Hypothesis."""
+
+    def __init__(self, check: str, plan: Plan) -> None:
+        super().__init__(check)
+        self.check, self.plan = check, plan
+
+
+@dataclass(frozen=True)
+class Budget:
+    max_examples: int | None = 100  # examples generated (runs that are not replays or shrink candidates)
+    time_s: float | None = None
+    shrink_runs: int = 40  # runs spent shrinking one finding: half at most by Hypothesis, the rest structurally
+
+
+@dataclass
+class Finding:
+    check: str
+    shape: str
+    plan: Plan
+    after_s: float  # time from the start to its first failing example
+    after_examples: int
+    path: Path | None = None
+    written_turns: int = 0
+    written_steps: int = 0
+    reproduced: bool = False
+
+
+@dataclass
+class Report:
+    target: str
+    seed: int
+    tried: int = 0
+    discarded: int = 0
+    raised_turns: int = 0
+    shrink_runs: int = 0
+    elapsed_s: float = 0.0
+    findings: list[Finding] = field(default_factory=list)
+    discard_reasons: dict[str, int] = field(default_factory=dict)
+    raised_reasons: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Round:
+    target: str | None = None
+    shrink_runs: int = 0
+
+
+class Explorer:
+    def __init__(self, model: TargetModel, library: Library, options: RunOptions, *, checks: frozenset[str],
+                 seed: int, budget: Budget, database: Path | None,
+                 on_progress: Callable[[Report], None] | None = None) -> None:
+        self.model, self.library, self.checks, self.seed, self.budget = model, library, checks, seed, budget
+        self.options = replace(options, target=model.spec, profile=model.profile, probe_session_service=False)
+        self.database = database
+        self.on_progress = on_progress or (lambda report: None)
+        self.report = Report(target=model.spec, seed=seed, notes=list(model.notes))
+        self._cache: dict[str, Verdict] = {}
+        self._smallest: dict[str, tuple[tuple[int, ...], Plan]] = {}
+        self._first: dict[str, tuple[float, int, str]] = {}
+        self._started = 0.0
+        self._generated = 0
+
+    # --- one example -------------------------------------------------------------------------------------------
+
+    def verdict(self, plan: Plan) -> Verdict:
+        """The cached verdict of ``plan``, running it if it never ran."""
+        key = plan.key()
+        if key not in self._cache:
+            self._cache[key] = self._run(plan)
+        return self._cache[key]
+
+    def _run(self, plan: Plan) -> Verdict:
+        from ..runner import run_scenario
+
+        scenario = to_scenario(plan, self.model, self.library, name=EXAMPLE_NAME,
+                               description="A conversation generated by rlm-conformance explore.")
+        verdict = judge(run_scenario(scenario, self.options), self.checks)
+        report = self.report
+        report.tried += 1
+        report.raised_turns += len(verdict.raised)
+        for how in verdict.raised:
+            report.raised_reasons[how] = report.raised_reasons.get(how, 0) + 1
+        if verdict.discarded is not None:
+            report.discarded += 1
+            report.discard_reasons[verdict.discarded] = report.discard_reasons.get(verdict.discarded, 0) + 1
+        size = plan.size(self.library)
+        for check, shape in verdict.failing.items():
+            if check not in self._first:
+                self._first[check] = (time.perf_counter() - self._started, report.tried, shape)
+            if check not in self._smallest or size < self._smallest[check][0]:
+                self._smallest[check] = (size, plan)
+        report.elapsed_s = time.perf_counter() - self._started
+        self.on_progress(report)
+        return verdict
+
+    def _out_of_time(self) -> bool:
+        return self.budget.time_s is not None and time.perf_counter() - self._started > self.budget.time_s
+
+    # --- the rounds --------------------------------------------------------------------------------------------
+
+    def explore(self) -> Report:
+        self._started = time.perf_counter()
+        found: dict[str, Plan] = {}
+        while not self._out_of_time() and not self.checks <= set(found):
+            pending = self._pending(found)
+            if pending:  # seen failing beside a round's target: shrunk structurally from the smallest plan seen
+                found[pending[0]] = self._polish(pending[0], self._smallest[pending[0]][1], self.budget.shrink_runs)
+                continue
+            if self._generation_spent():
+                break
+            check, plan, spent = self._round(frozenset(found))
+            if check is None:
+                break
+            found[check] = self._polish(check, plan, self.budget.shrink_runs - spent)
+        for check in self._pending(found):  # out of time: as seen
+            found[check] = self._smallest[check][1]
+        for check, plan in found.items():
+            after_s, after_examples, shape = self._first[check]
+            smallest = self._smallest[check][1]  # maybe smaller (by our measure) than Hypothesis' minimum
+            best = smallest if smallest.size(self.library) < plan.size(self.library) else plan
+            self.report.findings.append(Finding(check=check, shape=shape, plan=best, after_s=after_s,
+                                                after_examples=after_examples))
+        self.report.elapsed_s = time.perf_counter() - self._started
+        return self.report
+
+    def _pending(self, found: dict[str, Plan]) -> list[str]:
+        """Checks some run failed that no round has shrunk yet."""
+        return [check for check in self._smallest if check not in found]
+
+    def _generation_spent(self) -> bool:
+        return self.budget.max_examples is not None and self._generated >= self.budget.max_examples
+
+    def _polish(self, check: str, plan: Plan, budget: int) -> Plan:
+        """``plan`` after the structural pass (harness/explore/shrink.py), within ``budget`` runs."""
+        from .shrink import polish
+
+        runs = 0
+
+        def still_fails(candidate: Plan) -> bool | None:
+            nonlocal runs
+            if candidate.key() not in self._cache:
+                if runs >= budget or self._out_of_time():
+                    return None
+                runs += 1
+                self.report.shrink_runs += 1
+            return check in self.verdict(candidate).failing
+
+        return polish(plan, self.library, still_fails)
+
+    def _round(self, known: frozenset[str]) -> tuple[str | None, Plan, int]:
+        from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
+        from hypothesis.database import DirectoryBasedExampleDatabase
+
+        from .strategies import plans
+
+        state = _Round()
+        errors: dict[str, type[_NewFailure]] = {}
+
+        def failure(check: str) -> type[_NewFailure]:
+            if check not in errors:
+                errors[check] = type(f"Fails_{check}", (_NewFailure,), {})
+            return errors[check]
+
+        def test(plan: Plan) -> None:
+            cached = plan.key() in self._cache
+            if not cached:
+                if state.target is None:
+                    if self._out_of_time() or self._generation_spent():
+                        raise _Exhausted()
+                    self._generated += 1
+                elif self._out_of_time() or state.shrink_runs >= self.budget.shrink_runs // 2:
+                    return  # the shrink budget is spent: untried candidates count as passing
+                else:
+                    state.shrink_runs += 1
+                    self.report.shrink_runs += 1
+            verdict = self.verdict(plan)
+            if state.target is None:
+                new = [c for c in verdict.failing if c not in known]
+                state.target = (HARNESS_BUG if HARNESS_BUG in new else new[0]) if new else None
+            if state.target is not None and state.target in verdict.failing:
+                raise failure(state.target)(state.target, plan)
+
+        remaining = None if self.budget.max_examples is None else self.budget.max_examples - self._generated
+        test._hypothesis_internal_add_digest = (  # type: ignore[attr-defined]  # one database key per round
+            f"{self.model.spec}|{self.seed}|{','.join(sorted(self.checks))}|{','.join(sorted(known))}").encode()
+        database = DirectoryBasedExampleDatabase(str(self.database)) if self.database is not None else None
+        # settings outermost: @seed alone turns the database off.
+        runner = settings(
+            max_examples=max(1, remaining if remaining is not None else 100_000), deadline=None, database=database,
+            phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink), report_multiple_bugs=False,
+            suppress_health_check=list(HealthCheck), print_blob=False, verbosity=Verbosity.quiet,
+            derandomize=False)(seed(self.seed)(given(plans(self.model, self.library))(test)))
+        try:
+            runner()
+        except _Exhausted:
+            return None, Plan(1, (), ()), state.shrink_runs
+        except _NewFailure as exc:  # Hypothesis replays the minimal example last: this is it
+            return exc.check, exc.plan, state.shrink_runs
+        return None, Plan(1, (), ()), state.shrink_runs

@@ -1,0 +1,55 @@
+"""What one generated run says: a finding per failed check, a harness bug, or an example to discard.
+
+Only registered checks make findings. The harness's own rows are not about the target: ``script`` (a generated
+script never fits exactly — unused steps are the generator's slack), ``cassette`` and ``snapshot``; nor is
+``scenario_expectations`` (generated scenarios expect nothing). A run whose target asked a model more often than
+scripted, or that could not run for a reason of its own (not the harness), is discarded and counted.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..checks.base import Status
+from ..result import ScenarioResult
+from .plan import overran
+
+HARNESS_BUG = "harness_bug"
+"""The pseudo-check of a generated scenario that crashed the harness itself (a bug of rlm-conformance)."""
+NOT_FINDINGS = frozenset({"scenario_expectations"})
+_HARNESS_BUG_TEXT = "the harness (a bug"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    failing: dict[str, str] = field(default_factory=dict)  # check -> shape of its evidence
+    discarded: str | None = None  # why the example says nothing about the target
+    raised: tuple[str, ...] = ()  # how each turn that raised ended (type and origin)
+    used_steps: dict[str, int] = field(default_factory=dict)
+
+
+def shape(explanation: str, evidence: tuple[str, ...]) -> str:
+    """The evidence with its particulars (numbers, quoted values, ids) blanked: what kind of failure it is."""
+    text = evidence[0] if evidence else explanation
+    text = re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", text)
+    text = re.sub(r"\b[0-9a-f]{8,}\b|\d+", "#", text)
+    return text[:120]
+
+
+def judge(result: ScenarioResult, checks: frozenset[str]) -> Verdict:
+    """``checks``: the registered checks that make findings (all, or the ones ``--check`` names)."""
+    from .plan import steps_used
+
+    if result.error is not None:
+        if _HARNESS_BUG_TEXT in result.error:
+            return Verdict(failing={HARNESS_BUG: shape(result.error, ())})
+        return Verdict(discarded=f"could not run: {result.error.splitlines()[0][:200]}")
+    problems = list(result.trace.script_problems) if result.trace is not None else []
+    if overran(problems):
+        return Verdict(discarded="the target asked a model more often than the generated script had answers")
+    failing = {c.name: shape(c.explanation, c.evidence) for c in result.checks
+               if c.status is Status.FAIL and c.name in checks and c.name not in NOT_FINDINGS}
+    raised = tuple(f"{t.outcome.crash.type} from {t.outcome.crash.origin}" for t in result.crashed_turns
+                   if t.outcome.crash is not None)
+    return Verdict(failing=failing, raised=raised, used_steps=steps_used(problems))

@@ -1,0 +1,171 @@
+"""A generated conversation (``Plan``) and the ordinary ``Scenario`` it becomes.
+
+A plan is what Hypothesis draws: sessions (each a user, a number of turns and keys to start with: ``app:``,
+``user:``, ``temp:``, plain, a None value), ``max_iterations``, and the analyst's model answers in order —
+plain text, a call of an offered tool with arguments, a delegation of code from the behaviour library, or a
+model fault (an HTTP error the client retries, or a broken answer). Every other LlmAgent (a results processor, a formatter) and the sub-LM answer
+with plain text. Each agent's script is padded with plain-text answers past what the conversation can use, so
+the target never asks its model more often than scripted: steps left unused are the generator's slack, never a
+finding (``trimmed`` cuts them off the scenario that is written).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from ..scenario.models import Scenario
+from ..scenario.script import SUB_LM
+from .library import Library
+from .target_model import TargetModel
+
+SAMPLE_CONTEXT = {"sales": [{"region": "north", "amount": 120}, {"region": "south", "amount": 80}]}
+QUESTIONS = ("What is the total sales amount?", "And how many sales were there?", "Which region sold most?")
+ANALYST_TEXT = "Nothing to run for this; the answer is in the data already."
+FILLER_TEXT = "Nothing more to add."
+INITIAL_STATE: dict[str, object] = {"explore_note": "kept", "user:explore_pref": "dark", "app:explore_shared": "shared",
+                                    "temp:explore_scratch": "scratch", "explore_cleared": None}
+"""Keys a session may start with (``initial_state``), one per scope, and a None value."""
+
+
+@dataclass(frozen=True)
+class SessionPlan:
+    user: str
+    turns: int
+    initial_state: tuple[str, ...] = ()  # keys of INITIAL_STATE
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    kind: Literal["text", "call", "delegate", "fault"]
+    tool: str | None = None  # the tool called; for a fault, its kind (http_503, malformed ...)
+    args: str = "{}"  # JSON text of the call's other arguments (hashable, stable)
+    behaviour: str | None = None
+
+    def describe(self) -> str:
+        if self.kind == "text":
+            return "text"
+        if self.kind == "delegate":
+            return f"delegate:{self.behaviour}"
+        if self.kind == "fault":
+            return f"fault:{self.tool}"
+        return f"call:{self.tool}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    max_iterations: int
+    sessions: tuple[SessionPlan, ...]
+    steps: tuple[StepPlan, ...]
+    context: bool = True
+    tags: tuple[str, ...] = field(default=())
+
+    @property
+    def turns(self) -> int:
+        return sum(s.turns for s in self.sessions)
+
+    def key(self) -> str:
+        """A stable identity: equal plans run once (the explorer's cache)."""
+        return json.dumps(asdict(self), sort_keys=True)
+
+    def size(self, library: Library) -> tuple[int, ...]:
+        """Smaller is simpler: turns, sessions, steps, code, iterations (what shrinking minimises)."""
+        code = sum(len(library.named(s.behaviour).code) for s in self.steps if s.behaviour)
+        later = sum(i for i, b in enumerate(library.behaviours) for s in self.steps if s.behaviour == b.name)
+        state = sum(len(s.initial_state) for s in self.sessions)
+        return (self.turns, len(self.sessions), len(self.steps), state, self.max_iterations, later, code,
+                int(self.context), self.key())
+
+    def describe(self) -> str:
+        who = ", ".join(f"{s.user}x{s.turns}" + (f" with {'/'.join(s.initial_state)}" if s.initial_state else "")
+                        for s in self.sessions)
+        return f"sessions [{who}], max_iterations {self.max_iterations}, steps [" + ", ".join(
+            s.describe() for s in self.steps) + "]"
+
+
+def _filler_count(plan: Plan) -> int:
+    # An iteration asks the analyst at most a few times (a tool call, then text); other agents once or twice.
+    return plan.turns * plan.max_iterations * 3 + 4
+
+
+def analyst_step(step: StepPlan, model: TargetModel, library: Library) -> dict[str, Any]:
+    if step.kind == "text":
+        return {"text": ANALYST_TEXT}
+    if step.kind == "fault":
+        return {"fault": step.tool}
+    args = json.loads(step.args)
+    if step.kind == "call":
+        return {"call": step.tool, "args": args}
+    code = library.named(step.behaviour or "").render(preview_chars=model.preview_chars)
+    if model.delegate_tool is not None and model.code_arg is not None:
+        return {"call": model.delegate_tool, "args": {**args, model.code_arg: code}}
+    return {"text": library.wrap(code)}
+
+
+def to_scenario(plan: Plan, model: TargetModel, library: Library, *, name: str, description: str,
+                target: str | None = None, profile: str | None = None) -> Scenario:
+    filler = _filler_count(plan)
+    script: dict[str, list[dict[str, Any]]] = {}
+    for agent in model.agents:
+        if agent.name == model.analyst:
+            steps = [analyst_step(s, model, library) for s in plan.steps]
+            script[agent.name] = steps + [{"text": ANALYST_TEXT}] * filler
+        else:
+            script[agent.name] = [{"text": FILLER_TEXT}] * filler
+    sub_lm: list[dict[str, Any]] = []
+    for step in plan.steps:
+        if step.behaviour:
+            behaviour = library.named(step.behaviour)
+            sub_lm += [{"text": "hello", "delay": behaviour.sub_lm_delay}] * behaviour.sub_lm
+    script[SUB_LM] = sub_lm + [{"text": "hello"}] * filler
+    sessions = []
+    number = 0
+    for spec in plan.sessions:
+        turns = []
+        for _ in range(spec.turns):
+            turns.append({"user": QUESTIONS[number % len(QUESTIONS)]})
+            number += 1
+        session: dict[str, Any] = {"user": spec.user, "turns": turns}
+        if spec.initial_state:
+            session["initial_state"] = {key: INITIAL_STATE[key] for key in spec.initial_state}
+        sessions.append(session)
+    data: dict[str, Any] = {"name": name, "description": description, "max_iterations": plan.max_iterations,
+                            "sessions": sessions, "script": script}
+    if target is not None:
+        data["target"] = target
+    if profile is not None:
+        data["profile"] = profile
+    if plan.context:
+        data["context"] = SAMPLE_CONTEXT
+    return Scenario.model_validate(data)
+
+
+_UNUSED = re.compile(r"(\d+) step\(s\) of script\.(\w+) from index (\d+) on were never asked for")
+
+
+def steps_used(script_problems: list[str]) -> dict[str, int]:
+    """Agent -> steps its model asked for, for the agents that left steps unused (the ``script`` row's lines)."""
+    used = {}
+    for line in script_problems:
+        match = _UNUSED.search(line)
+        if match:
+            used[match.group(2)] = int(match.group(3))
+    return used
+
+
+def overran(script_problems: list[str]) -> bool:
+    """The target asked a model more often than scripted (the endpoint answered HTTP 400): the generator's fault."""
+    return any("got HTTP 400 from the scripted endpoint" in line or "the scripted endpoint refused" in line
+               for line in script_problems)
+
+
+def trimmed(scenario: Scenario, used: dict[str, int]) -> Scenario:
+    """``scenario`` with each agent's unused steps cut off (agents never asked: no key at all)."""
+    script = {}
+    for agent, steps in scenario.script.items():
+        keep = used.get(agent, len(steps))
+        if keep:
+            script[agent] = steps[:keep]
+    return scenario.model_copy(update={"script": script})

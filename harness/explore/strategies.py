@@ -1,0 +1,94 @@
+"""Hypothesis strategies for conversations, built from the target's structure (``TargetModel``).
+
+Every choice is ordered simplest first (one session, one turn, plain text, the library's first behaviour), so
+Hypothesis' shrinker moves a failing conversation toward fewer sessions, turns and steps and simpler code.
+Tool arguments are drawn from each tool's declared JSON Schema, with small values.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import strategies as st
+
+from .library import Library
+from .plan import INITIAL_STATE, Plan, SessionPlan, StepPlan
+from .target_model import TargetModel, ToolModel
+
+USERS = ("user_1", "user_2")
+WORDS = ("explore", "x", "print(1)", "")
+FAULTS = ("http_503", "http_429", "http_500", "malformed", "empty")
+"""Model faults an analyst call may meet (the retried statuses first); ``slow`` is left out: it waits for the
+client's timeout."""
+MAX_SESSIONS, MAX_TURNS, MAX_ITERATIONS, MAX_STEPS = 3, 3, 3, 6
+
+
+def json_value(schema: dict[str, Any], depth: int = 0) -> st.SearchStrategy[Any]:
+    """A small value of the JSON Schema ``schema`` (enough types for tool arguments; unknown: a string)."""
+    if "enum" in schema and schema["enum"]:
+        return st.sampled_from(list(schema["enum"]))
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "string")
+    if kind == "integer":
+        return st.integers(0, 3)
+    if kind == "number":
+        return st.sampled_from([0.0, 1.5])
+    if kind == "boolean":
+        return st.booleans()
+    if kind == "array":
+        if depth > 1:
+            return st.just([])
+        return st.lists(json_value(schema.get("items") or {}, depth + 1), max_size=2)
+    if kind == "object":
+        if depth > 1:
+            return st.just({})
+        return arguments(schema, depth + 1)
+    if kind == "null":
+        return st.none()
+    return st.sampled_from(WORDS)
+
+
+def arguments(schema: dict[str, Any], depth: int = 0, *, skip: tuple[str, ...] = ()) -> st.SearchStrategy[dict]:
+    """The required properties of an object schema, each drawn with ``json_value`` (``skip``: set elsewhere)."""
+    properties = schema.get("properties") or {}
+    required = [n for n in (schema.get("required") or []) if n not in skip]
+    return st.fixed_dictionaries({n: json_value(properties.get(n) or {}, depth) for n in required})
+
+
+def tool_call(tool: ToolModel) -> st.SearchStrategy[StepPlan]:
+    return arguments(tool.schema).map(lambda args: StepPlan(kind="call", tool=tool.name,
+                                                            args=json.dumps(args, sort_keys=True)))
+
+
+def delegation(model: TargetModel, library: Library) -> st.SearchStrategy[StepPlan]:
+    tool = model.agent(model.analyst).tool(model.delegate_tool) if model.delegate_tool else None
+    others = arguments(tool.schema, skip=(model.code_arg or "",)) if tool is not None else st.just({})
+    names = [b.name for b in library.behaviours]
+    return st.builds(lambda name, args: StepPlan(kind="delegate", behaviour=name,
+                                                 args=json.dumps(args, sort_keys=True)),
+                     st.sampled_from(names), others)
+
+
+def analyst_steps(model: TargetModel, library: Library) -> st.SearchStrategy[StepPlan]:
+    """One model answer of the analyst: plain text, a delegation, or a call of one of its other tools."""
+    choices: list[st.SearchStrategy[StepPlan]] = [st.just(StepPlan(kind="text"))]
+    if model.delegates:  # drawn three times as often as another answer: delegations exercise the most mechanics
+        choices += [delegation(model, library)] * 3
+    choices += [tool_call(tool) for tool in model.other_tools]
+    choices.append(st.sampled_from(FAULTS).map(lambda kind: StepPlan(kind="fault", tool=kind)))
+    return st.one_of(choices)
+
+
+def sessions() -> st.SearchStrategy[tuple[SessionPlan, ...]]:
+    state = st.lists(st.sampled_from(list(INITIAL_STATE)), unique=True, max_size=2).map(tuple)
+    one = st.builds(SessionPlan, user=st.sampled_from(USERS), turns=st.integers(1, MAX_TURNS), initial_state=state)
+    return st.lists(one, min_size=1, max_size=MAX_SESSIONS).map(tuple)
+
+
+def plans(model: TargetModel, library: Library) -> st.SearchStrategy[Plan]:
+    """Whole conversations for ``model``."""
+    steps = st.lists(analyst_steps(model, library), max_size=MAX_STEPS).map(tuple)
+    return st.builds(Plan, max_iterations=st.integers(1, MAX_ITERATIONS), sessions=sessions(), steps=steps,
+                     context=st.booleans())

@@ -1,0 +1,94 @@
+"""A finding as an ordinary scenario file: the minimal plan, its script cut to the steps the target used, run
+once more under its own name to confirm it fails the same check, and written with a comment that names the
+check, the seed and the commands."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..init_project import write_atomic
+from ..run_options import RunOptions
+from ..scenario.models import Scenario
+from .engine import Finding
+from .findings import judge
+from .library import Library
+from .plan import to_scenario, trimmed
+from .target_model import TargetModel
+
+PROG = "rlm-conformance"
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _text(dumper: yaml.SafeDumper, value: str) -> Any:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _text)
+
+
+def scenario_name(target: str, check: str) -> str:
+    return re.sub(r"[^a-z0-9_]+", "_", f"found_{target}_{check}".lower()).strip("_")
+
+
+def _profile_ref(profile_path: Path | None, out_dir: Path) -> str | None:
+    if profile_path is None:
+        return None
+    relative = Path(os.path.relpath(profile_path.resolve(), out_dir.resolve()))
+    return relative.as_posix() if relative.parts.count(os.pardir) <= 2 else profile_path.resolve().as_posix()
+
+
+def render(scenario: Scenario, finding: Finding, *, seed: int, out_dir: Path, explore_command: str) -> str:
+    data = scenario.model_dump(mode="json", exclude_defaults=True)
+    data["sessions"] = [{"user": spec.user, **dumped} for spec, dumped in zip(scenario.sessions, data["sessions"])]
+    reproduce = shlex.join([PROG, "run", "--scenario", scenario.name, "--scenarios-dir", str(out_dir),
+                            "--llm-mode", "scripted"])
+    header = [f"# Found by `{PROG} explore` (seed {seed}): this scenario fails the check {finding.check}.",
+              f"#   evidence: {finding.shape}",
+              f"#   shrunk to: {finding.plan.describe()}",
+              f"# Reproduce: {reproduce}",
+              f"# Found with: {explore_command}",
+              f"# Keep it as a regression test: `{PROG} record --scenario {scenario.name} --scenarios-dir {out_dir}` "
+              "then replay in CI."]
+    body = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+    return "\n".join(header) + "\n" + body
+
+
+def write_finding(finding: Finding, model: TargetModel, library: Library, options: RunOptions, *, seed: int,
+                  out_dir: Path, profile_path: Path | None, target_name: str, explore_command: str,
+                  checks: frozenset[str], used: dict[str, int]) -> Path:
+    """Write ``finding`` into ``out_dir``; ``used``: the steps each agent asked for in its minimal run."""
+    from ..runner import run_scenario
+
+    name = scenario_name(target_name, finding.check)
+    full = to_scenario(finding.plan, model, library, name=name,
+                       description=f"Found by explore: fails {finding.check} ({finding.plan.describe()}).",
+                       target=model.spec, profile=_profile_ref(profile_path, out_dir))
+    run = replace_options(options, model)
+    chosen = full
+    for candidate in (trimmed(full, used), full):
+        verdict = judge(run_scenario(candidate, run), checks)
+        if finding.check in verdict.failing:
+            chosen, finding.reproduced = candidate, True
+            break
+    path = out_dir / f"{name}.yaml"
+    write_atomic(path, render(chosen, finding, seed=seed, out_dir=out_dir, explore_command=explore_command))
+    finding.path = path
+    finding.written_turns = sum(len(s.turns) for s in chosen.sessions)
+    finding.written_steps = sum(len(steps) for steps in chosen.script.values())
+    return path
+
+
+def replace_options(options: RunOptions, model: TargetModel) -> RunOptions:
+    from dataclasses import replace
+
+    return replace(options, target=model.spec, profile=model.profile, probe_session_service=False)

@@ -1,0 +1,110 @@
+"""What explore generates, without running an agent: the behaviour library as data, tool arguments from their
+schemas, a plan as a padded scenario, trimming, and the command's usage errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from harness.cli import main
+from harness.explore.library import LibraryError, load_library
+from harness.explore.plan import Plan, SessionPlan, StepPlan, overran, steps_used, to_scenario, trimmed
+from harness.explore.shrink import candidates
+from harness.explore.strategies import arguments, plans
+from harness.explore.target_model import AgentModel, ToolModel, model_from
+from harness.targets.profile import TargetProfile
+
+DELEGATE = ToolModel("delegate_code_results", {"type": "object", "required": ["code", "instruction"], "properties": {
+    "code": {"type": "string"}, "instruction": {"type": "string"}}})
+SNIPPET = ToolModel("save_snippet", {"type": "object", "required": ["name", "tags", "count"], "properties": {
+    "name": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}},
+    "count": {"type": "integer"}, "optional": {"type": "string"}}})
+TOOL_MODEL = model_from("reference", TargetProfile(analyst="analyst", delegate_tool="delegate_code_results",
+                                                   exit_tool="exit_loop"),
+                        (AgentModel("analyst", (DELEGATE, SNIPPET, ToolModel("exit_loop", {}))),
+                         AgentModel("processor")))
+KEY_MODEL = model_from("pkg.agent:app", TargetProfile(analyst="coder", delegation_key="generated_code",
+                                                      preview_chars=40),
+                       (AgentModel("coder"), AgentModel("formatter")))
+
+
+def test_the_library_is_data_a_user_extends(tmp_path: Path) -> None:
+    library = load_library()
+    names = [b.name for b in library.behaviours]
+    assert names[0] == "small_output" and {"huge_output", "final", "raise", "llm_query"} <= set(names)
+    extra = tmp_path / "mine.yaml"
+    extra.write_text("delegation_text: \"<code>{code}</code>\"\nbehaviours:\n"
+                     "  - {name: raise, code: \"1/0\"}\n  - {name: spark_sql, code: \"spark.sql('select 1')\"}\n",
+                     encoding="utf-8")
+    mine = load_library(extra)
+    assert mine.named("raise").code == "1/0" and [b.name for b in mine.behaviours][-1] == "spark_sql"
+    assert mine.wrap("x = 1") == "<code>x = 1</code>"
+    extra.write_text("behaviours:\n  - {name: Bad Name, code: x}\n", encoding="utf-8")
+    with pytest.raises(LibraryError, match="lowercase"):
+        load_library(extra)
+
+
+@settings(max_examples=30, database=None, suppress_health_check=list(HealthCheck))
+@given(arguments(SNIPPET.schema))
+def test_tool_arguments_follow_the_declared_schema(args: dict) -> None:
+    assert set(args) == {"name", "tags", "count"}
+    assert isinstance(args["name"], str) and isinstance(args["count"], int)
+    assert all(isinstance(tag, str) for tag in args["tags"])
+
+
+@settings(max_examples=30, database=None, suppress_health_check=list(HealthCheck))
+@given(plans(TOOL_MODEL, load_library()))
+def test_every_generated_plan_is_a_valid_scenario_whose_script_cannot_run_out(plan: Plan) -> None:
+    scenario = to_scenario(plan, TOOL_MODEL, load_library(), name="x", description="x")
+    iterations = plan.turns * plan.max_iterations
+    assert len(scenario.script["analyst"]) >= len(plan.steps) + 3 * iterations
+    assert len(scenario.script["processor"]) >= 3 * iterations
+    calls = [s for s in scenario.script["analyst"] if getattr(s, "call", None) == "delegate_code_results"]
+    assert all(set(c.args) == {"code", "instruction"} for c in calls)
+
+
+def test_code_handed_over_by_a_key_is_the_analysts_answer_with_the_preview_limit_filled_in() -> None:
+    plan = Plan(max_iterations=1, sessions=(SessionPlan("user_1", 1, ("app:explore_shared", "explore_cleared")),),
+                steps=(StepPlan(kind="delegate", behaviour="output_at_preview_limit"),), context=False)
+    scenario = to_scenario(plan, KEY_MODEL, load_library(), name="x", description="x")
+    text = scenario.script["coder"][0].text
+    assert text.startswith("```repl\n") and "* (40 // 10)" in text
+    assert scenario.sessions[0].initial_state == {"app:explore_shared": "shared", "explore_cleared": None}
+    assert scenario.context is None
+
+
+def test_the_written_script_keeps_only_the_steps_the_target_asked_for() -> None:
+    plan = Plan(max_iterations=2, sessions=(SessionPlan("user_1", 1),), steps=(StepPlan(kind="text"),))
+    scenario = to_scenario(plan, KEY_MODEL, load_library(), name="x", description="x")
+    problems = [f"scenario x.yaml:9: {n} step(s) of script.{agent} from index {i} on were never asked for: ..."
+                for agent, n, i in (("coder", 9, 2), ("formatter", 10, 0), ("sub_lm", 10, 0))]
+    used = steps_used(problems)
+    assert used == {"coder": 2, "formatter": 0, "sub_lm": 0}
+    assert {k: len(v) for k, v in trimmed(scenario, used).script.items()} == {"coder": 2}
+    assert not overran(problems)
+    assert overran(["... call index 3 got HTTP 400 from the scripted endpoint, an error the script does not ..."])
+
+
+def test_structural_shrinking_tries_the_biggest_reductions_first() -> None:
+    plan = Plan(max_iterations=2, sessions=(SessionPlan("user_2", 2), SessionPlan("user_1", 1)),
+                steps=(StepPlan(kind="delegate", behaviour="raise"),))
+    first = [c.describe() for c in candidates(plan, load_library())][:4]
+    assert first == ["sessions [user_1x1], max_iterations 2, steps [delegate:raise]",
+                     "sessions [user_2x2], max_iterations 2, steps [delegate:raise]",
+                     "sessions [user_2x1, user_1x1], max_iterations 2, steps [delegate:raise]",
+                     "sessions [user_2x2, user_1x1], max_iterations 2, steps []"]
+
+
+@pytest.mark.parametrize("argv", [["--check", "no_such_check"], ["--behaviours", "/nonexistent.yaml"],
+                                  ["--target", "no_module_here:app"]])
+def test_usage_errors_exit_2_naming_the_flag(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explore", "--no-progress", *argv]) == 2
+    assert argv[0] in capsys.readouterr().err
+
+
+def test_max_examples_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explore", "--max-examples", "0"]) == 2
+    assert "--max-examples" in capsys.readouterr().err
+
