@@ -73,7 +73,22 @@ class CodeExecutor(BaseAgent):
         )
         return {artifact_id: version}
 
+    def _has_fresh_code(self, ctx: InvocationContext) -> bool:
+        """Whether ``generated_code`` was written in this invocation since this executor last ran: an answer
+        that wrote nothing (an empty model answer) must not run the previous code again (stale glue)."""
+        for event in reversed(ctx.session.events):
+            if event.invocation_id != ctx.invocation_id:
+                return False
+            delta = event.actions.state_delta if event.actions else {}
+            if keys.GENERATED_CODE in delta:
+                return True
+            if event.author == self.name and keys.ITERATION in delta:
+                return False
+        return False
+
     async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
+        if not self._has_fresh_code(ctx):
+            return
         state = ctx.session.state
         blocks = extract_code_blocks(state.get(keys.GENERATED_CODE) or "")
         artifact_id = new_artifact_id()

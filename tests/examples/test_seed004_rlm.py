@@ -193,3 +193,38 @@ async def test_two_turns_flags_cleared_by_an_event() -> None:
     artifacts = {k: v for k, v in stored.items() if k.startswith(keys.ARTIFACT_PREFIX)}
     assert list(artifacts.values()) == [keys.CONSUMED] * 3
 
+
+
+def test_an_answer_that_writes_no_code_does_not_run_the_previous_code_again(tmp_path: Path) -> None:
+    """Found by `rlm-conformance explore` (stage_gating): a code_generator answer with no content writes no
+    generated_code, and code_executor re-ran the previous turn's code from stale state."""
+    from harness.llm.modes import LlmMode
+    from harness.runner import RunOptions, run_scenario
+    from harness.scenario.loader import parse_scenario
+
+    root = Path(__file__).resolve().parents[2] / "examples" / "seed004_rlm"
+    text = f"""
+name: stale_code_after_an_empty_answer
+description: Turn 1's first answer is empty; the executor must not run turn 0's code again.
+target: examples.seed004_rlm.agent:app
+profile: {root / "rlm-profile.yaml"}
+max_iterations: 2
+sessions:
+  - user: u1
+    turns:
+      - user: first
+      - user: second
+script:
+  code_generator:
+    - text: "```repl\\nprint('turn zero ran')\\nFINAL(1)\\n```"
+    - fault: empty
+    - text: "```repl\\nFINAL(2)\\n```"
+  result_formatter:
+    - text: one
+    - text: two
+"""
+    scenario = parse_scenario(text, path=str(tmp_path / "s.yaml"), stem="stale_code_after_an_empty_answer")
+    result = run_scenario(scenario, RunOptions(llm_mode=LlmMode.SCRIPTED, cassette_dir=tmp_path))
+    assert result.check("stage_gating").status.value == "pass", result.check("stage_gating").evidence
+    ran = [e for e in result.trace.events if e.author == "code_executor" and e.emitted_delta]
+    assert [e.turn for e in ran] == [0, 1]  # one execution per turn: the fresh code only
