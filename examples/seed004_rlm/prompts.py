@@ -55,6 +55,9 @@ def code_generator_instruction(ctx: ReadonlyContext) -> str:
         result = state.get(keys.EXECUTION_RESULT) or "(nothing printed)"
         error = f"\nError: {last['error']}" if last.get("error") else ""
         sections.append(f"## Last execution result (iteration {last.get('iteration')})\n{result}{error}")
+    elif state.get(keys.EXECUTION_RESULT) is not None:  # a new turn: the durable result of the last one still shows
+        sections.append("## Last execution result (previous turn)\n" + (state.get(keys.EXECUTION_RESULT)
+                                                                        or "(nothing printed)"))
     sections.append("Write the next ```repl``` block for the user's query.")
     return "\n\n".join(sections)
 

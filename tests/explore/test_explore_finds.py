@@ -69,6 +69,15 @@ def test_nothing_is_found_on_the_reference_agent(tmp_path: Path, capsys: pytest.
     assert not (tmp_path / "found").exists()
 
 
+def test_nothing_is_found_on_the_seed004_example(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The correct example of another layout. explore found two real defects in it, both fixed: an empty
+    code_generator answer re-ran the previous turn's code (stage_gating), and a new turn's prompt dropped the
+    durable last result (summary_reaches_prompt)."""
+    assert explore(tmp_path, "--target", "examples.seed004_rlm.agent:app", "--profile", SEED004_PROFILE,
+                   examples=30) == 0
+    assert "Nothing found." in capsys.readouterr().out
+
+
 def test_legacy_defects_are_found_shrunk_and_fail_run(tmp_path: Path) -> None:
     checks = ["stage_gating", "summary_persisted", "artifacts_consumed", "no_unpersisted_mutation"]
     assert explore(tmp_path, "--target", "legacy", *[f"--check={c}" for c in checks], examples=8) == 1
