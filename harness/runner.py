@@ -338,16 +338,11 @@ async def _run_turn_with_delta(built: BuiltTarget, runner: Runner, user_id: str,
     return await built.run_turn(runner, user_id, session_id, turn.user, state_delta=dict(turn.state_delta))
 
 
-def session_id_of(scenario: Scenario, index: int) -> str:
-    """The id of the scenario's ``index``-th session: its own, else ``<scenario>-<index>``."""
-    return scenario.sessions[index].id or f"{scenario.name}-{index}"
-
-
 async def _adk_sessions(scenario: Scenario, built: BuiltTarget, app_name: str) -> dict[str, Any]:
     """Every session of the scenario as the target's service returns it now (ADK's JSON dump)."""
     kept = {}
     for index, spec in enumerate(scenario.sessions):
-        session_id = session_id_of(scenario, index)
+        session_id = scenario.session_id(index)
         with blamed("the session service during get_session"):
             session = await built.session_service.get_session(app_name=app_name, user_id=spec.user,
                                                               session_id=session_id)
@@ -363,7 +358,7 @@ async def _drive_sessions(scenario: Scenario, built: BuiltTarget, service: Recor
     store = built.session_service
     snapshot_read = "persisted_rows" if getattr(store, "persisted_rows", None) is not None else "get_session"
     for index, spec in enumerate(scenario.sessions):
-        session_id = session_id_of(scenario, index)
+        session_id = scenario.session_id(index)
         with blamed("the session service during get_session"):
             found = await service.get_session(app_name=app_name, user_id=spec.user, session_id=session_id)
         if found is None:

@@ -54,8 +54,7 @@ def adk_recording_matches(ctx: CheckContext) -> CheckResult:
     if recorded_json is None:
         return not_applicable(NAME, "The scenario carries no ADK recording (expect.adk_session: set by `import "
                                     "adk-conformance`).")
-    last = ctx.scenario.sessions[-1]
-    session_id = last.id or f"{ctx.scenario.name}-{len(ctx.scenario.sessions) - 1}"
+    session_id = ctx.scenario.session_id(len(ctx.scenario.sessions) - 1)
     actual_json = ctx.trace.adk_sessions.get(session_id)
     if actual_json is None:
         return failed(NAME, "The run kept no session to compare with ADK's recording.",

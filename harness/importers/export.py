@@ -31,7 +31,7 @@ def export_eval_set(scenarios: Sequence[Scenario], options: RunOptions, *, eval_
     from google.adk.sessions import Session
 
     from ..llm.modes import LlmMode
-    from ..runner import run_scenario, session_id_of
+    from ..runner import run_scenario
 
     options = dataclasses.replace(options, llm_mode=LlmMode.SCRIPTED, record=False, keep_adk_sessions=True)
     cases, refused = [], []
@@ -44,7 +44,7 @@ def export_eval_set(scenarios: Sequence[Scenario], options: RunOptions, *, eval_
             continue
         several = len(scenario.sessions) > 1
         for index, spec in enumerate(scenario.sessions):
-            dumped = result.trace.adk_sessions.get(session_id_of(scenario, index))
+            dumped = result.trace.adk_sessions.get(scenario.session_id(index))
             if dumped is None:
                 refused.append(Refusal(f"scenario {scenario.name}, session {index}", "the session service returned "
                                                                                       "no session at the end"))

@@ -190,3 +190,7 @@ class Scenario(_Model):
     # Set by the loader (a ScenarioSource): the file and text it came from, so a message found after the
     # run (a script that does not fit the target) can still name file:line. Not a field: not in the schema.
     _source: Any = PrivateAttr(default=None)
+
+    def session_id(self, index: int) -> str:
+        """The id of the ``index``-th session: its own, else ``<scenario name>-<index>``."""
+        return self.sessions[index].id or f"{self.name}-{index}"
