@@ -21,11 +21,12 @@ traceback. Exit codes:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import os
 import platform
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,6 +37,7 @@ from .targets.service_choice import SERVICE_CHOICE
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from .parallel import WorkerPool
     from .result import RunReport, ScenarioResult
     from .runner import RunOptions
     from .scenario.models import Scenario
@@ -404,20 +406,31 @@ def _preflight(scenarios: list[Scenario], options: RunOptions) -> None:
     endpoint_for(options.llm_mode, model=options.model, scripted_base_url="http://127.0.0.1:0")
 
 
-def _run_all(scenarios: list[Scenario], options: RunOptions, *, progress: bool, jobs: int | None = 1,
-             log_level: str = "error", extra: dict[str, str], snapshots: tuple[Path, bool] | None = None
-             ) -> RunReport:
-    """Run ``scenarios`` (in-process with ``jobs`` 1, else in worker processes: harness/parallel.py) and return
-    the report, its results in scenario order whatever order they finished in."""
+@contextlib.contextmanager
+def _workers(scenarios: list[Scenario], jobs: int | None, log_level: str) -> Iterator[WorkerPool | None]:
+    """The run's worker processes (None: ``-j 1``, in-process), started now, before the parent reads profiles and
+    runs its preflight, so their ADK imports overlap with it; they leave when the block ends."""
+    from .parallel import WorkerPool, default_jobs
+
+    count = min(jobs or default_jobs(), len(scenarios))
+    if count <= 1:
+        yield None
+        return
+    with WorkerPool(count, log_level=log_level) as pool:
+        yield pool
+
+
+def _run_all(scenarios: list[Scenario], options: RunOptions, *, progress: bool, pool: WorkerPool | None,
+             extra: dict[str, str], snapshots: tuple[Path, bool] | None = None) -> RunReport:
+    """Run ``scenarios`` (in-process without a ``pool``, else in its worker processes: harness/parallel.py) and
+    return the report, its results in scenario order whatever order they finished in."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from .parallel import default_jobs, run_parallel
     from .scenario_run import run_one
     from .result import RunReport
     from .trace_spool import TraceSpool
 
-    jobs = min(jobs or default_jobs(), len(scenarios))
     started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     err = Console(stderr=True)
     results: list[ScenarioResult | None] = [None] * len(scenarios)
@@ -426,15 +439,15 @@ def _run_all(scenarios: list[Scenario], options: RunOptions, *, progress: bool, 
                TimeElapsedColumn())
     with Progress(*columns, console=err, transient=True, disable=not progress or not err.is_terminal) as bar:
         task = bar.add_task("running", total=len(scenarios))
-        if jobs <= 1:
+        if pool is None:
             for index, scenario in enumerate(scenarios):
                 bar.update(task, description=scenario.name)
                 results[index] = spool.keep(index, run_one(scenario, options, snapshots))
                 bar.advance(task)
         else:
-            bar.update(task, description=f"{jobs} workers")
-            for index, result in run_parallel(scenarios, options, jobs, snapshots=snapshots, log_level=log_level,
-                                              crashed=lambda s, reason, took: _crashed(s, options, reason, took)):
+            bar.update(task, description=f"{pool.size} workers")
+            for index, result in pool.run(scenarios, options, snapshots=snapshots,
+                                          crashed=lambda s, reason, took: _crashed(s, options, reason, took)):
                 results[index] = spool.keep(index, result)
                 bar.update(task, description=result.scenario, advance=1)
     machine = (f"{platform.node() or 'unknown'} ({platform.system()} {platform.machine()}, "
@@ -484,14 +497,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     formats = _report_formats(args.formats, DEFAULT_FORMATS)
     configure_logging(args.log_level)
     scenarios = _load(args.scenarios_dir, args.scenario, args.substring)
-    options = _options(args, record=False)
-    _refuse_remote_snapshot_update(args, options)
-    _preflight(scenarios, options)
-    report = _run_all(scenarios, options, progress=not args.no_progress, jobs=args.jobs,
-                      log_level=args.log_level, extra={
-        "command": "run", "target": args.target or "(each scenario's own)", "llm_mode": args.llm_mode,
-        "session_service": args.session_service, "backend": args.backend, "executor": args.executor,
-        "scenarios_dir": ", ".join(args.scenarios_dir)}, snapshots=(Path(args.snapshot_dir), args.snapshot_update))
+    with _workers(scenarios, args.jobs, args.log_level) as pool:
+        options = _options(args, record=False)
+        _refuse_remote_snapshot_update(args, options)
+        _preflight(scenarios, options)
+        report = _run_all(scenarios, options, progress=not args.no_progress, pool=pool, extra={
+            "command": "run", "target": args.target or "(each scenario's own)", "llm_mode": args.llm_mode,
+            "session_service": args.session_service, "backend": args.backend, "executor": args.executor,
+            "scenarios_dir": ", ".join(args.scenarios_dir)}, snapshots=(Path(args.snapshot_dir), args.snapshot_update))
     console = _stdout_console()
     render_terminal(report, console, wide=args.wide, details_in=_details_in(args.reports_dir, formats))
     written = write_reports(report, args.reports_dir, formats, titles=_titles())
@@ -513,17 +526,17 @@ def cmd_record(args: argparse.Namespace) -> int:
     formats = _report_formats(args.formats, DEFAULT_FORMATS)
     configure_logging(args.log_level)
     scenarios = _load(args.scenarios_dir, args.scenario, args.substring)
-    options = _options(args, record=True)
-    _refuse_remote_snapshot_update(args, options)
-    _preflight(scenarios, options)
-    paths = {s.name: cassette_dir_for(options.cassette_dir, _choice(s, options).name, options.backend)
-             / f"{s.name}.yaml" for s in scenarios}
-    before = {name: _stamp(path) for name, path in paths.items()}
-    report = _run_all(scenarios, options, progress=not args.no_progress, jobs=args.jobs,
-                      log_level=args.log_level, extra={
-        "command": "record", "target": args.target or "(each scenario's own)", "llm_mode": args.llm_mode,
-        "session_service": args.session_service, "backend": args.backend, "executor": args.executor,
-        "scenarios_dir": ", ".join(args.scenarios_dir)}, snapshots=(Path(args.snapshot_dir), args.snapshot_update))
+    with _workers(scenarios, args.jobs, args.log_level) as pool:
+        options = _options(args, record=True)
+        _refuse_remote_snapshot_update(args, options)
+        _preflight(scenarios, options)
+        paths = {s.name: cassette_dir_for(options.cassette_dir, _choice(s, options).name, options.backend)
+                 / f"{s.name}.yaml" for s in scenarios}
+        before = {name: _stamp(path) for name, path in paths.items()}
+        report = _run_all(scenarios, options, progress=not args.no_progress, pool=pool, extra={
+            "command": "record", "target": args.target or "(each scenario's own)", "llm_mode": args.llm_mode,
+            "session_service": args.session_service, "backend": args.backend, "executor": args.executor,
+            "scenarios_dir": ", ".join(args.scenarios_dir)}, snapshots=(Path(args.snapshot_dir), args.snapshot_update))
     console = _stdout_console()
     render_terminal(report, console, wide=args.wide, details_in=_details_in(args.reports_dir, formats))
     _print_written(console, write_reports(report, args.reports_dir, formats, titles=_titles()))

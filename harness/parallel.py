@@ -2,7 +2,9 @@
 
 Why processes of the "spawn" context, not fork: the parent has threads (rich's progress bar, logging) and the
 harness runs event loops; a forked child would inherit locks held by threads that do not exist in it. Each
-worker imports the harness once, then runs one scenario at a time exactly as ``-j 1`` does in-process
+worker is started before the parent has loaded the run's profiles or run its preflight (``WorkerPool``: its
+~3 s of ADK imports overlap the parent's work), imports the harness once, takes the run over its pipe, then
+runs one scenario at a time exactly as ``-j 1`` does in-process
 (``run_scenario``, then its snapshot row), so each scenario still has its own temporary work dir, DuckDB
 file, volume and warm executor processes, and its ids are seeded by its own name (harness/determinism.py),
 whatever ran before it in the same worker.
@@ -57,10 +59,10 @@ def default_jobs() -> int:
     return int(value)
 
 
-def _worker(conn: Connection, scenarios: Sequence[Scenario], options: RunOptions, snapshots: Snapshots,
-            log_level: str) -> None:
-    """Run the scenario index the parent sends, send back ``("ok", result)``, an ``error`` result for an
-    exception out of ``run_one`` (which catches what a run raises: what is left is a harness bug)."""
+def _worker(conn: Connection, log_level: str) -> None:
+    """Import the harness, then take the run (``("run", scenarios, options, snapshots)``), then run each scenario
+    index the parent sends, send back ``("ok", result)`` — an ``error`` result for an exception out of
+    ``run_one`` (which catches what a run raises: what is left is a harness bug). ``None`` ends it at any point."""
     from .failures import error_result, harness_bug
     from .scenario_run import scrubbed, configure_logging, run_one
     from .llm import session  # noqa: F401 - imported before the first scenario, so its duration is its own
@@ -68,6 +70,9 @@ def _worker(conn: Connection, scenarios: Sequence[Scenario], options: RunOptions
 
     configure_logging(log_level)
     try:
+        if (run := conn.recv()) is None:  # the parent's preflight failed: nothing to run
+            return
+        _, scenarios, options, snapshots = run
         while (index := conn.recv()) is not None:
             started = time.perf_counter()
             try:
@@ -94,64 +99,111 @@ class _Worker:
     started: float = 0.0
 
 
-def run_parallel(scenarios: Sequence[Scenario], options: RunOptions, jobs: int, *, snapshots: Snapshots,
-                 log_level: str = "error", crashed: Callable[[Scenario, str, float], ScenarioResult]
-                 ) -> Iterator[tuple[int, ScenarioResult]]:
-    """Yield ``(index, result)`` for every scenario as it finishes (in finishing order; the caller orders them).
+class WorkerPool:
+    """``jobs`` worker processes, started before the parent knows what they will run.
 
-    ``crashed(scenario, reason, duration)`` builds the ``error`` result of a scenario whose worker died.
+    A worker spends its first ~3 s importing ADK, google-genai and the harness; the parent, meanwhile, loads the
+    scenarios, reads the profiles and runs its preflight (none of which imports ADK), then hands the run over
+    (``run``). A preflight that fails ``close``s the pool: the workers leave without running anything.
     """
-    context = multiprocessing.get_context("spawn")
-    pending = list(range(len(scenarios)))[::-1]  # popped from the end: scenario order
-    workers: list[_Worker] = []
 
-    def start() -> _Worker:
-        parent, child = context.Pipe()
-        process = context.Process(target=_worker, args=(child, scenarios, options, snapshots, log_level),
-                                  name="rlm-conformance-worker", daemon=True)
+    def __init__(self, jobs: int, *, log_level: str = "error") -> None:
+        self._context = multiprocessing.get_context("spawn")
+        self._log_level = log_level
+        self._workers: list[_Worker] = []
+        self.size = max(1, jobs)
+        self._handed_over = False
+        try:
+            for _ in range(self.size):
+                self._workers.append(self._start())
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self) -> _Worker:
+        parent, child = self._context.Pipe()
+        process = self._context.Process(target=_worker, args=(child, self._log_level),
+                                        name="rlm-conformance-worker", daemon=True)
         process.start()
         child.close()
         return _Worker(process, parent)
 
-    def feed(worker: _Worker) -> None:
-        if pending:
-            worker.index, worker.started = pending.pop(), time.perf_counter()
-            worker.conn.send(worker.index)
-        else:  # nothing left for it: let it exit now, while the others finish
-            worker.index = None
-            worker.conn.send(None)
+    def __enter__(self) -> WorkerPool:
+        return self
 
-    try:
-        for _ in range(max(1, min(jobs, len(scenarios)))):
-            workers.append(worker := start())
-            feed(worker)
-        while any(w.index is not None for w in workers):
-            busy = [w for w in workers if w.index is not None]
-            ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy])
-            for worker in busy:
-                index = worker.index
-                assert index is not None
-                if worker.conn in ready:
-                    try:
-                        _, payload = worker.conn.recv()
-                    except (EOFError, OSError):  # died while sending: handled as a death below
-                        pass
-                    else:
-                        yield index, payload
-                        feed(worker)
-                        continue
-                if worker.process.sentinel in ready or not worker.process.is_alive():
-                    worker.process.join()
-                    reason = _death(worker.process.exitcode)
-                    yield index, crashed(scenarios[index], reason, time.perf_counter() - worker.started)
-                    worker.conn.close()
-                    if pending:  # a replacement only when a scenario is left for it
-                        workers[workers.index(worker)] = fresh = start()
-                        feed(fresh)
-                    else:
-                        worker.index = None
-    finally:
-        _stop(workers)
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if not self._handed_over:  # still importing, nothing of a run started in them: no need to wait
+            for worker in self._workers:
+                worker.process.terminate()
+        _stop(self._workers)
+        self._workers = []
+
+    def run(self, scenarios: Sequence[Scenario], options: RunOptions, *, snapshots: Snapshots,
+            crashed: Callable[[Scenario, str, float], ScenarioResult]) -> Iterator[tuple[int, ScenarioResult]]:
+        """Yield ``(index, result)`` for every scenario as it finishes (in finishing order; the caller orders them).
+
+        ``crashed(scenario, reason, duration)`` builds the ``error`` result of a scenario whose worker died. The
+        pool is spent afterwards (its workers have left): one pool, one run.
+        """
+        self._handed_over = True
+        pending = list(range(len(scenarios)))[::-1]  # popped from the end: scenario order
+        setup = ("run", scenarios, options, snapshots)
+        workers = self._workers
+
+        def feed(worker: _Worker, *messages: object) -> None:
+            """Send ``messages`` and the next scenario (or ``None``: leave). A worker that died before reading
+            them is seen by its sentinel below, as a death while running that scenario."""
+            if pending:
+                worker.index, worker.started = pending.pop(), time.perf_counter()
+            else:  # nothing left for it: let it exit now, while the others finish
+                worker.index = None
+            try:
+                for message in (*messages, worker.index):
+                    worker.conn.send(message)
+            except OSError:
+                pass
+
+        try:
+            for worker in workers:
+                feed(worker, setup)
+            while any(w.index is not None for w in workers):
+                busy = [w for w in workers if w.index is not None]
+                ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy])
+                for worker in busy:
+                    index = worker.index
+                    assert index is not None
+                    if worker.conn in ready:
+                        try:
+                            _, payload = worker.conn.recv()
+                        except (EOFError, OSError):  # died while sending: handled as a death below
+                            pass
+                        else:
+                            yield index, payload
+                            feed(worker)
+                            continue
+                    if worker.process.sentinel in ready or not worker.process.is_alive():
+                        worker.process.join()
+                        reason = _death(worker.process.exitcode)
+                        yield index, crashed(scenarios[index], reason, time.perf_counter() - worker.started)
+                        worker.conn.close()
+                        if pending:  # a replacement only when a scenario is left for it
+                            workers[workers.index(worker)] = fresh = self._start()
+                            feed(fresh, setup)
+                        else:
+                            worker.index = None
+        finally:
+            self.close()
+
+
+def run_parallel(scenarios: Sequence[Scenario], options: RunOptions, jobs: int, *, snapshots: Snapshots,
+                 log_level: str = "error", crashed: Callable[[Scenario, str, float], ScenarioResult]
+                 ) -> Iterator[tuple[int, ScenarioResult]]:
+    """``WorkerPool(...).run(...)`` in one call, for a caller with nothing to do while the workers start."""
+    pool = WorkerPool(min(jobs, len(scenarios)), log_level=log_level)
+    yield from pool.run(scenarios, options, snapshots=snapshots, crashed=crashed)
 
 
 def _death(exitcode: int | None) -> str:

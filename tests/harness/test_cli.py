@@ -187,20 +187,21 @@ PARENT_PROBE = """
 import sys
 import harness.parallel as parallel
 
-def stop(*args, **kwargs):  # the moment the parent would start its workers
+def stop(*args, **kwargs):  # the moment the parent hands the run to its workers
     heavy = [m for m in ("google.adk", "google.genai.types", "databricks.sdk") if m in sys.modules]
     print("HEAVY", ",".join(heavy) or "none")
     raise SystemExit(0)
 
-parallel.run_parallel = stop
+parallel.WorkerPool.run = stop
 from harness.cli import main
 main(["run", "-j", "2", "--no-progress", "--reports-dir", sys.argv[1]])
 """
 
 
 def test_the_parallel_parent_leaves_adk_and_the_databricks_sdk_to_its_workers(tmp_path: Path) -> None:
-    """``run -j N``'s parent parses, loads and preflights the suite, then hands scenarios out: importing ADK
-    (~1.3 s), google-genai's types (~0.9 s) or databricks-sdk (~1.8 s) there would delay every worker's start."""
+    """``run -j N``'s parent parses, loads and preflights the suite while its workers import, then hands scenarios
+    out: importing ADK (~1.3 s), google-genai's types (~0.9 s) or databricks-sdk (~1.8 s) there would take a
+    core from the importing workers and delay the hand-over."""
     import subprocess
     import sys
 

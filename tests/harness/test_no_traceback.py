@@ -135,8 +135,9 @@ def test_a_worker_turns_an_exception_out_of_its_scenario_into_that_scenarios_err
     monkeypatch.setattr(scenario_run, "run_one", broken)
     scenario = load_scenario(ROOT / "scenarios" / "single_delegation.yaml")
     parent, child = Pipe()
-    worker = threading.Thread(target=parallel._worker, args=(child, [scenario], RunOptions(), None, "error"))
+    worker = threading.Thread(target=parallel._worker, args=(child, "error"))
     worker.start()
+    parent.send(("run", [scenario], RunOptions(), None))
     parent.send(0)
     kind, result = parent.recv()
     parent.close()  # the worker's next recv ends it quietly
