@@ -56,7 +56,12 @@ correct on both because no step relies on the transaction:
   and the event row (insert-if-absent). A writer that dies *before* the
   commit point has written nothing. So a session always reads back as a
   whole number of appends, and an acknowledged append (``append_event``
-  returned) is never lost. ``list_sessions`` and ``get_user_state`` read the
+  returned) is never lost. ``create_session`` works the same way: its
+  session row (version 0) is its commit point and carries the initial
+  ``app:``/``user:`` state as a redo record, cleared once the scope rows are
+  written; a writer that dies in between leaves a record the next read of
+  the session — or the retried create, which then raises
+  ``AlreadyExistsError`` — completes. ``list_sessions`` and ``get_user_state`` read the
   scope rows as stored (a crashed append's ``app:``/``user:`` keys appear
   once the session is next read).
 * *Delta conflicts.* A statement that FAILED with a Delta concurrent-write
@@ -322,8 +327,11 @@ def _fold_tail(state: dict[str, Any], tail: Iterable[tuple[str | None, str | Non
 
 
 def _incomplete(version: int, pending_json: str | None, last_seq: int | None) -> bool:
-    """Whether the row's last append committed but its event row was never stored (its writer died)."""
-    return bool(version) and bool(pending_json) and (last_seq or 0) < version
+    """Whether the row's last append committed but its event row was never stored (its writer died), or, at version
+    0, its create committed the row but its redo record (the initial app:/user: state) was never cleared."""
+    if not pending_json:
+        return False
+    return not version or (last_seq or 0) < version
 
 
 class DeltaSessionService(BaseSessionService):
@@ -461,6 +469,15 @@ class DeltaSessionService(BaseSessionService):
     def _create_rows(self, keys: Mapping[str, str], scopes: Mapping[str, dict[str, Any]], session_state_json: str,
                      now: float) -> tuple[dict[str, Any], dict[str, Any]]:
         session_id = keys["session_id"]
+        # The applied_json token of this create's scope writes (unique per creation; no uuid drawn, so ids made
+        # after it and the recordings that hold them stay as they were).
+        token = f"create:{session_id}:{now!r}"
+        scoped = {scope: scopes[scope] for scope in ("app", "user") if scopes[scope]}
+        # Where the engine cannot commit the rows together (Databricks), the session row carries the create's redo
+        # record: its initial app:/user: state. The row is the create's commit point; a writer that dies after it
+        # leaves a record the next reader (or a retried create) completes, so the session never reads back
+        # without its initial state. Cleared once the scope rows are written.
+        pending = None if self._atomic or not scoped else _dumps({"create": scoped, "token": token, "time": now})
         with self.engine.transaction():
             # MERGE ... WHEN NOT MATCHED is an atomic insert-if-absent on both engines (no enforced keys on Delta);
             # run again after a Delta conflict, it re-checks, so a session another writer made is not overwritten.
@@ -468,20 +485,35 @@ class DeltaSessionService(BaseSessionService):
                 "MERGE INTO sessions t USING (SELECT :app_name AS app_name, :user_id AS user_id,"
                 " :session_id AS id) s ON t.app_name = s.app_name AND t.user_id = s.user_id AND t.id = s.id"
                 " WHEN NOT MATCHED THEN INSERT (app_name, user_id, id, state_json, version, create_time, update_time,"
-                " state_version, tail_bytes) VALUES (s.app_name, s.user_id, s.id, :state_json, 0, :now, :now, 0, 0)",
-                {**keys, "state_json": session_state_json, "now": now},
+                " state_version, tail_bytes, pending_json) VALUES (s.app_name, s.user_id, s.id, :state_json, 0, :now,"
+                " :now, 0, 0, :pending)",
+                {**keys, "state_json": session_state_json, "now": now, "pending": pending},
             )))
             if not inserted:
+                if not self._atomic:  # a create its writer left unfinished (this caller's own, retried): completed
+                    self._complete_unfinished(keys)
                 raise AlreadyExistsError(f"Session with id {session_id} already exists.")
             # Initial app:/user: state is a blind write (ADK's semantics), applied by compare-and-set.
-            # The applied_json token of this write (unique per creation; no uuid drawn, so ids made after it and
-            # the recordings that hold them stay as they were).
-            token = f"create:{session_id}:{now!r}"
-            for scope in ("app", "user"):
-                if scopes[scope]:
-                    self._scopes.write(scope, keys, scopes[scope], event_id=token, now=now,
-                                       row=self._scopes.read(scope, keys))
+            for scope, delta in scoped.items():
+                self._scopes.write(scope, keys, delta, event_id=token, now=now, row=self._scopes.read(scope, keys))
+            if pending is not None:
+                self._clear_create_record(keys, pending)
             return self._scoped_states(keys["app_name"], keys["user_id"])
+
+    def _clear_create_record(self, keys: Mapping[str, str], pending: str) -> None:
+        """The create whose redo record is ``pending`` is whole: its record goes (only that record, only at
+        version 0: an append since has replaced it, a session deleted and made again has its own)."""
+        self.retry.run("completing a session row", lambda: self.engine.execute(
+            f"UPDATE sessions SET pending_json = NULL WHERE {_SESSION_KEY} AND version = 0 AND pending_json = :pending",
+            {**keys, "pending": pending}))
+
+    def _complete_unfinished(self, keys: Mapping[str, str]) -> None:
+        """Roll forward the row's last create or append if its writer left it unfinished."""
+        rows = self.engine.execute(self._row, keys)
+        if rows:
+            version, _, pending_json, last_seq, _ = rows[0]
+            if self._needs_roll_forward(keys, version, pending_json, last_seq):
+                self._roll_forward(keys, version, pending_json)
 
     @override
     async def get_session(
@@ -800,6 +832,14 @@ class DeltaSessionService(BaseSessionService):
     def _roll_forward(self, keys: Mapping[str, str], version: int, pending_json: str) -> None:
         """Complete the append that made ``version`` from its redo record (its writer stopped after committing)."""
         pending = json.loads(pending_json)
+        if "create" in pending:  # a create's initial app:/user: state (see _create_rows)
+            logger.warning("session %s: completing its creation (initial app:/user: state) that its writer left "
+                           "unfinished", keys["session_id"])
+            for scope, delta in pending["create"].items():
+                self._scopes.write(scope, keys, delta, event_id=pending["token"], now=pending["time"],
+                                   row=self._scopes.read(scope, keys))
+            self._clear_create_record(keys, pending_json)
+            return
         event_row = pending["event"]
         logger.warning("session %s: completing append %d (event %s) that its writer left unfinished",
                        keys["session_id"], version, event_row["id"])
