@@ -147,7 +147,8 @@ from reference_agent.storage.sql import SqlEngine, WriteConflictError, affected_
 
 from .conflicts import ConflictRetry
 from .schema import ensure_schema
-from .scope_rows import ScopeRow, ScopeRows, apply_delta
+from .scope_migration import migrate_scope_rows
+from .scope_rows import SCOPES_SQL, KeyRow, ScopeRows, apply_delta, split_scopes
 from .scope_views import ScopeViews, fingerprint
 from .values import StateValueError, check_storable, refused_value, unencodable_text
 
@@ -274,12 +275,20 @@ _LAST_SEQ = ("(SELECT max(e.seq) FROM events e WHERE e.app_name = :app_name AND 
 
 
 def _session_with_scopes(last_seq: str) -> str:
-    """The session row with its app and user state in one statement (one round trip, not three)."""
-    return ("SELECT s.state_json, s.version, s.update_time,"
-            " (SELECT a.state_json FROM app_states a WHERE a.app_name = :app_name),"
-            " (SELECT u.state_json FROM user_states u WHERE u.app_name = :app_name AND u.user_id = :user_id),"
-            f" s.pending_json, {last_seq}, s.create_time, coalesce(s.state_version, s.version)"
-            " FROM sessions s WHERE s.app_name = :app_name AND s.user_id = :user_id AND s.id = :session_id")
+    """The session row and its app and user keys in one statement (one round trip, not three): the row is the
+    one tagged 's' (``_split_session_rows``), the keys those of ``SCOPES_SQL``, padded to the row's columns."""
+    return ("SELECT 's', NULL, s.state_json, s.version, s.update_time, s.pending_json, "
+            f"{last_seq}, s.create_time, coalesce(s.state_version, s.version)"
+            " FROM sessions s WHERE s.app_name = :app_name AND s.user_id = :user_id AND s.id = :session_id"
+            " UNION ALL SELECT k.*, NULL, NULL, NULL, NULL, NULL, NULL FROM (" + SCOPES_SQL + ") k")
+
+
+def _split_session_rows(rows: list[tuple]) -> tuple[tuple | None, dict[str, Any], dict[str, Any]]:
+    """``_session_with_scopes``'s rows as (the session row: state_json, version, update_time, pending_json,
+    last_seq, create_time, state_version — None if absent; app state; user state)."""
+    session = next((tuple(row[2:]) for row in rows if row[0] == "s"), None)
+    app, user = split_scopes(row[:3] for row in rows if row[0] != "s")
+    return session, app, user
 
 
 def _session_row(last_seq: str) -> str:
@@ -365,6 +374,7 @@ class DeltaSessionService(BaseSessionService):
         # does not refresh a writer's view.
         self._views = ScopeViews()
         self.retry.run("creating the session tables", lambda: ensure_schema(engine))
+        migrate_scope_rows(engine, self.retry, _dumps)  # app_states/user_states rows of the previous layout, if any
 
     @classmethod
     def duckdb(cls, path: str | Path | None = None) -> DeltaSessionService:
@@ -382,13 +392,8 @@ class DeltaSessionService(BaseSessionService):
 
     # --- scoped state ---------------------------------------------------------
 
-    def _read_scope(self, scope: str, keys: Mapping[str, str]) -> dict[str, Any] | None:
-        row = self._scopes.read(scope, keys)
-        return row.state if row else None
-
     def _scoped_states(self, app_name: str, user_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
-        keys = {"app_name": app_name, "user_id": user_id}
-        return self._read_scope("app", keys) or {}, self._read_scope("user", keys) or {}
+        return split_scopes(self.engine.execute(SCOPES_SQL, {"app_name": app_name, "user_id": user_id}))
 
     # --- the session row as last seen ------------------------------------------
 
@@ -495,7 +500,8 @@ class DeltaSessionService(BaseSessionService):
                 raise AlreadyExistsError(f"Session with id {session_id} already exists.")
             # Initial app:/user: state is a blind write (ADK's semantics), applied by compare-and-set.
             for scope, delta in scoped.items():
-                self._scopes.write(scope, keys, delta, event_id=token, now=now, row=self._scopes.read(scope, keys))
+                self._scopes.write(scope, keys, delta, event_id=token, now=now,
+                                   rows=self._scopes.read(scope, keys, delta))
             if pending is not None:
                 self._clear_create_record(keys, pending)
             return self._scoped_states(keys["app_name"], keys["user_id"])
@@ -530,16 +536,16 @@ class DeltaSessionService(BaseSessionService):
     def _load_session(self, keys: Mapping[str, str], config: GetSessionConfig | None) -> Session | None:
         # One transaction = one consistent snapshot of the row, its events and scoped state.
         with self.engine.transaction():
-            rows = self.engine.execute(self._row_with_scopes, keys)
-            if not rows:
+            row, app_state, user_state = _split_session_rows(self.engine.execute(self._row_with_scopes, keys))
+            if row is None:
                 return None
-            state_json, version, update_time, app_json, user_json, pending_json, last_seq, *_ = rows[0]
+            _, version, _, pending_json, last_seq, *_ = row
             if self._needs_roll_forward(keys, version, pending_json, last_seq):
                 self._roll_forward(keys, version, pending_json)
-                rows = self.engine.execute(self._row_with_scopes, keys)
-                if not rows:
+                row, app_state, user_state = _split_session_rows(self.engine.execute(self._row_with_scopes, keys))
+                if row is None:
                     return None
-            state_json, version, update_time, app_json, user_json, _, _, create_time, state_version = rows[0]
+            state_json, version, update_time, _, _, create_time, state_version = row
             event_rows = self._read_events(keys, config)
             tail = self._tail(keys, event_rows, config, version, state_version)
         state = _fold_tail(_loads(state_json, {}), tail)
@@ -547,7 +553,6 @@ class DeltaSessionService(BaseSessionService):
             events = [_event_from_row(row) for row in event_rows]
         self._remember_row(keys, _KnownRow(version, create_time, state_json or "{}", tail,
                                            sum(len(a or "") + len(b or "") for a, b in tail)))
-        app_state, user_state = _loads(app_json, {}), _loads(user_json, {})
         session = self._build_session(keys, state, app_state, user_state, version, update_time, events)
         self._views.load(session, app_state, user_state)
         return session
@@ -624,13 +629,12 @@ class DeltaSessionService(BaseSessionService):
                 " ORDER BY e.user_id, e.session_id, e.seq", params,
             ):
                 tails.setdefault((uid, sid), []).append((delta_json, deleted_json))
-            user_states = {
-                uid: _loads(text, {})
-                for uid, text in self.engine.execute(
-                    f"SELECT user_id, state_json FROM user_states WHERE app_name = :app_name{user_filter}", params
-                )
-            }
-            app_state = self._read_scope("app", params) or {}
+            user_states: dict[str, dict[str, Any]] = {}
+            for uid, name, value_json in self.engine.execute(
+                    "SELECT user_id, state_key, value_json FROM user_state_keys WHERE app_name = :app_name"
+                    f"{user_filter} AND value_json IS NOT NULL", params):
+                user_states.setdefault(uid, {})[name] = json.loads(value_json)
+            app_state = self._scopes.read_all("app", params)
         sessions = [
             self._build_session(
                 {"app_name": app_name, "user_id": uid, "session_id": sid},
@@ -656,7 +660,7 @@ class DeltaSessionService(BaseSessionService):
 
     @override
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
-        return self._read_scope("user", {"app_name": app_name, "user_id": user_id}) or {}
+        return self._scopes.read_all("user", {"app_name": app_name, "user_id": user_id})
 
     # --- appending --------------------------------------------------------------
 
@@ -712,24 +716,23 @@ class DeltaSessionService(BaseSessionService):
         """The append's statements: (the version it replaced, the row as now known)."""
         with self.engine.transaction():
             # Reads only, before the commit point: the scope rows as they are, checked against what this session saw.
-            rows = {scope: self._scopes.read(scope, keys) for scope in scoped}
+            # Only the keys the event writes are read (one row each), whatever else the scope holds.
+            rows = {scope: self._scopes.read(scope, keys, delta) for scope, delta in scoped.items()}
             self._check_scope_keys(session, scoped, rows)
             # The redo record, where the engine cannot commit the rows below together (Databricks).
-            pending = None if self._atomic else _dumps(
-                {"event": event_row, "scopes": scoped,
-                 "bases": {scope: row.version if row else 0 for scope, row in rows.items()}})
+            pending = None if self._atomic else _dumps({"event": event_row, "scopes": scoped})
             # The commit point: the session row's compare-and-set, carrying the redo record.
             version, known = self._write_session_row(session, keys, tail_entry, event_row["timestamp"], pending)
             for scope, scope_delta in scoped.items():
                 self._scopes.write(scope, keys, scope_delta, event_id=event_row["id"], now=event_row["timestamp"],
-                                   row=rows[scope])
+                                   rows=rows[scope])
             # Last: the event row marks the append complete. A blind append; a conflict means it did not commit.
             self.retry.run("inserting an event row", lambda: self.engine.execute(
                 _INSERT_EVENT, {**keys, "seq": version + 1, **event_row}))  # seq = the version this append made
         return version, known
 
     def _check_scope_keys(self, session: Session, scoped: Mapping[str, Mapping[str, Any]],
-                          rows: Mapping[str, ScopeRow | None]) -> None:
+                          rows: Mapping[str, Mapping[str, KeyRow]]) -> None:
         """StaleSessionError if a scope key the event writes holds, in storage, another value than ``session`` saw.
 
         What the session saw is this service's view of that Session object (scope_views.py: set when
@@ -744,9 +747,9 @@ class DeltaSessionService(BaseSessionService):
         changed = []
         for scope, delta in scoped.items():
             prefix = State.APP_PREFIX if scope == "app" else State.USER_PREFIX
-            stored = rows[scope].state if rows[scope] else {}
+            stored = rows[scope]
             for key in delta:
-                now = fingerprint(stored[key]) if key in stored else None
+                now = fingerprint(stored[key].value()) if key in stored and stored[key].value_json is not None else None
                 if now != seen.get(prefix + key):
                     changed.append(prefix + key)
         if changed:
@@ -837,15 +840,15 @@ class DeltaSessionService(BaseSessionService):
                            "unfinished", keys["session_id"])
             for scope, delta in pending["create"].items():
                 self._scopes.write(scope, keys, delta, event_id=pending["token"], now=pending["time"],
-                                   row=self._scopes.read(scope, keys))
+                                   rows=self._scopes.read(scope, keys, delta))
             self._clear_create_record(keys, pending_json)
             return
         event_row = pending["event"]
         logger.warning("session %s: completing append %d (event %s) that its writer left unfinished",
                        keys["session_id"], version, event_row["id"])
         for scope, delta in pending.get("scopes", {}).items():
-            row = self._scopes.read(scope, keys)
-            self._scopes.write(scope, keys, delta, event_id=event_row["id"], now=event_row["timestamp"], row=row)
+            self._scopes.write(scope, keys, delta, event_id=event_row["id"], now=event_row["timestamp"],
+                               rows=self._scopes.read(scope, keys, delta))
         # Insert-if-absent: a second reader completing the same append at once writes no duplicate.
         self.retry.run("completing an event row", lambda: self.engine.execute(
             _INSERT_EVENT_IF_ABSENT, {**keys, "seq": version, **event_row}))
@@ -889,14 +892,13 @@ class DeltaSessionService(BaseSessionService):
         """The stored rows of one session (raises SessionNotFoundError if absent)."""
         keys = {"app_name": app_name, "user_id": user_id, "session_id": session_id}
         with self.engine.transaction():
-            rows = self.engine.execute(self._row_with_scopes, keys)
-            if not rows:
+            row, app_state, user_state = _split_session_rows(self.engine.execute(self._row_with_scopes, keys))
+            if row is None:
                 raise SessionNotFoundError(f"Session {session_id} not found.")
             event_rows = self.engine.execute(
                 f"SELECT {_EVENT_COLUMNS} FROM events WHERE {_EVENT_KEY} ORDER BY seq", keys
             )
-        state_json, version, _, app_json, user_json, _, _, _, state_version = rows[0]
-        app_state, user_state = _loads(app_json, {}), _loads(user_json, {})
+        state_json, version, *_, state_version = row
         state = _fold_tail(_loads(state_json, {}), [(row[5], row[6]) for row in event_rows
                                                     if state_version < row[0] <= version])
         events = [
