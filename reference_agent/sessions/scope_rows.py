@@ -12,6 +12,13 @@ row carrying the version its key was read at (0: absent). A key another writer c
 (the statement writes fewer rows than keys); its row is read again and the value re-applied — this write comes
 later in the key's order and wins, as it would had it come second (logged). ``applied_json`` keeps the ids of the
 last events applied to the key, so rolling a crashed append forward never applies its delta twice.
+
+Where the engine's transactions are atomic (DuckDB) a key's row is *replaced* instead — ``DELETE`` of the rows at
+the versions read, then ``INSERT`` of the new ones, inside the caller's transaction: DuckDB's ``UPDATE`` of a string
+column reads and copies the whole vector (2,048 rows) around the row, so updating a small key stored next to a
+20 MB value took 35-45 ms, where delete + insert takes what a small row's does (measured, DuckDB 1.x/2.0). A row
+not at its version read is a conflict that aborts the transaction (the caller runs the whole call again). On
+Delta each statement commits alone, so a delete and an insert would leave a moment without the key: the ``MERGE``.
 """
 
 from __future__ import annotations
@@ -85,6 +92,7 @@ class ScopeRows:
         self.engine = engine
         self.retry = retry
         self._dumps = dumps
+        self._replace_rows = bool(getattr(engine, "transactional", False))  # see the module docstring
 
     def read(self, scope: str, keys: Mapping[str, str], names: Iterable[str]) -> dict[str, KeyRow]:
         """The rows of ``names`` (tombstones included; a key never written has none)."""
@@ -126,9 +134,10 @@ class ScopeRows:
             if not todo:
                 return
             written = 0
+            write = self._replace if self._replace_rows else self._merge
             try:
                 for chunk in _chunks(todo):
-                    written += self._merge(table, columns, keys, {k: delta[k] for k in chunk}, current, event_id, now)
+                    written += write(table, columns, keys, {k: delta[k] for k in chunk}, current, event_id, now)
             except WriteConflictError as exc:
                 if not exc.retryable:  # its transaction was aborted (DuckDB): only the whole append can run again
                     raise
@@ -153,6 +162,35 @@ class ScopeRows:
             "session).",
             error_class="SCOPE_ROW_CONTENDED",
         )
+
+    def _replace(self, table: str, columns: tuple[str, ...], keys: Mapping[str, str], delta: Mapping[str, Any],
+                 current: Mapping[str, KeyRow], event_id: str, now: float) -> int:
+        """Inside the caller's atomic transaction: delete ``delta``'s rows at the versions read, insert the new
+        ones; the rows written. A row not at its version raises a non-retryable ``WriteConflictError`` (the
+        transaction, and so the whole call, runs again)."""
+        params: dict[str, Any] = {c: keys[c] for c in columns}
+        owner = " AND ".join(f"{c} = :{c}" for c in columns)
+        present = [name for name in delta if name in current]
+        if present:
+            matches = " OR ".join(f"(state_key = :d{i} AND coalesce(version, 0) = :dv{i})" for i in range(len(present)))
+            for i, name in enumerate(present):
+                params[f"d{i}"], params[f"dv{i}"] = name, current[name].version
+            deleted = affected_rows(self.engine.execute(f"DELETE FROM {table} WHERE {owner} AND ({matches})", params))
+            if deleted != len(present):
+                raise WriteConflictError(f"{table}: {len(present) - deleted} of keys {present} changed since they "
+                                         "were read in this transaction", error_class="SCOPE_KEY_CHANGED",
+                                         retryable=False)
+        values = []
+        for i, (name, value) in enumerate(delta.items()):
+            row = current.get(name)
+            params.update({f"k{i}": name, f"v{i}": None if value is None else self._dumps(value),
+                           f"n{i}": (row.version if row else 0) + 1,
+                           f"p{i}": self._dumps([*(row.applied if row else []), event_id][-APPLIED_KEPT:])})
+            values.append("(" + "".join(f":{c}, " for c in columns) + f":k{i}, :v{i}, :n{i}, :p{i}, :now)")
+        params["now"] = now
+        self.engine.execute(f"INSERT INTO {table} ({', '.join(columns)}, state_key, value_json, version, applied_json,"
+                            f" update_time) VALUES {', '.join(values)}", params)
+        return len(delta)
 
     def _merge(self, table: str, columns: tuple[str, ...], keys: Mapping[str, str], delta: Mapping[str, Any],
                current: Mapping[str, KeyRow], event_id: str, now: float) -> int:

@@ -226,3 +226,31 @@ async def test_rows_the_move_cannot_take_are_left_and_named(tmp_path: Path, capl
     assert svc.engine.execute("SELECT user_id FROM user_states") == [("v",)]  # kept for whoever repairs it
     assert (await svc.get_session(app_name=APP, user_id="u", session_id="s")).state == MOVED_U
     svc.close()
+
+
+async def test_on_duckdb_a_key_row_is_replaced_and_one_changed_since_its_read_reruns_the_append(caplog) -> None:
+    """DuckDB: DELETE at the version read + INSERT (an in-place UPDATE of a string next to a 20 MB value costs tens
+    of ms). A key row that moved between the read and the DELETE makes the transaction run again from the read."""
+    engine = Recording(DuckDBEngine(None))
+    svc = DeltaSessionService(engine, retry=ConflictRetry(sleep=lambda s: None))
+    s = await svc.create_session(app_name=APP, user_id="u", session_id="s", state={"user:x": 1})
+    original = engine.execute
+
+    def moved_once(sql: str, params: Any = None) -> list[tuple]:
+        if sql.startswith("DELETE FROM user_state_keys") and not getattr(moved_once, "done", False):
+            moved_once.done = True  # a write that got in between (as a rival connection's would)
+            original("UPDATE user_state_keys SET version = version + 1 WHERE state_key = 'x'")
+        return original(sql, params)
+
+    engine.execute = moved_once
+    engine.statements = []
+    with caplog.at_level(logging.WARNING):
+        await svc.append_event(s, ev({"user:x": 2, "n": 1}))
+    assert moved_once.done and "SCOPE_KEY_CHANGED" in caplog.text
+    kinds = [" ".join(q.split()[:2]) for q in engine.statements]
+    # The first try stops at its DELETE (rolled back, the bump with it); the second replaces the row and stores the
+    # event.
+    assert kinds.count("DELETE FROM") == 2 and kinds.count("INSERT INTO") == 2, kinds
+    got = await svc.get_session(app_name=APP, user_id="u", session_id="s")
+    assert got.state == {"user:x": 2, "n": 1} and len(got.events) == 1
+    assert engine.inner.execute("SELECT version FROM user_state_keys") == [(2,)]
