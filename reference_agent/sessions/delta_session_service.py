@@ -31,21 +31,25 @@ correct on both because no step relies on the transaction:
   ``UPDATE`` is the append's **commit point**: on an engine without
   transactions it also stores the append's redo record (``pending_json``: the
   event row and its ``app:``/``user:`` deltas).
-* *Scope rows, compare-and-set per key.* Before the commit point the
-  ``app_states``/``user_states`` rows the event writes are read; if a key the
-  event sets or deletes holds, in storage, another value than the writer's
-  session was loaded with (another session changed it since), the append is
-  stale: ``StaleSessionError``, nothing written. (What a session saw is kept
-  by this service per ``Session`` *object* — ADK's ``State`` writes through
-  to ``session.state`` before ``append_event``, so the live dict cannot tell;
-  another ``get_session`` of the same id makes a new object and does not
-  refresh the writer's view (``scope_views.py``); a ``Session`` this service
-  did not return writes its scope keys blind, as ADK's services do.) Keys of the row the event does not touch may have changed:
-  no conflict, they are merged. After the commit point each row is written
-  ``WHERE version = :read``, re-read and re-applied if another writer got in
-  between (``scope_rows.py``). The one window left: another session changing
-  the *same* key between this append's read of the row and its write of it
-  (a few statements apart) — the later write wins and a warning is logged.
+* *Scope keys, compare-and-set per key.* ``app:``/``user:`` state is one row
+  per key (``app_state_keys``/``user_state_keys``, ``scope_rows.py``), so an
+  append reads and writes only the rows of the keys it sets or deletes,
+  whatever else the scope holds. Before the commit point those rows are read;
+  if a key the event sets or deletes holds, in storage, another value than the
+  writer's session was loaded with (another session changed it since), the
+  append is stale: ``StaleSessionError``, nothing written. (What a session saw
+  is kept by this service per ``Session`` *object* — ADK's ``State`` writes
+  through to ``session.state`` before ``append_event``, so the live dict
+  cannot tell; another ``get_session`` of the same id makes a new object and
+  does not refresh the writer's view (``scope_views.py``); a ``Session`` this
+  service did not return writes its scope keys blind, as ADK's services do.)
+  Keys the event does not touch are not read or written. After the commit
+  point each key is written at the version read, re-read and re-applied if
+  another writer got in between. The one window left: another session
+  changing the *same* key between this append's read of it and its write (a
+  few statements apart) — the later write wins and a warning is logged.
+  Stores of the layout before (one ``app_states``/``user_states`` row per app
+  or user) are moved to key rows on open (``scope_migration.py``).
 * *Roll-forward.* After the commit point come the scope writes, then the
   event ``INSERT``, which comes last: an event row with ``seq = version``
   means the append is complete. A writer that dies (or whose statement fails)
