@@ -37,7 +37,7 @@ PACKAGES = ("google-adk", "google-genai", "duckdb", "SQLAlchemy", "aiosqlite", "
 class Row:
     """One figure: what was measured, against what, and whether it meets its target."""
 
-    bench: str  # suite | store | state | executor
+    bench: str  # suite | store | state | executor | scale | contention
     name: str
     value: float
     unit: str

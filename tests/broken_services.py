@@ -18,8 +18,8 @@ from google.adk.sessions.state import State
 
 from reference_agent.sessions.delta_session_service import DeltaSessionService
 
-_SCOPES = ((State.APP_PREFIX, "app_states", "app_name = :app_name"),
-           (State.USER_PREFIX, "user_states", "app_name = :app_name AND user_id = :user_id"))
+_SCOPES = ((State.APP_PREFIX, "app_state_keys", "app_name = :app_name"),
+           (State.USER_PREFIX, "user_state_keys", "app_name = :app_name AND user_id = :user_id"))
 _SESSION = "app_name = :app_name AND user_id = :user_id AND id = :session_id"
 
 
@@ -67,19 +67,16 @@ class NullStoringService(DeltaSessionService):
         return event
 
     async def _store_null(self, session: Session, key: str) -> None:
-        table, where, name = "sessions", _SESSION, key
         for prefix, scope_table, scope_where in _SCOPES:
-            if key.startswith(prefix):
-                table, where, name = scope_table, scope_where, key.removeprefix(prefix)
-        if table == "sessions":  # the whole state (snapshot and later deltas), rewritten as the snapshot as of now
-            state = (await self.persisted_rows(**_keys(session))).state
-            sets = "state_json = :state, state_version = version, tail_bytes = 0"
-        else:
-            rows = self.engine.execute(f"SELECT state_json FROM {table} WHERE {where}", _keys(session))
-            state = json.loads(rows[0][0]) if rows else {}
-            sets = "state_json = :state"
-        state[name] = None
-        self.engine.execute(f"UPDATE {table} SET {sets} WHERE {where}", {**_keys(session), "state": json.dumps(state)})
+            if key.startswith(prefix):  # the key's row holds a JSON null (a deleted key's row holds SQL NULL)
+                self.engine.execute(f"UPDATE {scope_table} SET value_json = 'null' WHERE {scope_where}"
+                                    " AND state_key = :name", {**_keys(session), "name": key.removeprefix(prefix)})
+                return
+        # The whole state (snapshot and later deltas), rewritten as the snapshot as of now.
+        state = (await self.persisted_rows(**_keys(session))).state
+        state[key] = None
+        self.engine.execute(f"UPDATE sessions SET state_json = :state, state_version = version, tail_bytes = 0"
+                            f" WHERE {_SESSION}", {**_keys(session), "state": json.dumps(state)})
 
 
 class ConfigIgnoringService(DeltaSessionService):

@@ -26,6 +26,7 @@ from ..scenario.models import Expectations
 from ..targets.profile import TargetProfile
 from .as_trace import describe_event, name_stored_events, stored_as_trace
 from .model import StoredEvent, StoredSession
+from .stores.layouts import OURS
 
 DEFAULT_STATE_BUDGET_BYTES: int = Expectations.model_fields["state_budget_bytes"].default
 SCOPED_PREFIXES = ("app:", "user:", TEMP)
@@ -35,9 +36,9 @@ def _scopes(stored: StoredSession) -> list[tuple[str, str, dict[str, Any]]]:
     """(scope, where, state) of each state row the session has: its own, its app's, its user's."""
     scopes = [("session state", stored.row or "sessions row", stored.state)]
     if stored.app_state is not None:
-        scopes.append(("app state", f"app_states row app={stored.app_name}", stored.app_state))
+        scopes.append(("app state", stored.app_row or f"app_states row app={stored.app_name}", stored.app_state))
     if stored.user_state is not None:
-        scopes.append(("user state", f"user_states row app={stored.app_name} user={stored.user_id}",
+        scopes.append(("user state", stored.user_row or f"user_states row app={stored.app_name} user={stored.user_id}",
                        stored.user_state))
     return scopes
 
@@ -194,7 +195,7 @@ def events_ordered(stored: StoredSession, profile: TargetProfile, budget: int) -
             if after.seq <= before.seq:  # type: ignore[operator]
                 what = "duplicates" if after.seq == before.seq else "goes back from"
                 evidence.append(f"{describe_event(after)}: seq {after.seq} {what} the previous seq {before.seq}")
-        if stored.layout == "rlm":  # ours: seq is 1-based and contiguous; version = the last append's seq
+        if stored.layout in OURS:  # ours: seq is 1-based and contiguous; version = the last append's seq
             expected = list(range(1, len(seqs) + 1))
             actual = [e.seq for e in seqs]
             if actual != expected and sorted(set(actual)) == actual:
@@ -232,7 +233,7 @@ def store_integrity(stored: StoredSession, profile: TargetProfile, budget: int) 
     if stored.version is None:
         notes.append(f"events past the session's version are not judged: the {stored.layout} layout keeps no "
                      "version")
-    elif stored.layout == "rlm":
+    elif stored.layout in OURS:
         notes.append("events past the session's version: events_ordered compares the version with the last seq")
     else:
         # Ours: seq = the version its append made; the seeds': sequence_num = version * 1000 + n.
@@ -243,7 +244,7 @@ def store_integrity(stored: StoredSession, profile: TargetProfile, budget: int) 
                                 f"{event.seq}): an append that never committed, or a row written past the service")
     if evidence:
         return _fail(name, stored, "The store holds rows the service's keys forbid.", evidence)
-    return CheckResult(name, Status.PASS, "One sessions row, one app and one user row"
+    return CheckResult(name, Status.PASS, "One sessions row, one app and one user row (or row per key)"
                        + ("" if stored.version is None else f"; no event past version {stored.version}") + ".",
                        tuple(notes))
 

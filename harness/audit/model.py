@@ -40,19 +40,23 @@ class StoredEvent:
 class StoredSession:
     """A session with its events and the app/user state rows it reads (keys without their prefixes)."""
 
-    layout: str  # "adk", "rlm" (ours) or "seed" (the seeds' Delta service)
+    layout: str  # "adk", "rlm" / "rlm-scope-rows" (ours) or "seed" (the seeds' Delta service)
     app_name: str
     user_id: str
     session_id: str
     state: dict[str, Any]  # the session row's own state (no app:/user: keys)
-    app_state: dict[str, Any] | None  # None: no app_states row
-    user_state: dict[str, Any] | None  # None: no user_states row
+    app_state: dict[str, Any] | None  # None: no app state row (or key rows)
+    user_state: dict[str, Any] | None  # None: no user state row (or key rows)
     events: tuple[StoredEvent, ...]
     version: int | None = None  # the optimistic-concurrency version, where the layout has one
     update_time: float | None = None
     nulls_are_deletes: bool = False  # the writer's None semantics: True for ours (a None never persists)
     row: str = ""  # where it is, for evidence: e.g. "sessions row app=… user=… id=…"
     extra: dict[str, Any] = field(default_factory=dict)  # layout-specific facts a check may use (documented there)
+    # Where the app and user state are, for evidence (e.g. "user_states row app=… user=…"); "" = the reader did not
+    # say (the checks then name app_states / user_states rows).
+    app_row: str = ""
+    user_row: str = ""
 
     @property
     def key(self) -> str:

@@ -31,21 +31,25 @@ correct on both because no step relies on the transaction:
   ``UPDATE`` is the append's **commit point**: on an engine without
   transactions it also stores the append's redo record (``pending_json``: the
   event row and its ``app:``/``user:`` deltas).
-* *Scope rows, compare-and-set per key.* Before the commit point the
-  ``app_states``/``user_states`` rows the event writes are read; if a key the
-  event sets or deletes holds, in storage, another value than the writer's
-  session was loaded with (another session changed it since), the append is
-  stale: ``StaleSessionError``, nothing written. (What a session saw is kept
-  by this service per ``Session`` *object* — ADK's ``State`` writes through
-  to ``session.state`` before ``append_event``, so the live dict cannot tell;
-  another ``get_session`` of the same id makes a new object and does not
-  refresh the writer's view (``scope_views.py``); a ``Session`` this service
-  did not return writes its scope keys blind, as ADK's services do.) Keys of the row the event does not touch may have changed:
-  no conflict, they are merged. After the commit point each row is written
-  ``WHERE version = :read``, re-read and re-applied if another writer got in
-  between (``scope_rows.py``). The one window left: another session changing
-  the *same* key between this append's read of the row and its write of it
-  (a few statements apart) — the later write wins and a warning is logged.
+* *Scope keys, compare-and-set per key.* ``app:``/``user:`` state is one row
+  per key (``app_state_keys``/``user_state_keys``, ``scope_rows.py``), so an
+  append reads and writes only the rows of the keys it sets or deletes,
+  whatever else the scope holds. Before the commit point those rows are read;
+  if a key the event sets or deletes holds, in storage, another value than the
+  writer's session was loaded with (another session changed it since), the
+  append is stale: ``StaleSessionError``, nothing written. (What a session saw
+  is kept by this service per ``Session`` *object* — ADK's ``State`` writes
+  through to ``session.state`` before ``append_event``, so the live dict
+  cannot tell; another ``get_session`` of the same id makes a new object and
+  does not refresh the writer's view (``scope_views.py``); a ``Session`` this
+  service did not return writes its scope keys blind, as ADK's services do.)
+  Keys the event does not touch are not read or written. After the commit
+  point each key is written at the version read, re-read and re-applied if
+  another writer got in between. The one window left: another session
+  changing the *same* key between this append's read of it and its write (a
+  few statements apart) — the later write wins and a warning is logged.
+  Stores of the layout before (one ``app_states``/``user_states`` row per app
+  or user) are moved to key rows on open (``scope_migration.py``).
 * *Roll-forward.* After the commit point come the scope writes, then the
   event ``INSERT``, which comes last: an event row with ``seq = version``
   means the append is complete. A writer that dies (or whose statement fails)
@@ -56,7 +60,12 @@ correct on both because no step relies on the transaction:
   and the event row (insert-if-absent). A writer that dies *before* the
   commit point has written nothing. So a session always reads back as a
   whole number of appends, and an acknowledged append (``append_event``
-  returned) is never lost. ``list_sessions`` and ``get_user_state`` read the
+  returned) is never lost. ``create_session`` works the same way: its
+  session row (version 0) is its commit point and carries the initial
+  ``app:``/``user:`` state as a redo record, cleared once the scope rows are
+  written; a writer that dies in between leaves a record the next read of
+  the session — or the retried create, which then raises
+  ``AlreadyExistsError`` — completes. ``list_sessions`` and ``get_user_state`` read the
   scope rows as stored (a crashed append's ``app:``/``user:`` keys appear
   once the session is next read).
 * *Delta conflicts.* A statement that FAILED with a Delta concurrent-write
@@ -142,7 +151,8 @@ from reference_agent.storage.sql import SqlEngine, WriteConflictError, affected_
 
 from .conflicts import ConflictRetry
 from .schema import ensure_schema
-from .scope_rows import ScopeRow, ScopeRows, apply_delta
+from .scope_migration import migrate_scope_rows
+from .scope_rows import SCOPES_SQL, KeyRow, ScopeRows, apply_delta, split_scopes
 from .scope_views import ScopeViews, fingerprint
 from .values import StateValueError, check_storable, refused_value, unencodable_text
 
@@ -269,12 +279,20 @@ _LAST_SEQ = ("(SELECT max(e.seq) FROM events e WHERE e.app_name = :app_name AND 
 
 
 def _session_with_scopes(last_seq: str) -> str:
-    """The session row with its app and user state in one statement (one round trip, not three)."""
-    return ("SELECT s.state_json, s.version, s.update_time,"
-            " (SELECT a.state_json FROM app_states a WHERE a.app_name = :app_name),"
-            " (SELECT u.state_json FROM user_states u WHERE u.app_name = :app_name AND u.user_id = :user_id),"
-            f" s.pending_json, {last_seq}, s.create_time, coalesce(s.state_version, s.version)"
-            " FROM sessions s WHERE s.app_name = :app_name AND s.user_id = :user_id AND s.id = :session_id")
+    """The session row and its app and user keys in one statement (one round trip, not three): the row is the
+    one tagged 's' (``_split_session_rows``), the keys those of ``SCOPES_SQL``, padded to the row's columns."""
+    return ("SELECT 's', NULL, s.state_json, s.version, s.update_time, s.pending_json, "
+            f"{last_seq}, s.create_time, coalesce(s.state_version, s.version)"
+            " FROM sessions s WHERE s.app_name = :app_name AND s.user_id = :user_id AND s.id = :session_id"
+            " UNION ALL SELECT k.*, NULL, NULL, NULL, NULL, NULL, NULL FROM (" + SCOPES_SQL + ") k")
+
+
+def _split_session_rows(rows: list[tuple]) -> tuple[tuple | None, dict[str, Any], dict[str, Any]]:
+    """``_session_with_scopes``'s rows as (the session row: state_json, version, update_time, pending_json,
+    last_seq, create_time, state_version — None if absent; app state; user state)."""
+    session = next((tuple(row[2:]) for row in rows if row[0] == "s"), None)
+    app, user = split_scopes(row[:3] for row in rows if row[0] != "s")
+    return session, app, user
 
 
 def _session_row(last_seq: str) -> str:
@@ -322,8 +340,11 @@ def _fold_tail(state: dict[str, Any], tail: Iterable[tuple[str | None, str | Non
 
 
 def _incomplete(version: int, pending_json: str | None, last_seq: int | None) -> bool:
-    """Whether the row's last append committed but its event row was never stored (its writer died)."""
-    return bool(version) and bool(pending_json) and (last_seq or 0) < version
+    """Whether the row's last append committed but its event row was never stored (its writer died), or, at version
+    0, its create committed the row but its redo record (the initial app:/user: state) was never cleared."""
+    if not pending_json:
+        return False
+    return not version or (last_seq or 0) < version
 
 
 class DeltaSessionService(BaseSessionService):
@@ -357,6 +378,7 @@ class DeltaSessionService(BaseSessionService):
         # does not refresh a writer's view.
         self._views = ScopeViews()
         self.retry.run("creating the session tables", lambda: ensure_schema(engine))
+        migrate_scope_rows(engine, self.retry, _dumps)  # app_states/user_states rows of the previous layout, if any
 
     @classmethod
     def duckdb(cls, path: str | Path | None = None) -> DeltaSessionService:
@@ -374,13 +396,8 @@ class DeltaSessionService(BaseSessionService):
 
     # --- scoped state ---------------------------------------------------------
 
-    def _read_scope(self, scope: str, keys: Mapping[str, str]) -> dict[str, Any] | None:
-        row = self._scopes.read(scope, keys)
-        return row.state if row else None
-
     def _scoped_states(self, app_name: str, user_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
-        keys = {"app_name": app_name, "user_id": user_id}
-        return self._read_scope("app", keys) or {}, self._read_scope("user", keys) or {}
+        return split_scopes(self.engine.execute(SCOPES_SQL, {"app_name": app_name, "user_id": user_id}))
 
     # --- the session row as last seen ------------------------------------------
 
@@ -461,6 +478,15 @@ class DeltaSessionService(BaseSessionService):
     def _create_rows(self, keys: Mapping[str, str], scopes: Mapping[str, dict[str, Any]], session_state_json: str,
                      now: float) -> tuple[dict[str, Any], dict[str, Any]]:
         session_id = keys["session_id"]
+        # The applied_json token of this create's scope writes (unique per creation; no uuid drawn, so ids made
+        # after it and the recordings that hold them stay as they were).
+        token = f"create:{session_id}:{now!r}"
+        scoped = {scope: scopes[scope] for scope in ("app", "user") if scopes[scope]}
+        # Where the engine cannot commit the rows together (Databricks), the session row carries the create's redo
+        # record: its initial app:/user: state. The row is the create's commit point; a writer that dies after it
+        # leaves a record the next reader (or a retried create) completes, so the session never reads back
+        # without its initial state. Cleared once the scope rows are written.
+        pending = None if self._atomic or not scoped else _dumps({"create": scoped, "token": token, "time": now})
         with self.engine.transaction():
             # MERGE ... WHEN NOT MATCHED is an atomic insert-if-absent on both engines (no enforced keys on Delta);
             # run again after a Delta conflict, it re-checks, so a session another writer made is not overwritten.
@@ -468,20 +494,36 @@ class DeltaSessionService(BaseSessionService):
                 "MERGE INTO sessions t USING (SELECT :app_name AS app_name, :user_id AS user_id,"
                 " :session_id AS id) s ON t.app_name = s.app_name AND t.user_id = s.user_id AND t.id = s.id"
                 " WHEN NOT MATCHED THEN INSERT (app_name, user_id, id, state_json, version, create_time, update_time,"
-                " state_version, tail_bytes) VALUES (s.app_name, s.user_id, s.id, :state_json, 0, :now, :now, 0, 0)",
-                {**keys, "state_json": session_state_json, "now": now},
+                " state_version, tail_bytes, pending_json) VALUES (s.app_name, s.user_id, s.id, :state_json, 0, :now,"
+                " :now, 0, 0, :pending)",
+                {**keys, "state_json": session_state_json, "now": now, "pending": pending},
             )))
             if not inserted:
+                if not self._atomic:  # a create its writer left unfinished (this caller's own, retried): completed
+                    self._complete_unfinished(keys)
                 raise AlreadyExistsError(f"Session with id {session_id} already exists.")
             # Initial app:/user: state is a blind write (ADK's semantics), applied by compare-and-set.
-            # The applied_json token of this write (unique per creation; no uuid drawn, so ids made after it and
-            # the recordings that hold them stay as they were).
-            token = f"create:{session_id}:{now!r}"
-            for scope in ("app", "user"):
-                if scopes[scope]:
-                    self._scopes.write(scope, keys, scopes[scope], event_id=token, now=now,
-                                       row=self._scopes.read(scope, keys))
+            for scope, delta in scoped.items():
+                self._scopes.write(scope, keys, delta, event_id=token, now=now,
+                                   rows=self._scopes.read(scope, keys, delta))
+            if pending is not None:
+                self._clear_create_record(keys, pending)
             return self._scoped_states(keys["app_name"], keys["user_id"])
+
+    def _clear_create_record(self, keys: Mapping[str, str], pending: str) -> None:
+        """The create whose redo record is ``pending`` is whole: its record goes (only that record, only at
+        version 0: an append since has replaced it, a session deleted and made again has its own)."""
+        self.retry.run("completing a session row", lambda: self.engine.execute(
+            f"UPDATE sessions SET pending_json = NULL WHERE {_SESSION_KEY} AND version = 0 AND pending_json = :pending",
+            {**keys, "pending": pending}))
+
+    def _complete_unfinished(self, keys: Mapping[str, str]) -> None:
+        """Roll forward the row's last create or append if its writer left it unfinished."""
+        rows = self.engine.execute(self._row, keys)
+        if rows:
+            version, _, pending_json, last_seq, _ = rows[0]
+            if self._needs_roll_forward(keys, version, pending_json, last_seq):
+                self._roll_forward(keys, version, pending_json)
 
     @override
     async def get_session(
@@ -498,16 +540,16 @@ class DeltaSessionService(BaseSessionService):
     def _load_session(self, keys: Mapping[str, str], config: GetSessionConfig | None) -> Session | None:
         # One transaction = one consistent snapshot of the row, its events and scoped state.
         with self.engine.transaction():
-            rows = self.engine.execute(self._row_with_scopes, keys)
-            if not rows:
+            row, app_state, user_state = _split_session_rows(self.engine.execute(self._row_with_scopes, keys))
+            if row is None:
                 return None
-            state_json, version, update_time, app_json, user_json, pending_json, last_seq, *_ = rows[0]
+            _, version, _, pending_json, last_seq, *_ = row
             if self._needs_roll_forward(keys, version, pending_json, last_seq):
                 self._roll_forward(keys, version, pending_json)
-                rows = self.engine.execute(self._row_with_scopes, keys)
-                if not rows:
+                row, app_state, user_state = _split_session_rows(self.engine.execute(self._row_with_scopes, keys))
+                if row is None:
                     return None
-            state_json, version, update_time, app_json, user_json, _, _, create_time, state_version = rows[0]
+            state_json, version, update_time, _, _, create_time, state_version = row
             event_rows = self._read_events(keys, config)
             tail = self._tail(keys, event_rows, config, version, state_version)
         state = _fold_tail(_loads(state_json, {}), tail)
@@ -515,7 +557,6 @@ class DeltaSessionService(BaseSessionService):
             events = [_event_from_row(row) for row in event_rows]
         self._remember_row(keys, _KnownRow(version, create_time, state_json or "{}", tail,
                                            sum(len(a or "") + len(b or "") for a, b in tail)))
-        app_state, user_state = _loads(app_json, {}), _loads(user_json, {})
         session = self._build_session(keys, state, app_state, user_state, version, update_time, events)
         self._views.load(session, app_state, user_state)
         return session
@@ -592,13 +633,12 @@ class DeltaSessionService(BaseSessionService):
                 " ORDER BY e.user_id, e.session_id, e.seq", params,
             ):
                 tails.setdefault((uid, sid), []).append((delta_json, deleted_json))
-            user_states = {
-                uid: _loads(text, {})
-                for uid, text in self.engine.execute(
-                    f"SELECT user_id, state_json FROM user_states WHERE app_name = :app_name{user_filter}", params
-                )
-            }
-            app_state = self._read_scope("app", params) or {}
+            user_states: dict[str, dict[str, Any]] = {}
+            for uid, name, value_json in self.engine.execute(
+                    "SELECT user_id, state_key, value_json FROM user_state_keys WHERE app_name = :app_name"
+                    f"{user_filter} AND value_json IS NOT NULL", params):
+                user_states.setdefault(uid, {})[name] = json.loads(value_json)
+            app_state = self._scopes.read_all("app", params)
         sessions = [
             self._build_session(
                 {"app_name": app_name, "user_id": uid, "session_id": sid},
@@ -624,7 +664,7 @@ class DeltaSessionService(BaseSessionService):
 
     @override
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
-        return self._read_scope("user", {"app_name": app_name, "user_id": user_id}) or {}
+        return self._scopes.read_all("user", {"app_name": app_name, "user_id": user_id})
 
     # --- appending --------------------------------------------------------------
 
@@ -680,24 +720,23 @@ class DeltaSessionService(BaseSessionService):
         """The append's statements: (the version it replaced, the row as now known)."""
         with self.engine.transaction():
             # Reads only, before the commit point: the scope rows as they are, checked against what this session saw.
-            rows = {scope: self._scopes.read(scope, keys) for scope in scoped}
+            # Only the keys the event writes are read (one row each), whatever else the scope holds.
+            rows = {scope: self._scopes.read(scope, keys, delta) for scope, delta in scoped.items()}
             self._check_scope_keys(session, scoped, rows)
             # The redo record, where the engine cannot commit the rows below together (Databricks).
-            pending = None if self._atomic else _dumps(
-                {"event": event_row, "scopes": scoped,
-                 "bases": {scope: row.version if row else 0 for scope, row in rows.items()}})
+            pending = None if self._atomic else _dumps({"event": event_row, "scopes": scoped})
             # The commit point: the session row's compare-and-set, carrying the redo record.
             version, known = self._write_session_row(session, keys, tail_entry, event_row["timestamp"], pending)
             for scope, scope_delta in scoped.items():
                 self._scopes.write(scope, keys, scope_delta, event_id=event_row["id"], now=event_row["timestamp"],
-                                   row=rows[scope])
+                                   rows=rows[scope])
             # Last: the event row marks the append complete. A blind append; a conflict means it did not commit.
             self.retry.run("inserting an event row", lambda: self.engine.execute(
                 _INSERT_EVENT, {**keys, "seq": version + 1, **event_row}))  # seq = the version this append made
         return version, known
 
     def _check_scope_keys(self, session: Session, scoped: Mapping[str, Mapping[str, Any]],
-                          rows: Mapping[str, ScopeRow | None]) -> None:
+                          rows: Mapping[str, Mapping[str, KeyRow]]) -> None:
         """StaleSessionError if a scope key the event writes holds, in storage, another value than ``session`` saw.
 
         What the session saw is this service's view of that Session object (scope_views.py: set when
@@ -712,9 +751,9 @@ class DeltaSessionService(BaseSessionService):
         changed = []
         for scope, delta in scoped.items():
             prefix = State.APP_PREFIX if scope == "app" else State.USER_PREFIX
-            stored = rows[scope].state if rows[scope] else {}
+            stored = rows[scope]
             for key in delta:
-                now = fingerprint(stored[key]) if key in stored else None
+                now = fingerprint(stored[key].value()) if key in stored and stored[key].value_json is not None else None
                 if now != seen.get(prefix + key):
                     changed.append(prefix + key)
         if changed:
@@ -800,12 +839,20 @@ class DeltaSessionService(BaseSessionService):
     def _roll_forward(self, keys: Mapping[str, str], version: int, pending_json: str) -> None:
         """Complete the append that made ``version`` from its redo record (its writer stopped after committing)."""
         pending = json.loads(pending_json)
+        if "create" in pending:  # a create's initial app:/user: state (see _create_rows)
+            logger.warning("session %s: completing its creation (initial app:/user: state) that its writer left "
+                           "unfinished", keys["session_id"])
+            for scope, delta in pending["create"].items():
+                self._scopes.write(scope, keys, delta, event_id=pending["token"], now=pending["time"],
+                                   rows=self._scopes.read(scope, keys, delta))
+            self._clear_create_record(keys, pending_json)
+            return
         event_row = pending["event"]
         logger.warning("session %s: completing append %d (event %s) that its writer left unfinished",
                        keys["session_id"], version, event_row["id"])
         for scope, delta in pending.get("scopes", {}).items():
-            row = self._scopes.read(scope, keys)
-            self._scopes.write(scope, keys, delta, event_id=event_row["id"], now=event_row["timestamp"], row=row)
+            self._scopes.write(scope, keys, delta, event_id=event_row["id"], now=event_row["timestamp"],
+                               rows=self._scopes.read(scope, keys, delta))
         # Insert-if-absent: a second reader completing the same append at once writes no duplicate.
         self.retry.run("completing an event row", lambda: self.engine.execute(
             _INSERT_EVENT_IF_ABSENT, {**keys, "seq": version, **event_row}))
@@ -849,14 +896,13 @@ class DeltaSessionService(BaseSessionService):
         """The stored rows of one session (raises SessionNotFoundError if absent)."""
         keys = {"app_name": app_name, "user_id": user_id, "session_id": session_id}
         with self.engine.transaction():
-            rows = self.engine.execute(self._row_with_scopes, keys)
-            if not rows:
+            row, app_state, user_state = _split_session_rows(self.engine.execute(self._row_with_scopes, keys))
+            if row is None:
                 raise SessionNotFoundError(f"Session {session_id} not found.")
             event_rows = self.engine.execute(
                 f"SELECT {_EVENT_COLUMNS} FROM events WHERE {_EVENT_KEY} ORDER BY seq", keys
             )
-        state_json, version, _, app_json, user_json, _, _, _, state_version = rows[0]
-        app_state, user_state = _loads(app_json, {}), _loads(user_json, {})
+        state_json, version, *_, state_version = row
         state = _fold_tail(_loads(state_json, {}), [(row[5], row[6]) for row in event_rows
                                                     if state_version < row[0] <= version])
         events = [

@@ -18,8 +18,22 @@ from reference_agent.storage.sql import (
 
 SESSIONS = "sessions"
 EVENTS = "events"
+APP_STATE_KEYS = "app_state_keys"
+USER_STATE_KEYS = "user_state_keys"
+# The layout before per-key rows: one row per app / per user holding the whole scope as one JSON object, rewritten
+# whole by every write. Still created (empty), so that opening a store tells cheaply whether it holds rows to move
+# (a count of an empty table; DuckDB lists its catalog in 25-45 ms per connection): ``scope_migration.py`` moves them
+# into the per-key tables on open.
 APP_STATES = "app_states"
 USER_STATES = "user_states"
+
+_SCOPE_KEY = (
+    ("state_key", "STRING"),  # the key without its "app:"/"user:" prefix
+    ("value_json", "JSON"),  # its value; NULL: deleted (the row stays, a tombstone: see scope_rows.py)
+    ("version", "BIGINT"),  # compare-and-set revision of the key
+    ("applied_json", "JSON"),  # JSON list of the ids of the last events that wrote it (roll-forward applies once)
+    ("update_time", "DOUBLE"),
+)
 
 _SCOPE_VERSIONING = (
     # Compare-and-set revision of the row (NULL in rows made before it existed = 0).
@@ -62,6 +76,8 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("deleted_keys_json", "JSON"),  # JSON list of keys the event deleted
         ("event_json", "JSON"),  # the rest of the event, without actions.state_delta
     ),
+    APP_STATE_KEYS: (("app_name", "STRING"), *_SCOPE_KEY),
+    USER_STATE_KEYS: (("app_name", "STRING"), ("user_id", "STRING"), *_SCOPE_KEY),
     APP_STATES: (
         ("app_name", "STRING"),
         ("state_json", "JSON"),  # keys without the "app:" prefix
@@ -80,11 +96,13 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
 
 # Each table's key: one row per key. Enforced by a unique index where the engine can (DuckDB), so no writer —
 # this service through any connection, or anyone else's INSERT — can store a second session, event (per seq),
-# app or user row. On Delta nothing enforces a key: this service's MERGE insert-if-absent and compare-and-set
+# app or user key (or, in the tables of the previous layout, app or user row). On Delta nothing enforces a key: this service's MERGE insert-if-absent and compare-and-set
 # writes, with Delta's conflict detection, are what keep them unique there (see the service's docstring).
 KEYS: dict[str, tuple[str, ...]] = {
     SESSIONS: ("app_name", "user_id", "id"),
     EVENTS: ("app_name", "user_id", "session_id", "seq"),
+    APP_STATE_KEYS: ("app_name", "state_key"),
+    USER_STATE_KEYS: ("app_name", "user_id", "state_key"),
     APP_STATES: ("app_name",),
     USER_STATES: ("app_name", "user_id"),
 }

@@ -130,7 +130,7 @@ def events_reordered(layout: Layout, db: Any) -> str:
 def unkeyed(layout_name: str, db: Any, table: str) -> None:
     """``table`` without its unique key, as a store written before the key existed (ours: DuckDB's index; ADK's:
     SQLite's primary key, so the table is rebuilt without it). The seeds' tables have none."""
-    if layout_name == "rlm":
+    if layout_name.startswith("rlm"):
         db.execute(f"DROP INDEX IF EXISTS {table}_key")
     elif layout_name == "adk":
         db.execute(f"CREATE TABLE {table}_copy AS SELECT * FROM {table}")

@@ -22,10 +22,13 @@ import pytest
 from harness.cli import main
 from tests.audit.seed_store import seed_store
 from tests.audit.tamper import TARGET, unkeyed
-from tests.audit.writers import adk_sqlite_store, rlm_duckdb_store
+from tests.audit.writers import adk_sqlite_store, rlm_duckdb_store, rlm_scope_rows_store
 
 SESSION = "/".join(TARGET)
 WHERE = "app_name = ? AND user_id = ? AND {sid} = ?"
+
+
+KEYED = "rlm"  # ours, app:/user: state one row per key; "rlm-scope-rows": ours before, one row per app/user
 
 
 def sid(layout: str) -> str:
@@ -57,6 +60,12 @@ def duplicate_event_row(layout: str, db: Any) -> tuple[str, str]:
 
 
 def duplicate_user_row(layout: str, db: Any) -> tuple[str, str]:
+    if layout == KEYED:  # a key's row stored twice
+        unkeyed(layout, db, "user_state_keys")
+        (key,) = db.execute("SELECT min(state_key) FROM user_state_keys WHERE app_name = ? AND user_id = ?",
+                            TARGET[:2]).fetchone()
+        copy_row(db, "user_state_keys", "app_name = ? AND user_id = ? AND state_key = ?", (*TARGET[:2], key))
+        return SESSION, f"user_state_keys row app={TARGET[0]} user={TARGET[1]} key={key} is stored 2 times"
     unkeyed(layout, db, "user_states")
     copy_row(db, "user_states", "app_name = ? AND user_id = ?", TARGET[:2])
     return SESSION, f"user_states row app={TARGET[0]} user={TARGET[1]} is stored 2 times"
@@ -69,20 +78,28 @@ def orphan_events(layout: str, db: Any) -> tuple[str, str]:
 
 def event_past_version(layout: str, db: Any) -> tuple[str, str]:
     db.execute(f"UPDATE sessions SET version = version - 1 WHERE {WHERE.format(sid=sid(layout))}", TARGET)
-    return SESSION, "version" if layout == "rlm" else "is past the session's version"
+    return SESSION, "version" if layout.startswith("rlm") else "is past the session's version"
 
 
 def _time(layout: str) -> Any:
-    return {"adk": "2026-01-01 00:00:00", "rlm": 1_767_225_600.0,
+    return {"adk": "2026-01-01 00:00:00", "rlm": 1_767_225_600.0, "rlm-scope-rows": 1_767_225_600.0,
             "seed": datetime.datetime(2026, 1, 1)}[layout]
 
 
 def user_row_without_session(layout: str, db: Any) -> tuple[str, str]:
+    if layout == KEYED:
+        copy_row(db, "user_state_keys", "app_name = ? AND user_id = ?", TARGET[:2], user_id="ghost")
+        return (f"{TARGET[0]}/ghost (no session)",
+                f"user_state_keys rows app={TARGET[0]} user=ghost (")
     copy_row(db, "user_states", "app_name = ? AND user_id = ?", TARGET[:2], user_id="ghost")
     return f"{TARGET[0]}/ghost (no session)", f"user_states row app={TARGET[0]} user=ghost belongs to a user with no"
 
 
 def app_row_without_session(layout: str, db: Any) -> tuple[str, str]:
+    if layout == KEYED:
+        db.execute("INSERT INTO app_state_keys (app_name, state_key, value_json, version, applied_json, update_time)"
+                   " VALUES ('ghost_app', 'mode', '\"on\"', 1, '[]', ?)", (_time(layout),))
+        return "ghost_app (no session)", "app_state_keys rows app=ghost_app (1 key) belong to an app with no session"
     state = "state" if layout == "adk" else "state_json"
     extra = "" if layout == "adk" else ", version"
     db.execute(f"INSERT INTO app_states (app_name, {state}, update_time{extra}) VALUES "
@@ -90,18 +107,19 @@ def app_row_without_session(layout: str, db: Any) -> tuple[str, str]:
     return "ghost_app (no session)", "app_states row app=ghost_app belongs to an app with no session row"
 
 
+ALL = ("adk", "rlm", "rlm-scope-rows", "seed")
 CASES: dict[str, tuple[Callable[[str, Any], tuple[str, str]], str, tuple[str, ...]]] = {
     # name: (tamper, the check that must fail, the layouts it applies to)
-    "duplicate_session_row": (duplicate_session_row, "store_integrity", ("adk", "rlm", "seed")),
+    "duplicate_session_row": (duplicate_session_row, "store_integrity", ALL),
     # An event row stored twice shares its id (and seq): events_ordered's to report, one check per duplicate.
-    "duplicate_event_row": (duplicate_event_row, "events_ordered", ("adk", "rlm", "seed")),
-    "duplicate_user_row": (duplicate_user_row, "store_integrity", ("adk", "rlm", "seed")),
-    "orphan_events": (orphan_events, "store_integrity", ("adk", "rlm", "seed")),
+    "duplicate_event_row": (duplicate_event_row, "events_ordered", ALL),
+    "duplicate_user_row": (duplicate_user_row, "store_integrity", ALL),
+    "orphan_events": (orphan_events, "store_integrity", ALL),
     # ADK's tables keep no version; ours: events_ordered compares it with the last seq.
     "event_past_version": (event_past_version, "store_integrity", ("seed",)),
-    "event_past_version_rlm": (event_past_version, "events_ordered", ("rlm",)),
-    "user_row_without_session": (user_row_without_session, "scope_rows_owned", ("adk", "rlm", "seed")),
-    "app_row_without_session": (app_row_without_session, "scope_rows_owned", ("adk", "rlm", "seed")),
+    "event_past_version_rlm": (event_past_version, "events_ordered", ("rlm", "rlm-scope-rows")),
+    "user_row_without_session": (user_row_without_session, "scope_rows_owned", ALL),
+    "app_row_without_session": (app_row_without_session, "scope_rows_owned", ALL),
 }
 PARAMS = [(name, layout) for name, (_, _, layouts) in CASES.items() for layout in layouts]
 
@@ -111,8 +129,10 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("integrity")
     asyncio.run(adk_sqlite_store(folder / "adk.db", 3))
     asyncio.run(rlm_duckdb_store(folder / "rlm.duckdb", 3))
+    asyncio.run(rlm_scope_rows_store(folder / "rlm_scope_rows.duckdb", 3))
     seed_store(folder / "seed.duckdb", 3)
-    return {"adk": folder / "adk.db", "rlm": folder / "rlm.duckdb", "seed": folder / "seed.duckdb"}
+    return {"adk": folder / "adk.db", "rlm": folder / "rlm.duckdb", "rlm-scope-rows": folder / "rlm_scope_rows.duckdb",
+            "seed": folder / "seed.duckdb"}
 
 
 def audit(capsys: pytest.CaptureFixture[str], layout: str, path: Path) -> tuple[int, dict]:
@@ -125,11 +145,12 @@ def failing(report: dict, check: str) -> dict[str, list[str]]:
             if c["name"] == check and c["status"] == "fail"}
 
 
-@pytest.mark.parametrize("layout", ["adk", "rlm", "seed"])
+@pytest.mark.parametrize("layout", ALL)
 def test_a_clean_store_passes_both_checks(layout: str, written: dict[str, Path],
                                          capsys: pytest.CaptureFixture[str]) -> None:
     code, report = audit(capsys, layout, written[layout])
     assert code == 0
+    assert {r["description"].split(", ")[-1] for r in report["results"]} == {f"{layout} layout"}  # told apart
     assert len(report["results"]) == 3  # the sessions only: no row of unowned rows
     assert {c["status"] for r in report["results"] for c in r["checks"] if c["name"] == "store_integrity"} == {"pass"}
 
@@ -152,3 +173,19 @@ def test_each_corruption_fails_naming_the_row(case: str, layout: str, written: d
     assert row in found, (found, [r["scenario"] for r in report["results"]])
     assert any(needle in line for line in found[row]), found[row]
     assert [r["scenario"] for r in report["results"]].count(SESSION) <= 1  # a duplicate is one row, not two
+
+
+def test_a_null_stored_in_a_key_row_fails_none_deletes_naming_the_rows(written: dict[str, Path], tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """A key's row holding a JSON null (a deleted key's row holds SQL NULL: a tombstone, not state)."""
+    path = tmp_path / "rlm.duckdb"
+    shutil.copy(written["rlm"], path)
+    with duckdb.connect(str(path)) as db:
+        db.execute("INSERT INTO user_state_keys VALUES (?, ?, 'gone', NULL, 2, '[]', 1.0),"
+                   " (?, ?, 'nulled', 'null', 1, '[]', 1.0)", (*TARGET[:2], *TARGET[:2]))
+    code, report = audit(capsys, "rlm", path)
+    assert code == 1
+    found = failing(report, "none_deletes")
+    assert any(f"user_state_keys rows app={TARGET[0]} user={TARGET[1]}" in line and "'nulled' = null" in line
+               for line in found[SESSION]), found
+    assert not any("'gone'" in line for lines in found.values() for line in lines)

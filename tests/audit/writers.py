@@ -10,6 +10,7 @@ the answer (``rlm:final_answer``, ``user:rlm:history``).
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 from typing import Any
 
@@ -93,4 +94,32 @@ async def rlm_duckdb_store(path: Path, count: int = 3) -> str:
         await write_sessions(service, count)
     finally:
         service.close()
+    return str(path)
+
+
+async def rlm_scope_rows_store(path: Path, count: int = 3) -> str:
+    """This project's service as its previous version left a DuckDB file: ``app:``/``user:`` state as one JSON
+    object per app (``app_states``) and per user (``user_states``), no per-key tables. Written by today's service,
+    then rewritten in the old layout (as the previous version's schema.py made it)."""
+    import duckdb
+
+    await rlm_duckdb_store(path, count)
+    with duckdb.connect(str(path)) as db:
+        for table, keyed, owner in (("app_states", "app_state_keys", ("app_name",)),
+                                    ("user_states", "user_state_keys", ("app_name", "user_id"))):
+            scopes: dict[tuple, dict[str, Any]] = {}
+            times: dict[tuple, tuple[float, int]] = {}
+            for *who, key, value, version, update_time in db.execute(
+                    f"SELECT {', '.join(owner)}, state_key, value_json, version, update_time FROM {keyed}"
+                    f" ORDER BY {', '.join(owner)}, state_key").fetchall():
+                state = scopes.setdefault(tuple(who), {})
+                if value is not None:
+                    state[key] = json.loads(value)
+                last = times.get(tuple(who), (0.0, 0))
+                times[tuple(who)] = (max(last[0], update_time), max(last[1], version))
+            for who, state in scopes.items():
+                db.execute(f"INSERT INTO {table} ({', '.join(owner)}, state_json, update_time, version, applied_json)"
+                           f" VALUES ({', '.join('?' for _ in owner)}, ?, ?, ?, '[]')",
+                           (*who, json.dumps(state), *times[who]))
+            db.execute(f"DROP TABLE {keyed}")
     return str(path)

@@ -223,13 +223,14 @@ def test_privileges_granted_to_a_group_or_inherited_count(healthy: FakeWorkspace
 def test_existing_tables_need_select_and_modify(healthy: FakeWorkspace) -> None:
     objects = healthy.objects
     objects.schemas["main.rlm"].grants[FAKE_USER].discard("CREATE_TABLE")
-    for table in ("sessions", "events", "app_states", "user_states", "artifacts"):
+    tables = ("sessions", "events", "app_state_keys", "user_state_keys", "app_states", "user_states", "artifacts")
+    for table in tables:
         objects.tables[f"main.rlm.{table}"] = Securable(owner="someone@example.com")
     objects.tables["main.rlm.events"].grants[FAKE_USER] = {"SELECT"}
     report = doctor(healthy)
     assert report.exit_code == 1
     errors = [f for f in report.findings if f.check == "tables"]
-    assert len(errors) == 5
+    assert len(errors) == len(tables)
     events = next(f for f in errors if "main.rlm.events" in f.message)
     assert events.fix == "GRANT MODIFY ON TABLE `main`.`rlm`.`events` TO `user@example.com`;"
     objects.schemas["main.rlm"].grants[FAKE_USER] |= {"SELECT", "MODIFY"}  # on the schema: every table inherits

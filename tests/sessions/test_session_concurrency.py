@@ -79,30 +79,34 @@ async def test_other_keys_of_the_same_row_are_no_conflict_and_are_kept(svc):
         ("user:from_a", "user:from_b", "app:from_a", "app:from_b"), 1)
     assert (await svc.persisted_rows(app_name=APP, user_id="u", session_id="a")).user_state == {
         "from_a": 1, "from_b": 1}
-    assert svc.engine.inner.execute("SELECT version FROM user_states") == [(2,)]
+    # One row per key, each written once: b's append neither read nor rewrote a's key.
+    assert svc.engine.inner.execute("SELECT state_key, version FROM user_state_keys ORDER BY state_key") == [
+        ("from_a", 1), ("from_b", 1)]
 
 
 async def test_a_rival_write_between_read_and_compare_and_set_is_re_read_not_overwritten(svc, engine):
-    """The lost update of the old read-then-MERGE: a rival's write lands between this append's read and write."""
+    """The lost update of the old read-then-MERGE: a rival's write of the same key (and of another) lands between
+    this append's read and write."""
     a = await svc.create_session(app_name=APP, user_id="u", session_id="a")
     original = engine.execute
 
     def with_rival(sql, params=None):
         if sql.startswith("UPDATE sessions") and not getattr(with_rival, "done", False):
             with_rival.done = True
-            engine.inner.execute("INSERT INTO user_states VALUES ('app', 'u', '{\"rival\": 1}', 0.0, 1, '[]')")
+            engine.inner.execute("INSERT INTO user_state_keys VALUES ('app', 'u', 'rival', '1', 1, '[]', 0.0),"
+                                 " ('app', 'u', 'mine', '0', 1, '[]', 0.0)")
         return original(sql, params)
 
     engine.execute = with_rival
-    await svc.append_event(a, ev({"user:mine": 1}))  # read: no row; rival inserts; MERGE loses; re-read; UPDATE
+    await svc.append_event(a, ev({"user:mine": 1}))  # read: no row; rival inserts; MERGE loses; re-read; MERGE
     assert (await svc.persisted_rows(app_name=APP, user_id="u", session_id="a")).user_state == {"rival": 1, "mine": 1}
-    assert engine.inner.execute("SELECT version FROM user_states") == [(2,)]
+    assert engine.inner.execute("SELECT version FROM user_state_keys WHERE state_key = 'mine'") == [(2,)]
 
 
 # --- Delta write conflicts -------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("statement", [r"^UPDATE sessions", r"^UPDATE user_states", r"^MERGE INTO app_states",
+@pytest.mark.parametrize("statement", [r"^UPDATE sessions", r"^MERGE INTO user_state_keys", r"^MERGE INTO app_state_keys",
                                        r"^INSERT INTO events"])
 async def test_a_conflict_on_a_retry_safe_statement_is_retried_with_backoff(svc, engine, sleeps, statement, caplog):
     s = await svc.create_session(app_name=APP, user_id="u", session_id="s", state={"user:n": 0})
@@ -172,9 +176,10 @@ async def test_the_happy_path_runs_no_more_statements_than_before():
     inner, engine, _, cut = await _append_cut_at(10_000)
     assert not cut
     kinds = [" ".join(q.split(" ")[:2]) for q in engine.statements]
-    # Per scope one read and one write, the session compare-and-set, the event row: 6, as before this design.
-    assert kinds == ["SELECT state_json,", "SELECT state_json,", "UPDATE sessions", "UPDATE app_states",
-                     "UPDATE user_states", "INSERT INTO"], engine.statements
+    # Per scope one read and one write (of the keys the event writes), the session compare-and-set, the event
+    # row: 6, as before this design.
+    assert kinds == ["SELECT state_key,", "SELECT state_key,", "UPDATE sessions", "MERGE INTO", "MERGE INTO",
+                     "INSERT INTO"], engine.statements
 
 
 @pytest.mark.parametrize("k", range(6))
@@ -210,7 +215,8 @@ async def test_a_cut_append_is_completed_by_the_next_append_of_a_stale_copy_too(
     other._roll_forward({"app_name": APP, "user_id": "u", "session_id": "s"}, 3,
                               inner.execute("SELECT pending_json FROM sessions")[0][0])
     rows = await other.persisted_rows(app_name=APP, user_id="u", session_id="s")
-    assert len(rows.events) == 3 and inner.execute("SELECT version FROM user_states") == [(4,)]
+    assert len(rows.events) == 3 and inner.execute("SELECT version FROM user_state_keys WHERE state_key = 'n'") == [
+        (4,)]
 
 
 async def test_adk_state_writes_through_to_the_live_session_before_the_append_and_that_is_no_conflict(svc):

@@ -174,7 +174,9 @@ async def test_a_file_made_by_the_previous_schema_gains_the_columns_and_keeps_wo
     assert rows.state == {"k": 2}
     assert (await again.get_session(app_name=APP, user_id="u", session_id="s")).state == {
         "k": 2, "user:lang": "de", "app:a": 1}
-    assert again.engine.execute("SELECT version FROM user_states") == [(1,)]  # NULL read as 0, then bumped
+    # Its user row (no version: NULL, read as 0) was moved to a row per key on the first open, then bumped.
+    assert again.engine.execute("SELECT count(*) FROM user_states") == [(0,)]
+    assert again.engine.execute("SELECT state_key, value_json, version FROM user_state_keys") == [("lang", '"de"', 2)]
     again.close()
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from .base import SqlSource, StoreError
 from .layouts import LAYOUTS, Layout
 
-TABLES = ("sessions", "events", "app_states", "user_states")
+# Every table some layout reads, in a stable order.
+TABLES = tuple(dict.fromkeys(table for layout in LAYOUTS for table in layout.required()))
 
 
 def detect_layout(source: SqlSource) -> Layout:

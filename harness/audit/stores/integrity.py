@@ -33,6 +33,13 @@ def _filters(selection: SessionFilter, columns: dict[str, str]) -> tuple[str, di
     return sql, params
 
 
+def _unowned(table: str, owner: str, n: int, counted: str) -> str:
+    """How a finding names the unowned row(s), with the verb: "... row app=A belongs" / "... rows app=A (3 keys) belong"."""
+    if counted == "keys":
+        return f"{table} rows {owner} ({n} key{'s' if n != 1 else ''}) belong"
+    return f"{table} row {owner}" + (f" (stored {n} times)" if n > 1 else "") + " belongs"
+
+
 def unowned_rows(source: SqlSource, layout: Layout, selection: SessionFilter | None = None) -> list[Finding]:
     """Orphan event rows (per session key) and scope rows without a session, honouring the app/user/session
     filters (a scope row belongs to no session, so ``--session`` leaves them out; times do not apply)."""
@@ -49,24 +56,25 @@ def unowned_rows(source: SqlSource, layout: Layout, selection: SessionFilter | N
                          f"{n} events row(s) app={a} user={u} session_id={s} have no sessions row (orphans: the "
                          "session was deleted without its events, or they were written past the service)")
                  for a, u, s, n in rows[:LIMIT]]
+    app_table, user_table = layout.scope_tables
+    # Per-key layouts: the count is of key rows; one row per app/user: a count above 1 is a duplicate.
+    counted = "keys" if layout.scope_key else "times"
     if selection.session is None:
         where, params = _filters(selection, {"app": "u.app_name", "user": "u.user_id"})
         rows = source.rows(
-            "SELECT u.app_name, u.user_id, count(*) FROM user_states u WHERE NOT EXISTS (SELECT 1 FROM sessions s"
+            f"SELECT u.app_name, u.user_id, count(*) FROM {user_table} u WHERE NOT EXISTS (SELECT 1 FROM sessions s"
             f" WHERE s.app_name = u.app_name AND s.user_id = u.user_id){where} GROUP BY u.app_name, u.user_id"
             f" ORDER BY u.app_name, u.user_id LIMIT {LIMIT + 1}", params)
         findings += [Finding("scope_rows_owned", (str(a), str(u)),
-                             f"user_states row app={a} user={u}" + (f" (stored {n} times)" if n > 1 else "")
-                             + " belongs to a user with no session row")
+                             _unowned(user_table, f"app={a} user={u}", n, counted) + " to a user with no session row")
                      for a, u, n in rows[:LIMIT]]
     if selection.session is None and selection.user is None:
         where, params = _filters(selection, {"app": "a.app_name"})
         rows = source.rows(
-            "SELECT a.app_name, count(*) FROM app_states a WHERE NOT EXISTS (SELECT 1 FROM sessions s"
+            f"SELECT a.app_name, count(*) FROM {app_table} a WHERE NOT EXISTS (SELECT 1 FROM sessions s"
             f" WHERE s.app_name = a.app_name){where} GROUP BY a.app_name ORDER BY a.app_name"
             f" LIMIT {LIMIT + 1}", params)
         findings += [Finding("scope_rows_owned", (str(a),),
-                             f"app_states row app={a}" + (f" (stored {n} times)" if n > 1 else "")
-                             + " belongs to an app with no session row")
+                             _unowned(app_table, f"app={a}", n, counted) + " to an app with no session row")
                      for a, n in rows[:LIMIT]]
     return findings

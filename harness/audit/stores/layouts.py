@@ -10,7 +10,12 @@
   ``extra["pending_append"]``: the last append committed (version above the last seq) and its redo record
   (``pending_json``) is there, so the service rolls it forward on the next read: not a lost event.
   ``state_json`` is a snapshot as of the event with seq ``state_version`` (where the column is there and
-  set); the session state is that snapshot with the later events' session-scope deltas applied.
+  set); the session state is that snapshot with the later events' session-scope deltas applied. ``app:``/``user:``
+  state one row per key: ``app_state_keys`` / ``user_state_keys`` (``state_key``, ``value_json``; a NULL value is
+  a deleted key, kept as a tombstone, not state).
+* ``rlm-scope-rows``: the same service before per-key rows: one ``app_states`` / ``user_states`` row per app / user
+  holding the scope as one JSON object (``state_json``). The current service moves such rows on open; a store no
+  current service has opened still reads as this.
 * ``seed``: the seeds' Delta ``DeltaSessionService`` (databricks_rlm_agent): ``sessions.session_id, state_json,
   version`` (1 at creation, +1 per append), ``is_deleted`` (soft-deleted sessions are skipped, as its
   ``get_session`` does); ``events.event_id, sequence_num`` (``version_after_append * 1000 + n``),
@@ -42,7 +47,7 @@ class Layout:
     session_columns: tuple[str, ...]  # besides app_name, user_id and the id
     event_columns: tuple[str, ...]  # besides app_name, user_id, session_id
     event_order: tuple[str, ...]
-    scope_columns: tuple[str, ...]  # besides the keys and the state column
+    scope_columns: tuple[str, ...]  # besides the keys and the state (or key and value) columns
     nulls_are_deletes: bool
     event: Callable[[Row, int], StoredEvent]
     session_facts: Callable[[Row], tuple[int | None, float | None, dict[str, Any]]]  # version, update time, extra
@@ -50,13 +55,26 @@ class Layout:
     optional_session_columns: tuple[str, ...] = ()
     skip_session: Callable[[Row], bool] = lambda row: False
     skip_event: Callable[[Row], bool] = lambda row: False
+    # The app and the user state tables.
+    scope_tables: tuple[str, str] = ("app_states", "user_states")
+    # Where a scope is one row per key: the key's column and its value's (JSON; NULL = a deleted key, not state).
+    # None: one row per app / user, its ``state`` column the whole scope as a JSON object.
+    scope_key: str | None = None
+    scope_value: str | None = None
+
+    def scope_row_columns(self) -> tuple[str, ...]:
+        """The state columns of a scope row (besides app_name and user_id)."""
+        if self.scope_key is None:
+            return (self.state, *self.scope_columns)
+        return (self.scope_key, self.scope_value or "", *self.scope_columns)
 
     def required(self) -> dict[str, tuple[str, ...]]:
         """Every column the reader selects, by table: a store holds this layout when it has all of them."""
+        app, user = self.scope_tables
         return {"sessions": ("app_name", "user_id", self.session_id, self.state, *self.session_columns),
                 "events": ("app_name", "user_id", "session_id", *self.event_columns),
-                "app_states": ("app_name", self.state, *self.scope_columns),
-                "user_states": ("app_name", "user_id", self.state, *self.scope_columns)}
+                app: ("app_name", *self.scope_row_columns()),
+                user: ("app_name", "user_id", *self.scope_row_columns())}
 
 
 def _where(table: str, row: Row, id_column: str, seq: int | None = None) -> str:
@@ -120,13 +138,19 @@ ADK = Layout(
     scope_columns=(), nulls_are_deletes=False, event=_adk_event,
     session_facts=lambda row: (None, epoch(row["update_time"]), {}))
 
-RLM = Layout(
-    name="rlm", title="rlm-conformance DeltaSessionService",
+_RLM_COMMON: dict[str, Any] = dict(
     session_id="id", state="state_json", session_columns=("version", "update_time", "pending_json"),
     event_columns=("seq", "id", "invocation_id", "author", "timestamp", "state_delta_json", "deleted_keys_json",
                    "event_json"),
     event_order=("seq", "id"), scope_columns=("version",), nulls_are_deletes=True, event=_rlm_event,
     session_facts=_rlm_facts, optional_session_columns=("state_version",))
+
+RLM = Layout(name="rlm", title="rlm-conformance DeltaSessionService", **_RLM_COMMON,
+             scope_tables=("app_state_keys", "user_state_keys"), scope_key="state_key", scope_value="value_json")
+
+RLM_SCOPE_ROWS = Layout(name="rlm-scope-rows", title="rlm-conformance DeltaSessionService before per-key scope rows",
+                        **_RLM_COMMON)
+OURS = ("rlm", "rlm-scope-rows")  # the layouts of this project's service: seq 1..n, version = the last seq
 
 SEED = Layout(
     name="seed", title="the seeds' Delta DeltaSessionService",
@@ -138,5 +162,5 @@ SEED = Layout(
     event=_seed_event, session_facts=_seed_facts,
     skip_session=lambda row: bool(row["is_deleted"]), skip_event=lambda row: bool(row["is_after_rewind"]))
 
-LAYOUTS: tuple[Layout, ...] = (RLM, SEED, ADK)
+LAYOUTS: tuple[Layout, ...] = (RLM, RLM_SCOPE_ROWS, SEED, ADK)
 """In detection order: the most specific column sets first."""

@@ -14,7 +14,7 @@ from typing import Any
 from ..model import StoredSession
 from .base import SessionFilter, SqlSource, StoreError
 from .layouts import Layout
-from .values import epoch, json_object
+from .values import epoch, json_object, json_value
 
 PAGE_SIZE = 100
 Key = tuple[str, str, str]
@@ -91,27 +91,21 @@ def _load(source: SqlSource, layout: Layout, keys: list[Key], on_unreadable: OnU
     for row in _select(source, "events", event_columns, keys, ("app_name", "user_id", "session_id"),
                        ("app_name", "user_id", "session_id", *layout.event_order)):
         events.setdefault((row["app_name"], row["user_id"], row["session_id"]), []).append(row)
-    apps = sorted({(k[0],) for k in keys})
-    users = sorted({k[:2] for k in keys})
-    scope = (layout.state, *layout.scope_columns)
-    app_rows: dict[str, dict[str, Any]] = {}
-    for r in _select(source, "app_states", ("app_name", *scope), apps, ("app_name",)):
-        app_rows.setdefault(r["app_name"], r)
-        copies[("app_states", r["app_name"])] = copies.get(("app_states", r["app_name"]), 0) + 1
-    user_rows: dict[tuple[str, str], dict[str, Any]] = {}
-    for r in _select(source, "user_states", ("app_name", "user_id", *scope), users, ("app_name", "user_id")):
-        user_rows.setdefault((r["app_name"], r["user_id"]), r)
-        copies[("user_states", r["app_name"], r["user_id"])] = copies.get(
-            ("user_states", r["app_name"], r["user_id"]), 0) + 1
+    app_rows, user_rows = _scope_rows(source, layout, keys, copies)
+    app_table, user_table = layout.scope_tables
+    repeated: dict[tuple, dict[str, int]] = {}  # (table, owner) -> {scope row named: copies}, where more than one
+    for (table, *owner, state_key), n in copies.items():
+        if n > 1 and table in (app_table, user_table):
+            repeated.setdefault((table, tuple(owner)), {})[_scope_where(layout, table, tuple(owner), state_key)] = n
     for key in keys:
         row = sessions.get(key)
         if row is None or layout.skip_session(row):  # deleted since the page was read, or soft-deleted
             continue
-        duplicates = {table: n for table, n in (("sessions", copies.get(("sessions", *key), 1)),
-                                                ("app_states", copies.get(("app_states", key[0]), 1)),
-                                                ("user_states", copies.get(("user_states", *key[:2]), 1))) if n > 1}
+        duplicates = {"sessions": copies.get(("sessions", *key), 1)} if copies.get(("sessions", *key), 1) > 1 else {}
+        duplicates.update(repeated.get((app_table, key[:1]), {}))
+        duplicates.update(repeated.get((user_table, key[:2]), {}))
         try:
-            stored = _session(layout, key, row, events.get(key, []), app_rows.get(key[0]), user_rows.get(key[:2]))
+            stored = _session(layout, key, row, events.get(key, []), app_rows.get(key[:1]), user_rows.get(key[:2]))
             if duplicates:
                 stored.extra["duplicate_rows"] = duplicates
         except StoreError as exc:
@@ -122,8 +116,51 @@ def _load(source: SqlSource, layout: Layout, keys: list[Key], on_unreadable: OnU
         yield stored
 
 
+def _scope_rows(source: SqlSource, layout: Layout, keys: list[Key], copies: dict[tuple, int]
+                ) -> tuple[dict[tuple, list[dict[str, Any]]], dict[tuple, list[dict[str, Any]]]]:
+    """The app and user state rows of the sessions ``keys``, by (app,) and (app, user): one row each, or (per-key
+    layouts) one per key. ``copies`` counts the rows per key (a scope row's, or a state key's)."""
+    found: list[dict[tuple, list[dict[str, Any]]]] = []
+    for table, owner in zip(layout.scope_tables, (("app_name",), ("app_name", "user_id")), strict=True):
+        rows: dict[tuple, list[dict[str, Any]]] = {}
+        owners = sorted({k[:len(owner)] for k in keys})
+        for r in _select(source, table, (*owner, *layout.scope_row_columns()), owners, owner):
+            who = tuple(r[c] for c in owner)
+            if layout.scope_key is None and who in rows:  # a duplicate: the first row is judged, the count reported
+                copies[(table, *who, None)] += 1
+                continue
+            rows.setdefault(who, []).append(r)
+            state_key = None if layout.scope_key is None else r[layout.scope_key]
+            copies[(table, *who, state_key)] = copies.get((table, *who, state_key), 0) + 1
+        found.append(rows)
+    return found[0], found[1]
+
+
+def _scope_where(layout: Layout, table: str, owner: tuple, state_key: str | None) -> str:
+    """How evidence names a scope row: ``user_states row app=A user=U`` or ``user_state_keys row app=A user=U
+    key=K``."""
+    names = ("app", "user")
+    return (f"{table} row " + " ".join(f"{n}={v}" for n, v in zip(names, owner))
+            + ("" if state_key is None else f" key={state_key}"))
+
+
+def _scope_state(layout: Layout, table: str, owner: tuple, rows: list[dict[str, Any]] | None
+                 ) -> dict[str, Any] | None:
+    """The scope's state from its row(s); None: the store has no row for it."""
+    if rows is None:
+        return None
+    if layout.scope_key is None:
+        return json_object(rows[0][layout.state], f"{_scope_where(layout, table, owner, None)} {layout.state}")
+    state: dict[str, Any] = {}
+    for r in rows:
+        if r[layout.scope_value] is not None:  # NULL: a deleted key (a tombstone), not state
+            where = f"{_scope_where(layout, table, owner, r[layout.scope_key])} {layout.scope_value}"
+            state[str(r[layout.scope_key])] = json_value(r[layout.scope_value], where)
+    return state
+
+
 def _session(layout: Layout, key: Key, row: dict[str, Any], event_rows: list[dict[str, Any]],
-             app_row: dict[str, Any] | None, user_row: dict[str, Any] | None) -> StoredSession:
+             app_rows: list[dict[str, Any]] | None, user_rows: list[dict[str, Any]] | None) -> StoredSession:
     app, user, session_id = key
     where = f"sessions row app={app} user={user} id={session_id}"
     kept = [r for r in event_rows if not layout.skip_event(r)]
@@ -133,9 +170,10 @@ def _session(layout: Layout, key: Key, row: dict[str, Any], event_rows: list[dic
         extra["pending_append"] = bool(extra.pop("pending_event_id")) and (version or 0) > last_seq
     if len(kept) != len(event_rows):
         extra["rewound_events"] = len(event_rows) - len(kept)
-    for name, scope_row in (("app", app_row), ("user", user_row)):
-        if scope_row is not None and "version" in scope_row:
-            extra[f"{name}_state_version"] = scope_row["version"]
+    if layout.scope_key is None:
+        for name, scope_rows in (("app", app_rows), ("user", user_rows)):
+            if scope_rows and "version" in scope_rows[0]:
+                extra[f"{name}_state_version"] = scope_rows[0]["version"]
     state = json_object(row[layout.state], f"{where} {layout.state}")
     events = tuple(layout.event(r, i) for i, r in enumerate(kept))
     if row.get("state_version") is not None:  # ours: a snapshot; the later events' deltas complete it
@@ -147,12 +185,13 @@ def _session(layout: Layout, key: Key, row: dict[str, Any], event_rows: list[dic
                             state.pop(key, None)
                         else:
                             state[key] = value
+    app_table, user_table = layout.scope_tables
+    rows_word = "row" if layout.scope_key is None else "rows"
     return StoredSession(
         layout=layout.name, app_name=app, user_id=user, session_id=session_id,
         state=state,
-        app_state=None if app_row is None else json_object(app_row[layout.state],
-                                                           f"app_states row app={app} {layout.state}"),
-        user_state=None if user_row is None else json_object(
-            user_row[layout.state], f"user_states row app={app} user={user} {layout.state}"),
+        app_state=_scope_state(layout, app_table, (app,), app_rows),
+        user_state=_scope_state(layout, user_table, (app, user), user_rows),
         events=events, version=version, update_time=update_time,
-        nulls_are_deletes=layout.nulls_are_deletes, row=where, extra=extra)
+        nulls_are_deletes=layout.nulls_are_deletes, row=where, extra=extra,
+        app_row=f"{app_table} {rows_word} app={app}", user_row=f"{user_table} {rows_word} app={app} user={user}")
