@@ -29,9 +29,11 @@ Outcome rules:
 ``sub_lm`` is not used: Job_B calls the model itself ("direct mode"). With a
 ``model``, the task parameters carry ``--lm-direct MODEL`` and
 ``--max-sublm-tokens`` (what is left of the session's sub-LM token budget), and
-the executor answers ``llm_query`` over Gemini's REST API, ``GOOGLE_API_KEY``
-coming from the compute's environment (``genai_secret``: the cluster's
-``spark_env_vars``). See ``jobb_entry.py`` and ``executor/direct_lm.py``.
+Job_B's supervisor answers ``llm_query`` over Gemini's REST API, for the code it
+runs in a child without the key: ``GOOGLE_API_KEY`` comes from the compute's
+environment (``genai_secret``: the cluster's ``spark_env_vars``) and stays in the
+supervisor. See ``jobb_entry.py``, ``executor/supervisor.py`` and
+``executor/credential.py``.
 """
 
 from __future__ import annotations
@@ -124,6 +126,7 @@ class DatabricksJobRunner:
         clock: Callable[[], float] = time.monotonic,
         model: str | None = None,
         sublm_exchange: bool = False,
+        require_confinement: bool = False,
     ) -> None:
         if grace_s <= EXECUTOR_TIMEOUT_GRACE_S:
             raise ValueError(f"grace_s must exceed the executor's own grace of {EXECUTOR_TIMEOUT_GRACE_S} s")
@@ -139,6 +142,8 @@ class DatabricksJobRunner:
         # True: Job_B's llm_query is answered here, by ``sub_lm``, through request/answer files in the volume
         # (--lm-exchange), never by a model Job_B reaches itself. The harness's scripted model on a workspace.
         self.sublm_exchange = sublm_exchange
+        # True: Job_B refuses to run the code where the compute cannot confine it fully (RLM_REQUIRE_CONFINEMENT).
+        self.require_confinement = require_confinement
         self._uploaded: tuple[str, str | None] | None = None  # (entry path, payload wheel path)
 
     async def run(self, request: JobRequest, *, sub_lm: SubLm) -> JobOutcome:
@@ -194,6 +199,8 @@ class DatabricksJobRunner:
             parameters += ["--lm-direct", self.model]
             if request.max_sublm_tokens is not None:
                 parameters += ["--max-sublm-tokens", str(request.max_sublm_tokens)]
+        if self.require_confinement:
+            parameters.append("--require-confinement")
         task = jobs_api.SubmitTask(
             task_key=TASK_KEY,
             spark_python_task=jobs_api.SparkPythonTask(python_file=entry, parameters=parameters),

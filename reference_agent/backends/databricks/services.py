@@ -53,6 +53,7 @@ def build_databricks_services(
                                  warehouse_wait_s=databricks.warehouse_wait_s, **(sql_options or {}))
     volume = UcVolumeStore(client, databricks.volume_root)
     runner = DatabricksJobRunner(client, volume, job_compute(databricks), startup_s=databricks.job_startup_s,
-                                 **{"model": settings.model, **(runner_options or {})})
+                                 **{"model": settings.model, "require_confinement": settings.require_confinement,
+                                    **(runner_options or {})})
     return RuntimeServices(settings=settings, engine=engine, volume=volume, runner=runner,
                            registry=ArtifactRegistry(engine), sub_lm=sub_lm, count_tokens=count_tokens)
