@@ -55,7 +55,9 @@ HARD_GRACE_S = 5.0  # as LocalJobRunner's grace_s: more than the executor's own 
 _DEFAULT_CAP = 1_000_000
 _DEFAULT_MAX_CALLS = 64  # = main.DEFAULT_MAX_SUBLM_CALLS
 # Options only the supervisor reads; the child would refuse them (it never calls a model itself).
-_SUPERVISOR_OPTIONS = ("--lm-direct", "--max-sublm-tokens", "--require-confinement")
+_SUPERVISOR_OPTIONS = ("--lm-direct", "--max-sublm-tokens", "--require-confinement", "--no-confinement",
+                       "--confine-limits")
+_FLAGS = ("--require-confinement", "--no-confinement")
 
 
 def import_root() -> str:
@@ -101,6 +103,11 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
                         help="direct mode: sub-LM tokens left for the session (None: no cap)")
     parser.add_argument("--require-confinement", action="store_true",
                         help="refuse to run the code when the compute cannot give every protection")
+    parser.add_argument("--no-confinement", action="store_true",
+                        help="start the child without its confinement (RLM_EXECUTOR_CONFINEMENT=0); the environment "
+                             "stays the allow-list and this process stays sealed")
+    parser.add_argument("--confine-limits", type=json.loads, default=None,
+                        help="the child's limits as a JSON object (sandbox.DEFAULT_LIMITS when not given)")
     args, _ = parser.parse_known_args(argv)
     return args
 
@@ -115,7 +122,7 @@ def _child_argv(argv: list[str]) -> list[str]:
             continue
         name = item.split("=", 1)[0]
         if name in _SUPERVISOR_OPTIONS:
-            skip = "=" not in item and name != "--require-confinement"
+            skip = "=" not in item and name not in _FLAGS
             continue
         out.append(item)
     return out
@@ -156,14 +163,16 @@ def main(argv: list[str] | None = None) -> int:
     if mounts:
         child_argv += ["--volume-mounts", os.pathsep.join(mounts)]
     workdir = tempfile.mkdtemp(prefix="rlm-jobb-")
-    limits = DEFAULT_LIMITS
-    cgroup = create_pids_cgroup(limits["processes"]) if limits.get("processes") else None
-    write, read = _block_folders(args)
-    spec = confinement_spec(python=sys.executable, workdir=workdir, write=write,
-                            read=[*read, *(os.path.abspath(p) for p in child_pythonpath())],
-                            connect_ports=[bridge.port] if bridge is not None else [], limits=limits,
-                            cgroup=cgroup, required=args.require_confinement)
-    child_argv += ["--confine", json.dumps(spec, separators=(",", ":"))]
+    cgroup = None
+    if not args.no_confinement:
+        limits = DEFAULT_LIMITS if args.confine_limits is None else args.confine_limits
+        cgroup = create_pids_cgroup(limits["processes"]) if limits.get("processes") else None
+        write, read = _block_folders(args)
+        spec = confinement_spec(python=sys.executable, workdir=workdir, write=write,
+                                read=[*read, *(os.path.abspath(p) for p in child_pythonpath())],
+                                connect_ports=[bridge.port] if bridge is not None else [], limits=limits,
+                                cgroup=cgroup, required=args.require_confinement)
+        child_argv += ["--confine", json.dumps(spec, separators=(",", ":"))]
     started = time.perf_counter()
     try:
         proc = subprocess.Popen(child_command(child_argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

@@ -26,7 +26,8 @@ from harness.llm.modes import LlmMode
 from harness.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenarios
 from reference_agent.backends.databricks import payload
-from reference_agent.backends.databricks.jobs import DatabricksJobRunner, JobCompute
+from reference_agent.backends.confinement import DEFAULT_CONFINEMENT, MIB, ConfinementPolicy
+from reference_agent.backends.databricks.jobs import DatabricksJobRunner, JobCompute, confinement_parameters
 from reference_agent.backends.databricks.polling import Backoff
 from reference_agent.backends.jobs import JobRequest
 from reference_agent.executor import supervisor
@@ -114,8 +115,35 @@ async def test_the_code_finds_the_key_nowhere_and_its_llm_query_still_uses_it(cl
 
 def test_the_child_never_gets_the_supervisors_options() -> None:
     argv = ["--artifact-path", "/Volumes/a/b.py", "--lm-direct", "gemini-2.5-flash", "--max-sublm-tokens=9",
-            "--run-id", "r", "--require-confinement", "--max-sublm-tokens", "5", "--iteration", "1"]
+            "--run-id", "r", "--require-confinement", "--max-sublm-tokens", "5", "--iteration", "1",
+            "--no-confinement", "--confine-limits", '{"processes": 1}']
     assert supervisor._child_argv(argv) == ["--artifact-path", "/Volumes/a/b.py", "--run-id", "r", "--iteration", "1"]
+
+
+def test_the_agents_confinement_policy_becomes_task_parameters_only_where_it_differs() -> None:
+    assert confinement_parameters(DEFAULT_CONFINEMENT) == []
+    assert confinement_parameters(ConfinementPolicy(enabled=False, required=True)) == ["--no-confinement"]
+    assert confinement_parameters(ConfinementPolicy(required=True)) == ["--require-confinement"]
+    flag, limits = confinement_parameters(ConfinementPolicy(memory_bytes=256 * MIB, processes=None))
+    assert flag == "--confine-limits"
+    assert json.loads(limits) == {**DEFAULT_CONFINEMENT.limits(), "memory_bytes": 256 * MIB, "processes": None}
+
+
+async def test_the_agents_limits_reach_the_child_on_the_compute(client, volume) -> None:
+    runner = DatabricksJobRunner(client, volume, JobCompute(existing_cluster_id="0101-000000-fakecluster"),
+                                 grace_s=2.0, startup_s=10.0, backoff=Backoff(initial_s=0.02, factor=1.5, max_s=0.1),
+                                 confinement=ConfinementPolicy(memory_bytes=256 * MIB))
+    artifact = volume.path("artifacts", "agent_code_s1_iter1.py")
+    volume.write_text(artifact, "block = bytearray(512 * 1024 * 1024)\n")
+    outcome = await runner.run(JobRequest(artifact_path=artifact, run_id="s1", iteration=1, timeout_s=20.0),
+                               sub_lm=None)  # type: ignore[arg-type]
+    error = json.loads(volume.read_text(outcome.result_json_path))["error"]
+    assert error["type"] == "MemoryError" and "memory limit is 256 MiB" in error["message"], error
+    runner.confinement = ConfinementPolicy(enabled=False)
+    outcome = await runner.run(JobRequest(artifact_path=artifact, run_id="s1", iteration=2, timeout_s=20.0),
+                               sub_lm=None)  # type: ignore[arg-type]
+    result = json.loads(volume.read_text(outcome.result_json_path))
+    assert result["status"] == "success" and result["confinement"] is None
 
 
 # --- the checks, on a payload broken on purpose ---------------------------------------------------------------

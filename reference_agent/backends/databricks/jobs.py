@@ -55,6 +55,7 @@ from databricks.sdk.service import compute as compute_api
 from databricks.sdk.service import jobs as jobs_api
 
 from ...executor.result import EXECUTOR_TIMEOUT_GRACE_S, result_volume_path
+from ..confinement import DEFAULT_CONFINEMENT, ConfinementPolicy
 from ..jobs import JobOutcome, JobRequest, LmBridge, SubLm
 from .errors import DatabricksJobError, DatabricksTimeoutError, translate
 from .payload import build_payload_wheel
@@ -112,6 +113,18 @@ class JobCompute:
         return [jobs_api.JobEnvironment(environment_key="rlm_job_b", spec=environment)]
 
 
+def confinement_parameters(policy: ConfinementPolicy) -> list[str]:
+    """The task parameters that tell Job_B's supervisor how its child confines the code: none for the defaults
+    (the payload's ``sandbox.DEFAULT_LIMITS``, confinement on, nothing required)."""
+    if not policy.enabled:
+        return ["--no-confinement"]
+    parameters = ["--require-confinement"] if policy.required else []
+    limits = policy.limits()
+    if limits != DEFAULT_CONFINEMENT.limits():
+        parameters += ["--confine-limits", json.dumps(limits, sort_keys=True, separators=(",", ":"))]
+    return parameters
+
+
 class DatabricksJobRunner:
     def __init__(
         self,
@@ -126,7 +139,7 @@ class DatabricksJobRunner:
         clock: Callable[[], float] = time.monotonic,
         model: str | None = None,
         sublm_exchange: bool = False,
-        require_confinement: bool = False,
+        confinement: ConfinementPolicy = DEFAULT_CONFINEMENT,
     ) -> None:
         if grace_s <= EXECUTOR_TIMEOUT_GRACE_S:
             raise ValueError(f"grace_s must exceed the executor's own grace of {EXECUTOR_TIMEOUT_GRACE_S} s")
@@ -142,8 +155,9 @@ class DatabricksJobRunner:
         # True: Job_B's llm_query is answered here, by ``sub_lm``, through request/answer files in the volume
         # (--lm-exchange), never by a model Job_B reaches itself. The harness's scripted model on a workspace.
         self.sublm_exchange = sublm_exchange
-        # True: Job_B refuses to run the code where the compute cannot confine it fully (RLM_REQUIRE_CONFINEMENT).
-        self.require_confinement = require_confinement
+        # How Job_B's child confines the code: the local executor's policy (RLM_EXECUTOR_*, RLM_REQUIRE_CONFINEMENT),
+        # applied by the child on the compute as far as its kernel allows (executor/supervisor.py).
+        self.confinement = confinement
         self._uploaded: tuple[str, str | None] | None = None  # (entry path, payload wheel path)
 
     async def run(self, request: JobRequest, *, sub_lm: SubLm) -> JobOutcome:
@@ -199,8 +213,7 @@ class DatabricksJobRunner:
             parameters += ["--lm-direct", self.model]
             if request.max_sublm_tokens is not None:
                 parameters += ["--max-sublm-tokens", str(request.max_sublm_tokens)]
-        if self.require_confinement:
-            parameters.append("--require-confinement")
+        parameters += confinement_parameters(self.confinement)
         task = jobs_api.SubmitTask(
             task_key=TASK_KEY,
             spark_python_task=jobs_api.SparkPythonTask(python_file=entry, parameters=parameters),
