@@ -13,8 +13,9 @@ Both are fixed, not per run, because the probe's code is fixed (a cassette repla
 escape-probe scenarios of one user (``run -j 2``, two xdist workers, two checkouts) must not watch at the same
 time, or one's unconfined write or connection is counted as the other's escape: the watch holds an exclusive
 lock on ``/tmp/rlm-conformance-escape-<uid>.lock`` (``flock``: released if the process dies), and the other
-waits for it. Local backend only: a Databricks workspace confines its own compute
-(docs/executor-confinement.md).
+waits for it. Wherever Job_B runs on this machine: the local backend, and the databricks backend's workspace
+fake (whose Job_B child confines itself as on a cluster); not a replayed workspace (nothing runs) nor a real one
+(its compute is another machine).
 """
 
 from __future__ import annotations

@@ -224,11 +224,11 @@ async def _drive_on(scenario: Scenario, options: RunOptions, choice: TargetChoic
             nonce = getattr(workspace, "run_nonce", None)  # a live workspace run's (harness/targets/databricks.py)
             with _credential_canaries(options) as planted, _model_routes(built, llm, scenario, options,
                                                                          nonce=nonce) as route, \
-                    escape_targets(scenario.escape_probe and options.backend == "local") as escape, \
+                    escape_targets(scenario.escape_probe and _job_b_runs_here(options, workspace)) as escape, \
                     scenario_clock(scenario, options, llm, home):  # the target's wall clock (harness/clock.py)
                 trace = await _run_sessions(scenario, built, options, llm.mode_label)
             trace.model_route = route
-            trace.planted_credentials = planted
+            trace.planted_credentials = [*planted, *getattr(workspace, "planted", [])]
             trace.escape_probe = escape
             trace.executor_confinement = built.executor_confinement
             trace.confinement_required = options.require_confinement
@@ -415,6 +415,12 @@ def _model_routes(built: BuiltTarget, llm: Any, scenario: Scenario, options: Run
             else contextlib.nullcontext()):
         yield (f"{route}, for every LlmAgent (the harness's model set on each) and the agent's own google-genai "
                f"clients (GOOGLE_GEMINI_BASE_URL -> the harness's model gateway)")
+
+
+def _job_b_runs_here(options: RunOptions, workspace: Any) -> bool:
+    """Whether the target's Job_B runs on this machine (the local backend, the databricks backend's workspace fake),
+    where the escape probe's targets can be planted and watched; not on replay of a workspace, nor a real one."""
+    return options.backend == "local" or bool(getattr(workspace, "job_b_runs_here", False))
 
 
 def _credential_canaries(options: RunOptions) -> Any:

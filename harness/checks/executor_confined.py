@@ -88,7 +88,8 @@ def executor_confined(ctx: CheckContext) -> CheckResult:
         if problems:
             return failed(NAME, "Confinement is required and the executor lacks protections.", capped(problems))
         return not_applicable(NAME, "The harness planted no escape targets in this scenario (escape_probe: true "
-                                    "scenarios on the local backend do: scenarios/executor_escape_probe.yaml)."
+                                    "scenarios do where Job_B runs on this machine: the local backend, the "
+                                    "databricks backend's workspace fake; scenarios/executor_escape_probe.yaml)."
                               + said)
     reports: dict[str, tuple[str, str]] = {}
     prober: ExecutionRecord | None = None  # the execution that ran the probe: the evidence names it

@@ -77,7 +77,7 @@ def executor_env_clean(ctx: CheckContext) -> CheckResult:
         problem, fine = _judge(record, allowed)
         problems += [problem] if problem else []
         clean += [fine] if fine else []
-    planted = ", ".join(ctx.trace.planted_credentials) or "none (live mode or a workspace backend)"
+    planted = ", ".join(ctx.trace.planted_credentials) or "none (live mode, or no Job_B run here: replay or a real workspace)"
     if problems:
         return failed(NAME, f"{len(problems)} execution(s) gave the code credentials or variables beyond the "
                             f"allow-list {sorted(allowed)}; canaries planted in the host: {planted}.",

@@ -148,7 +148,11 @@ def check_genai_secret(ctx: DoctorContext, compute_kind: str | None) -> list[Fin
 
 def _exposure() -> Finding:
     return warning("llm_query key exposure",
-                   "direct mode: Job_B calls the model itself, so GOOGLE_API_KEY is in the environment of the "
-                   "process that runs the analyst's code, which can read it",
-                   "use a key kept for this purpose (its own project and quota) and treat it as readable by "
-                   "every analysis the compute runs (docs/databricks.md, declared divergences)")
+                   "direct mode: GOOGLE_API_KEY is in the environment of every process the compute starts "
+                   "(spark_env_vars); Job_B's supervisor holds it and keeps it out of the analyst's code (an "
+                   "allow-listed environment, a non-dumpable supervisor), but keeps the code from the other "
+                   "processes' /proc/<pid>/environ only where the compute's kernel gives Landlock, which this "
+                   "check cannot see (a block's result JSON says: confinement.applied holds filesystem_read)",
+                   "use a key kept for this purpose (its own project and quota); check a block's result JSON on this "
+                   "compute; anything else attached to the cluster (notebooks, other jobs) can read the key "
+                   "(docs/databricks.md, the model key in Job_B)")

@@ -80,19 +80,10 @@ VOLUME_ROOT = f"/Volumes/{CATALOG}/{SCHEMA}/{VOLUME}"
 WAREHOUSE = "fakewarehouse0001"  # = harness.databricks_fake.DEFAULT_WAREHOUSE
 CLUSTER = "0101-000000-fakecluster"
 APP_NAME = "reference_agent"  # AgentSettings().app_name: a live run's own app name is stored as this
-# Job_B on a workspace answers llm_query itself (direct mode: --lm-direct, Gemini's REST API from the executor), so the
-# sub-LM scenarios pass here too; their sub-LM calls are not in the cassette (the result JSON holds their answers).
-_KEY_IN_JOB_B = (
-    "Job_B in direct mode gets GOOGLE_API_KEY in its environment (on a workspace: spark_env_vars from a secret "
-    "scope) to call the model itself, so the code the analyst writes can read the model key "
-    "(executor_env_clean). Job_B needs a credential the executed code cannot read.")
-_CONFINED_BY_THE_WORKSPACE = (
-    "Job_B's confinement is the workspace's (its compute), out of the escape probe's scope "
-    "(docs/executor-confinement.md): the harness plants no escape targets on this backend (executor_confined is "
-    "n/a), and the local workspace fake runs Job_B unconfined on this machine, so the probe's output, and with it "
-    "the snapshot, differs from the local backend's.")
-DIVERGENCES: dict[str, str] = {"executor_environment": _KEY_IN_JOB_B, "executor_environment_one_shot": _KEY_IN_JOB_B,
-                               "executor_escape_probe": _CONFINED_BY_THE_WORKSPACE}
+# Job_B on a workspace answers llm_query itself (direct mode: its supervisor calls Gemini's REST API and answers the
+# code over a loopback bridge; the code's process never holds the key), so the sub-LM scenarios pass here too; their
+# sub-LM calls are not in the cassette (the result JSON holds their answers).
+DIVERGENCES: dict[str, str] = {}
 """Scenarios that cannot pass on the databricks backend yet: name -> why (xfail strict in its tests)."""
 
 
@@ -190,10 +181,17 @@ class DatabricksWorkspace:
     # live: drawn per run and stored in the cassette; replay: read back from it (None: the fake, an old cassette)
     run_nonce: str | None = None
     ids: IdStream | None = field(default=None, repr=False)
+    planted: list[str] = field(default_factory=list)  # the fake: canary credentials in Job_B's environment
 
     @property
     def id_seed(self) -> str:
         return id_seed(self.scenario, self.run_nonce)
+
+    @property
+    def job_b_runs_here(self) -> bool:
+        """The fake runs Job_B on this machine: the escape probe's targets (harness/escape_probe.py) can be planted
+        and watched. Replay runs no Job_B, and a real workspace's compute is not this machine."""
+        return self.kind == "fake"
 
     @property
     def hermetic(self) -> bool:
@@ -238,18 +236,24 @@ class DatabricksWorkspace:
         return self.kind == "live" and self.llm_mode == LlmMode.SCRIPTED.value
 
     def give_job_b_the_model(self, base_url: str | None, api_key: str) -> None:
-        """The fake: Job_B's subprocesses call the model themselves (direct mode) with this key and base URL.
+        """The fake: Job_B's supervisor calls the model itself (direct mode) with this key and base URL.
 
         What a cluster's ``spark_env_vars`` do on a real workspace (``GOOGLE_API_KEY`` from the secret scope
-        of ``RLM_DATABRICKS_GENAI_SECRET``). The key lives in the subprocess environment only, never in a
-        request, so never in a cassette. Sub-LM traffic goes from the subprocess straight to the model (the
-        scripted endpoint on loopback when scripted) and is not recorded: on replay the whole Job_B run,
-        result JSON included, comes from the cassette.
+        of ``RLM_DATABRICKS_GENAI_SECRET``). The key lives in the Job_B process's environment only, never in a
+        request, so never in a cassette; the supervisor keeps it from the child that runs the analyst's code.
+        With the scripted model the key is the canary credential of ``harness/canaries.py`` (the scripted
+        endpoint takes any key), so ``executor_env_clean`` sees a leak by its value too. Sub-LM traffic goes
+        from the supervisor straight to the model (the scripted endpoint on loopback when scripted) and is not
+        recorded: on replay the whole Job_B run, result JSON included, comes from the cassette.
         """
         if self.fake is None:
             return
-        from ..llm.modes import BASE_URL_VARIABLE
+        from ..canaries import canary_value
+        from ..llm.modes import BASE_URL_VARIABLE, LlmMode
 
+        if self.llm_mode == LlmMode.SCRIPTED.value:
+            api_key = canary_value("GOOGLE_API_KEY")
+            self.planted = ["GOOGLE_API_KEY"]
         self.fake.job_env["GOOGLE_API_KEY"] = api_key
         if base_url:
             self.fake.job_env[BASE_URL_VARIABLE] = base_url

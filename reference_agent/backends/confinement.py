@@ -11,37 +11,28 @@ Reads: the interpreter, its standard library and installed packages, the
 executor package, the system's shared libraries and a few harmless files of
 ``/etc``. Writes: the process's own temp work dir and the volume folders of the
 block (artifacts, results, namespace snapshots). Network: TCP connect to the LM
-bridge's port only. Databricks' Job_B is not confined here: the workspace
-confines its compute (docs/executor-confinement.md).
+bridge's port only. The spec itself is ``executor/sandbox.py``'s, which Job_B's
+supervisor on Databricks builds for its child the same way (``executor/supervisor.py``).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import sys
-import sysconfig
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..executor import sandbox
 from ..executor.confine import ConfinementUnavailable, create_pids_cgroup, remove_cgroup, support_report
 
 __all__ = ["DEFAULT_CONFINEMENT", "ConfinementPolicy", "ConfinementUnavailable", "ProcessConfinement", "confinement_support"]
 
 log = logging.getLogger(__name__)
 
-_EXECUTOR_PACKAGE = str(Path(__file__).resolve().parents[1] / "executor")
-# What a Python process and its extension modules read outside its own prefix: shared libraries, the loader's
-# cache, time zones, user names. Nothing here holds a credential (no /etc/shadow, no home folders, no /proc).
-_SYSTEM_READ = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/etc/ld.so.cache", "/etc/ld.so.conf",
-                "/etc/localtime", "/etc/timezone", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf",
-                "/etc/mime.types", "/dev/urandom", "/dev/random", "/dev/zero")
-_DEVICES_WRITE = ("/dev/null",)
-
-MIB = 1024 * 1024
+MIB = sandbox.MIB
 
 
 @dataclass(frozen=True)
@@ -51,10 +42,11 @@ class ConfinementPolicy:
     enabled: bool = True
     # Refuse to run code when this machine cannot give a protection (instead of warning once and running).
     required: bool = False
-    memory_bytes: int | None = 4096 * MIB  # address space (RLIMIT_AS): Python, threads' arenas and the data
-    cpu_seconds: int | None = 600  # CPU time of the process (a warm one: over all its blocks)
-    file_bytes: int | None = 1024 * MIB  # largest file the code may write (RLIMIT_FSIZE)
-    processes: int | None = 128  # processes and threads at once (pids cgroup as root, RLIMIT_NPROC otherwise)
+    # The defaults are the executor's (sandbox.DEFAULT_LIMITS), which Job_B on Databricks applies too.
+    memory_bytes: int | None = sandbox.DEFAULT_LIMITS["memory_bytes"]  # address space (RLIMIT_AS)
+    cpu_seconds: int | None = sandbox.DEFAULT_LIMITS["cpu_seconds"]  # CPU time (a warm process: all its blocks)
+    file_bytes: int | None = sandbox.DEFAULT_LIMITS["file_bytes"]  # largest file the code may write (RLIMIT_FSIZE)
+    processes: int | None = sandbox.DEFAULT_LIMITS["processes"]  # processes and threads at once
     extra_read: tuple[str, ...] = field(default_factory=tuple)  # more folders the code may read
 
     def limits(self) -> dict[str, int | None]:
@@ -63,19 +55,6 @@ class ConfinementPolicy:
 
 
 DEFAULT_CONFINEMENT = ConfinementPolicy()
-
-
-def _interpreter_paths(python: str) -> set[str]:
-    """Folders the child interpreter reads: its prefix (a venv's too) and the host's standard library.
-
-    The child is ``python`` (``sys.executable`` by default); its prefix is two levels above the resolved
-    binary, and a venv's base interpreter is the host's ``base_prefix``."""
-    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
-    paths |= {value for key, value in sysconfig.get_paths().items()
-              if key in ("stdlib", "platstdlib", "purelib", "platlib")}
-    for binary in (python, os.path.realpath(python)):
-        paths.add(str(Path(binary).parent.parent))
-    return {p for p in paths if p}
 
 
 @dataclass(frozen=True)
@@ -103,15 +82,9 @@ class ProcessConfinement:
                  connect_ports: Sequence[int], read: Sequence[str] = ()) -> None:
         self.policy = policy
         self.cgroup = create_pids_cgroup(policy.processes) if policy.processes and _is_root() else None
-        read = sorted(_interpreter_paths(python) | {_EXECUTOR_PACKAGE, *_SYSTEM_READ, *policy.extra_read, *read})
-        self.spec: dict[str, Any] = {
-            "read": read,
-            "write": [workdir, *write, *_DEVICES_WRITE],
-            "connect_ports": sorted(set(connect_ports)),
-            "limits": policy.limits(),
-            "cgroup": self.cgroup,
-            "required": policy.required,
-        }
+        self.spec: dict[str, Any] = sandbox.confinement_spec(
+            python=python, workdir=workdir, write=write, read=[*policy.extra_read, *read],
+            connect_ports=connect_ports, limits=policy.limits(), cgroup=self.cgroup, required=policy.required)
 
     def argv(self) -> list[str]:
         import json

@@ -8,6 +8,7 @@ from pathlib import Path
 
 # One source: the executor package holds them, so Job_B's payload wheel ships the same code.
 from ..executor.process import CappedBuffer, PipeTap, kill_group, kill_group_except
+from ..executor.sandbox import allowed_env
 
 __all__ = ["EXECUTOR_SITE_VARIABLE", "PACKAGE_PARENT", "CappedBuffer", "PipeTap", "kill_group", "kill_group_except",
            "scrubbed_env"]
@@ -15,8 +16,6 @@ __all__ = ["EXECUTOR_SITE_VARIABLE", "PACKAGE_PARENT", "CappedBuffer", "PipeTap"
 # Where ``reference_agent`` is importable from: the child gets only this on PYTHONPATH (after the host's
 # EXECUTOR_SITE_VARIABLE folders, if any).
 PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
-# Only these variables reach analyst code: no *_KEY, *_TOKEN, GOOGLE_*, DATABRICKS_*.
-_PASSED_ENV = ("PATH", "LANG")
 # Folders (os.pathsep-separated) the host puts first on the child's PYTHONPATH, e.g. a site folder whose
 # sitecustomize sets up every Python process of a test run (rlm-conformance's scenario clock: harness/clock.py).
 # The variable itself does not reach the code.
@@ -24,13 +23,6 @@ EXECUTOR_SITE_VARIABLE = "RLM_EXECUTOR_SITE"
 
 
 def scrubbed_env(workdir: str) -> dict[str, str]:
-    env = {name: os.environ[name] for name in _PASSED_ENV if name in os.environ}
-    env.setdefault("PATH", os.defpath)
-    env.setdefault("LANG", "C.UTF-8")
-    env["HOME"] = workdir
+    """The executor's allow-listed environment (``executor/sandbox.py``, shared with Job_B on Databricks)."""
     site = [p for p in os.environ.get(EXECUTOR_SITE_VARIABLE, "").split(os.pathsep) if p]
-    env["PYTHONPATH"] = os.pathsep.join([*site, PACKAGE_PARENT])
-    # Fixed hash seed: set iteration order (and so printed output) repeats between record and replay.
-    env["PYTHONHASHSEED"] = os.environ.get("PYTHONHASHSEED") or "0"
-    env["PYTHONIOENCODING"] = "utf-8"
-    return env
+    return allowed_env(workdir, [*site, PACKAGE_PARENT])

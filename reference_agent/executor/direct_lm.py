@@ -1,10 +1,12 @@
-"""Direct mode of ``llm_query``: the executor calls the model itself over Gemini's REST API (``--lm-direct MODEL``).
+"""Direct mode of ``llm_query``: Job_B's supervisor calls the model over Gemini's REST API (``--lm-direct MODEL``).
 
 For Job_B on Databricks, where nothing on the cluster can reach the caller's LM
-bridge. ``GOOGLE_API_KEY`` comes from the environment (on a workspace: the
-cluster's ``spark_env_vars`` from the secret scope named by
-``RLM_DATABRICKS_GENAI_SECRET``), ``GOOGLE_GEMINI_BASE_URL`` optionally points
-it elsewhere (the harness's scripted endpoint when recording).
+bridge. The supervisor (``supervisor.py``) holds the key (``credential.py``: taken
+from its environment, where the cluster's ``spark_env_vars`` put it from the secret
+scope named by ``RLM_DATABRICKS_GENAI_SECRET``) and answers the analyst's code over
+its own loopback bridge (``model_bridge.py``) with ``GeminiAnswers``; the code's
+process never holds the key. ``GOOGLE_GEMINI_BASE_URL`` optionally points it
+elsewhere (the harness's scripted endpoint when recording).
 
 Standard library only (``urllib``), so the payload wheel Job_B runs from has no
 dependency: ``POST {base}/v1beta/models/{model}:generateContent`` with the key
@@ -13,27 +15,24 @@ sends it. Answers that fail with 429, 500 or 503 are retried twice (short
 backoff, ``Retry-After`` honoured up to the cap); what still fails is named as
 google-genai names it (``ClientError``/``ServerError: <code> <STATUS>. ...``).
 
-It behaves as ``LmClient`` plus the host's ``LmBridge`` do together: the same
-per-run call cap (``SubLmBudgetExceeded``), the same token budget check, the
-same error texts and the same per-call metadata in the result JSON. A batch is
-answered concurrently (one thread per prompt).
+With the bridge it behaves as the host's ``LmBridge`` on this machine: the same
+token budget check, the same error texts and (in the code's ``LmClient``) the same
+per-call metadata in the result JSON. A batch is answered concurrently (one thread
+per prompt).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from .lm_client import BudgetedLmClient, SubLmError
+from .credential import ModelCredential, missing_key_message
+from .lm_client import SubLmError
 
-API_KEY_VARIABLE = "GOOGLE_API_KEY"
-BASE_URL_VARIABLE = "GOOGLE_GEMINI_BASE_URL"
-SECRET_SETTING = "RLM_DATABRICKS_GENAI_SECRET"
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 API_VERSION = "v1beta"
 RETRY_STATUSES = (429, 500, 503)
@@ -120,36 +119,26 @@ def _retry_after(value: str | None) -> float:
         return 0.0
 
 
-def _make_client() -> GeminiRest:
-    key = os.environ.get(API_KEY_VARIABLE)
-    if not key:
-        raise SubLmError(
-            f"llm_query in direct mode needs {API_KEY_VARIABLE} in Job_B's environment, and it is not set. On "
-            f"Databricks it comes from a secret scope: set {SECRET_SETTING}=scope/key (the secret holding the "
-            f"Gemini API key), which puts {API_KEY_VARIABLE}={{{{secrets/scope/key}}}} in the cluster's "
-            "spark_env_vars. Answer from the data in `context` until then."
-        )
-    return GeminiRest(key, os.environ.get(BASE_URL_VARIABLE) or None)
+class GeminiAnswers:
+    """What the host's ``LmBridge`` does with a request, over Gemini's REST API: every prompt at once, the
+    session's token budget kept, the first failure named. Raises ``SubLmError`` with the bridge's texts."""
 
-
-class DirectLmClient(BudgetedLmClient):
-    """``llm_query`` answered over Gemini's REST API from the executor itself (same surface as ``LmClient``)."""
-
-    def __init__(self, model: str, *, max_calls: int, max_tokens: int | None = None) -> None:
-        super().__init__(max_calls=max_calls)
+    def __init__(self, model: str, credential: ModelCredential, *, max_tokens: int | None = None) -> None:
         self.model = model
+        self._rest = GeminiRest(credential.api_key, credential.base_url) if credential.api_key else None
         self._max_tokens = max_tokens
-        self._client: Any = None
         self.tokens_used = 0
 
     def _generate(self, prompt: str) -> tuple[str, int | None]:
-        return self._client.generate(self.model, prompt)
+        assert self._rest is not None
+        return self._rest.generate(self.model, prompt)
 
-    def _complete(self, prompts: list[str]) -> tuple[list[str], list[int | None]]:
-        """What ``LmBridge._complete`` does on the host: every prompt at once, the first failure named."""
+    def answer(self, prompts: list[str]) -> tuple[list[str], list[int | None]]:
+        if self._rest is None:
+            raise SubLmError(missing_key_message())
         if self._max_tokens is not None and self.tokens_used >= self._max_tokens:
-            raise SubLmError(f"sub-LM call failed: sub-LM token budget exhausted: {self.tokens_used} of the "
-                             f"{self._max_tokens} tokens left for this session are used; answer with what you have")
+            raise SubLmError(f"sub-LM token budget exhausted: {self.tokens_used} of the {self._max_tokens} tokens "
+                             "left for this session are used; answer with what you have")
         outcomes: list[Any] = [None] * len(prompts)
         if len(prompts) == 1:
             try:
@@ -166,22 +155,12 @@ class DirectLmClient(BudgetedLmClient):
                     except Exception as exc:  # noqa: BLE001
                         outcomes[i] = exc
             finally:
-                pool.shutdown(wait=False, cancel_futures=True)  # interrupted (soft timeout): do not wait
+                pool.shutdown(wait=False, cancel_futures=True)
         failures = [(i, o) for i, o in enumerate(outcomes) if isinstance(o, BaseException)]
         if failures:
             i, exc = failures[0]
             where = f"prompt {i + 1} of {len(prompts)}" if len(prompts) > 1 else "the prompt"
-            raise SubLmError(f"sub-LM call failed: {where} failed: {type(exc).__name__}: {exc}")
+            raise SubLmError(f"{where} failed: {type(exc).__name__}: {exc}")
         tokens = [t for _, t in outcomes]
         self.tokens_used += sum(t for t in tokens if t)
         return [text for text, _ in outcomes], tokens
-
-    def _ready(self) -> None:
-        if self._client is None:
-            self._client = _make_client()
-
-    def _send(self, request_id: int, prompts: list[str]) -> tuple[list[str], list[int | None]]:
-        return self._complete(prompts)
-
-    def close(self) -> None:
-        self._client = None  # urllib keeps no connection open

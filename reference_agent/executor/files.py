@@ -22,13 +22,24 @@ from pathlib import Path
 # Extra folders that are a volume's FUSE mount, os.pathsep-separated (the workspace fake sets it for Job_B,
 # whose /Volumes it maps to a local folder); /Volumes itself always is.
 VOLUMES_MOUNT_VARIABLE = "RLM_VOLUMES_MOUNT"
+_declared_mounts: list[str] = []  # given by a process that must not have the variable (Job_B's child: --volume-mounts)
+
+
+def volume_mounts() -> list[str]:
+    """The folders ``RLM_VOLUMES_MOUNT`` and ``declare_volume_mounts`` name (not ``/Volumes``, which always is one)."""
+    named = (r for r in os.environ.get(VOLUMES_MOUNT_VARIABLE, "").split(os.pathsep) if r)
+    return list(dict.fromkeys([*named, *_declared_mounts]))
+
+
+def declare_volume_mounts(value: str) -> None:
+    """Treat the folders of ``value`` (``os.pathsep``-separated, as the variable) as volume mounts in this process."""
+    _declared_mounts.extend(r for r in value.split(os.pathsep) if r and r not in _declared_mounts)
 
 
 def on_volume_mount(path: Path) -> bool:
-    """Whether ``path`` is on a volume's FUSE mount (``/Volumes/...``, or a folder in ``RLM_VOLUMES_MOUNT``)."""
+    """Whether ``path`` is on a volume's FUSE mount (``/Volumes/...``, or a folder of ``volume_mounts()``)."""
     text = os.path.abspath(path)
-    roots = ["/Volumes", *(r for r in os.environ.get(VOLUMES_MOUNT_VARIABLE, "").split(os.pathsep) if r)]
-    return any(text.startswith(root.rstrip("/") + "/") for root in roots)
+    return any(text.startswith(root.rstrip("/") + "/") for root in ["/Volumes", *volume_mounts()])
 
 
 def write_atomic(path: Path, data: bytes, *, mode: int | None = None, durable: bool = False) -> None:

@@ -106,14 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="soft timeout in seconds (0: none)")
     parser.add_argument("--output-cap", type=int, default=DEFAULT_OUTPUT_CAP, help="bytes kept per stream")
     parser.add_argument("--max-sublm-calls", type=int, default=DEFAULT_MAX_SUBLM_CALLS)
-    parser.add_argument("--lm-direct", metavar="MODEL",
-                        help="answer llm_query by calling MODEL over Gemini's REST API from this process (GOOGLE_API_KEY, "
-                             "optional GOOGLE_GEMINI_BASE_URL) instead of an LM bridge: Job_B on Databricks")
     parser.add_argument("--lm-exchange", metavar="DIR",
                         help="answer llm_query through request/answer files in DIR, served by the job runner "
                              "(Job_B on a workspace with the caller's model: see exchange_lm.py)")
-    parser.add_argument("--max-sublm-tokens", type=int, default=None,
-                        help="direct mode: sub-LM tokens left for the session (None: no cap)")
     parser.add_argument("--namespace-path", help="pickle snapshot of the REPL namespace, loaded before and saved "
                                                  "after the block (variables persist across runs)")
     parser.add_argument("--confine", metavar="SPEC",
@@ -174,15 +169,11 @@ def _exit_code(code: object) -> int:
 
 
 def _lm_client(args: argparse.Namespace, fallback: Callable[..., Any] | None = None) -> Any:
-    """The bridge client, or with ``--lm-direct`` the direct one (its HTTP client is loaded only then).
+    """The bridge client, or with ``--lm-exchange`` the exchange one. Never a model client: this process runs
+    the analyst's code, so it holds no model key (on Databricks the supervisor's bridge calls the model).
 
     ``fallback``: the client class when neither is given (Job_B on Databricks: a clear "no model" error).
     """
-    if getattr(args, "lm_direct", None):
-        from .direct_lm import DirectLmClient
-
-        return DirectLmClient(args.lm_direct, max_calls=args.max_sublm_calls,
-                              max_tokens=getattr(args, "max_sublm_tokens", None))
     if getattr(args, "lm_exchange", None):
         from .exchange_lm import ExchangeLmClient
 

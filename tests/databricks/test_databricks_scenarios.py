@@ -2,8 +2,7 @@
 
 * Each scenario replays with zero failed checks, and its normalized trace equals the local backend's snapshot
   (``snapshots/<scenario>.json``): the backends agree on every event, state delta, persisted row and Job_B run.
-  The declared divergences (``harness.targets.databricks.DIVERGENCES``: the model key that direct mode puts in
-  Job_B's environment, seen by ``executor_env_clean``) are strict xfails.
+  A declared divergence (``harness.targets.databricks.DIVERGENCES``; none today) is a strict xfail.
 * The Definition-of-Done checks read ``state_delta_json`` from the Databricks ``events`` rows
   (``PersistedSnapshot.source == "rows"``).
 * A fresh recording against the fake has the committed cassette's shape, and a recording against a

@@ -124,3 +124,29 @@ def test_only_paths_on_a_mount_count(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv(agent_files.VOLUMES_MOUNT_VARIABLE, os.pathsep.join(["", str(tmp_path / "m")]))
     assert agent_files.on_volume_mount(tmp_path / "m" / "x.json")
     assert not agent_files.on_volume_mount(tmp_path / "mx" / "x.json")
+
+
+def test_a_declared_mount_counts_without_the_variable(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv(agent_files.VOLUMES_MOUNT_VARIABLE, raising=False)
+    monkeypatch.setattr(agent_files, "_declared_mounts", [])
+    assert not agent_files.on_volume_mount(tmp_path / "m" / "x.json")
+    agent_files.declare_volume_mounts(os.pathsep.join([str(tmp_path / "m"), ""]))
+    assert agent_files.on_volume_mount(tmp_path / "m" / "x.json") and agent_files.volume_mounts() == [str(tmp_path / "m")]
+
+
+async def test_job_bs_child_keeps_the_mounts_limits_without_the_variable(runner) -> None:
+    # The child's environment is an allow-list (no RLM_VOLUMES_MOUNT): the mount's limits reach it through the
+    # site copy on PYTHONPATH, and its own writes (result JSON, snapshot) still go the way the mount allows.
+    import json as json_module
+
+    from reference_agent.backends.jobs import JobRequest
+
+    artifact = runner.volume.path("artifacts", "agent_code_s1_iter1.py")
+    runner.volume.write_text(artifact, "import os, sys\nprint(os.environ.get('RLM_VOLUMES_MOUNT'))\n"
+                                       "here = os.path.dirname(sys.argv[sys.argv.index('--artifact-path') + 1])\n"
+                                       "open(os.path.join(here, 'log.txt'), 'ab')\n")
+    outcome = await runner.run(JobRequest(artifact_path=artifact, run_id="s1", iteration=1, timeout_s=20.0),
+                               sub_lm=None)  # type: ignore[arg-type]
+    result = json_module.loads(runner.volume.read_text(outcome.result_json_path))
+    assert result["stdout"] == "None\n"
+    assert result["error"]["type"] == "OSError" and "direct append is not supported" in result["error"]["message"]

@@ -63,7 +63,7 @@ def test_healthy_workspace_passes_every_check(healthy: FakeWorkspace) -> None:
         "configuration", "identity", "warehouse", "warehouse permission", "catalog", "schema", "tables", "volume",
         "volume write probe", "compute", "compute runtime", "compute access mode", "compute permission",
         "Job_B payload", "genai secret")}
-    assert levels(report) == {**expected, "llm_query key exposure": "warning"}  # direct mode's declared caveat
+    assert levels(report) == {**expected, "llm_query key exposure": "warning"}  # the key on the compute: what it reaches
     assert "Python 3.11" in only(report, "compute runtime", Level.OK)
     probe = only(report, "volume write probe", Level.OK)
     assert "wrote and deleted /Volumes/main/rlm/vol/rlm/_rlm/doctor-probe-" in probe

@@ -1,6 +1,7 @@
 """A divergence the backend declares is a strict expected failure, as pytest's xfail(strict=True): shown with its
 reason and exit 0 while it fails; XPASS and exit 1 once it passes (the declaration is stale). So
-`rlm-conformance run --backend databricks` is green on the workspace fake with its declared divergences."""
+`rlm-conformance run --backend databricks` is green with whatever it declares (nothing today: these tests
+declare a scenario themselves, and make it fail with a snapshot that is not its own)."""
 
 from __future__ import annotations
 
@@ -17,10 +18,22 @@ from harness.targets import databricks
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _run(tmp_path: Path, *scenarios: str) -> int:
+def _run(tmp_path: Path, *scenarios: str, snapshots: Path = ROOT / "snapshots") -> int:
     return main(["run", "--backend", "databricks", "--no-progress", "--scenarios-dir", str(ROOT / "scenarios"),
-                 "--cassette-dir", str(ROOT / "cassettes"), "--snapshot-dir", str(ROOT / "snapshots"),
+                 "--cassette-dir", str(ROOT / "cassettes"), "--snapshot-dir", str(snapshots),
                  "--reports-dir", str(tmp_path), *[w for s in scenarios for w in ("--scenario", s)]])
+
+
+def _snapshots_with_a_wrong_one(tmp_path: Path, wrong: str, *right: str) -> Path:
+    """A snapshot folder where ``wrong``'s snapshot claims one event more than the scenario makes."""
+    folder = tmp_path / "snapshots"
+    folder.mkdir()
+    for name in right:
+        (folder / f"{name}.json").write_bytes((ROOT / "snapshots" / f"{name}.json").read_bytes())
+    snapshot = json.loads((ROOT / "snapshots" / f"{wrong}.json").read_text(encoding="utf-8"))
+    snapshot["events"].append(dict(snapshot["events"][-1], index=len(snapshot["events"])))
+    (folder / f"{wrong}.json").write_text(json.dumps(snapshot, indent=2), encoding="utf-8")
+    return folder
 
 
 @pytest.fixture(autouse=True)
@@ -28,13 +41,16 @@ def wide(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "200")
 
 
-def test_a_declared_divergence_that_fails_is_green_and_says_why(tmp_path: Path,
+def test_a_declared_divergence_that_fails_is_green_and_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    assert _run(tmp_path, "executor_environment", "exit_loop") == EXIT_OK
+    monkeypatch.setitem(databricks.DIVERGENCES, "exit_loop", "declared for this test")
+    snapshots = _snapshots_with_a_wrong_one(tmp_path, "exit_loop", "max_iterations")
+    assert _run(tmp_path / "reports", "exit_loop", "max_iterations", snapshots=snapshots) == EXIT_OK
     out = capsys.readouterr().out
-    assert "xfail executor_environment" in out and "failed as declared (databricks backend: Job_B" in out
+    assert "xfail exit_loop" in out and "failed as declared (databricks backend: declared for this test)" in out
     assert "1 scenario failed as declared (xfail)" in " ".join(out.split())
-    skipped = ET.parse(tmp_path / "conformance.xml").getroot().find(".//testcase[@name='executor_environment::"
+    tmp_path = tmp_path / "reports"
+    skipped = ET.parse(tmp_path / "conformance.xml").getroot().find(".//testcase[@name='exit_loop::"
                                                                      "declared']/skipped")
     assert skipped is not None and skipped.get("type") == "pytest.xfail"
     report = load_report_json(tmp_path / "conformance.json")

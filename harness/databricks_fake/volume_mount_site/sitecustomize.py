@@ -1,8 +1,10 @@
 """Job_B under the workspace fake: the documented limits of a volume's /Volumes FUSE mount, on its stand-in folder.
 
-``site`` imports this module in every Job_B process the fake starts (its folder is first on ``PYTHONPATH``; see
-``harness/databricks_fake/volume_mount.py``). An audit hook refuses, under the folders in ``RLM_VOLUMES_MOUNT``,
-what the mount does not support, as the mount would (an ``OSError`` from the call):
+``site`` imports this module in every Job_B process the fake starts (a copy of it, in a folder first on
+``PYTHONPATH``; see ``harness/databricks_fake/volume_mount.py``). An audit hook refuses, under the folders in
+``RLM_VOLUMES_MOUNT`` and those listed in ``volumes_mount.txt`` beside the copy (what reaches Job_B's child, whose
+environment is an allow-list without the variable), what the mount does not support, as the mount would (an
+``OSError`` from the call):
 
 * direct appends (``O_APPEND``) and updating an existing file in place (opened for writing without truncation),
   the documented "direct-append or non-sequential (random) writes are not supported";
@@ -17,11 +19,21 @@ import os
 import sys
 
 _VARIABLE = "RLM_VOLUMES_MOUNT"  # = reference_agent.executor.files.VOLUMES_MOUNT_VARIABLE
+ROOTS_FILE = "volumes_mount.txt"  # one folder a line, beside this file
 _ADVICE = "write the whole file in one go under its final name, or write it on local disk and copy it"
 
 
+def _listed() -> list:
+    try:
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), ROOTS_FILE), encoding="utf-8") as handle:
+            return handle.read().splitlines()
+    except OSError:
+        return []
+
+
 def _install() -> None:
-    roots = tuple(r.rstrip("/") + "/" for r in os.environ.get(_VARIABLE, "").split(os.pathsep) if r)
+    named = [*os.environ.get(_VARIABLE, "").split(os.pathsep), *_listed()]
+    roots = tuple(dict.fromkeys(r.rstrip("/") + "/" for r in named if r))
     if not roots:
         return
 

@@ -6,10 +6,11 @@ in ``sys.argv[1:]``, and a SystemExit with a nonzero code fails the task. So
 this file only hands ``sys.argv[1:]`` (``--artifact-path /Volumes/... --run-id
 ... --iteration ... [--context-path ...] [--namespace-path ...] [--lm-direct
 MODEL]``) to the supervisor of the payload wheel ``rlm_jobb``, which the job
-runner declared as the task's library; the supervisor runs the executor as a
-child process and writes the result JSON beside the artifact (the volume is
-mounted at ``/Volumes`` on the compute). It never calls ``os._exit``: that
-would end the platform's interpreter; only the child does.
+runner declared as the task's library; the supervisor takes the model key out of
+this process's environment, runs the executor as a child process without it
+(``supervisor.py``, ``credential.py``) and writes the result JSON beside the
+artifact (the volume is mounted at ``/Volumes`` on the compute). It never calls
+``os._exit``: that would end the platform's interpreter; only the child does.
 """
 
 import sys

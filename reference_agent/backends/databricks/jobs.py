@@ -29,9 +29,11 @@ Outcome rules:
 ``sub_lm`` is not used: Job_B calls the model itself ("direct mode"). With a
 ``model``, the task parameters carry ``--lm-direct MODEL`` and
 ``--max-sublm-tokens`` (what is left of the session's sub-LM token budget), and
-the executor answers ``llm_query`` over Gemini's REST API, ``GOOGLE_API_KEY``
-coming from the compute's environment (``genai_secret``: the cluster's
-``spark_env_vars``). See ``jobb_entry.py`` and ``executor/direct_lm.py``.
+Job_B's supervisor answers ``llm_query`` over Gemini's REST API, for the code it
+runs in a child without the key: ``GOOGLE_API_KEY`` comes from the compute's
+environment (``genai_secret``: the cluster's ``spark_env_vars``) and stays in the
+supervisor. See ``jobb_entry.py``, ``executor/supervisor.py`` and
+``executor/credential.py``.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from databricks.sdk.service import compute as compute_api
 from databricks.sdk.service import jobs as jobs_api
 
 from ...executor.result import EXECUTOR_TIMEOUT_GRACE_S, result_volume_path
+from ..confinement import DEFAULT_CONFINEMENT, ConfinementPolicy
 from ..jobs import JobOutcome, JobRequest, LmBridge, SubLm
 from .errors import DatabricksJobError, DatabricksTimeoutError, translate
 from .payload import build_payload_wheel
@@ -110,6 +113,18 @@ class JobCompute:
         return [jobs_api.JobEnvironment(environment_key="rlm_job_b", spec=environment)]
 
 
+def confinement_parameters(policy: ConfinementPolicy) -> list[str]:
+    """The task parameters that tell Job_B's supervisor how its child confines the code: none for the defaults
+    (the payload's ``sandbox.DEFAULT_LIMITS``, confinement on, nothing required)."""
+    if not policy.enabled:
+        return ["--no-confinement"]
+    parameters = ["--require-confinement"] if policy.required else []
+    limits = policy.limits()
+    if limits != DEFAULT_CONFINEMENT.limits():
+        parameters += ["--confine-limits", json.dumps(limits, sort_keys=True, separators=(",", ":"))]
+    return parameters
+
+
 class DatabricksJobRunner:
     def __init__(
         self,
@@ -124,6 +139,7 @@ class DatabricksJobRunner:
         clock: Callable[[], float] = time.monotonic,
         model: str | None = None,
         sublm_exchange: bool = False,
+        confinement: ConfinementPolicy = DEFAULT_CONFINEMENT,
     ) -> None:
         if grace_s <= EXECUTOR_TIMEOUT_GRACE_S:
             raise ValueError(f"grace_s must exceed the executor's own grace of {EXECUTOR_TIMEOUT_GRACE_S} s")
@@ -139,6 +155,9 @@ class DatabricksJobRunner:
         # True: Job_B's llm_query is answered here, by ``sub_lm``, through request/answer files in the volume
         # (--lm-exchange), never by a model Job_B reaches itself. The harness's scripted model on a workspace.
         self.sublm_exchange = sublm_exchange
+        # How Job_B's child confines the code: the local executor's policy (RLM_EXECUTOR_*, RLM_REQUIRE_CONFINEMENT),
+        # applied by the child on the compute as far as its kernel allows (executor/supervisor.py).
+        self.confinement = confinement
         self._uploaded: tuple[str, str | None] | None = None  # (entry path, payload wheel path)
 
     async def run(self, request: JobRequest, *, sub_lm: SubLm) -> JobOutcome:
@@ -194,6 +213,7 @@ class DatabricksJobRunner:
             parameters += ["--lm-direct", self.model]
             if request.max_sublm_tokens is not None:
                 parameters += ["--max-sublm-tokens", str(request.max_sublm_tokens)]
+        parameters += confinement_parameters(self.confinement)
         task = jobs_api.SubmitTask(
             task_key=TASK_KEY,
             spark_python_task=jobs_api.SparkPythonTask(python_file=entry, parameters=parameters),

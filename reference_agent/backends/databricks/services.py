@@ -9,7 +9,7 @@ from databricks.sdk import WorkspaceClient
 
 from ...config import AgentSettings
 from ...registry import ArtifactRegistry
-from ...wiring import RuntimeServices, TokenCounter
+from ...wiring import RuntimeServices, TokenCounter, confinement_policy
 from ...storage.databricks_engine import DatabricksSqlEngine
 from ..jobs import SubLm
 from .config import DatabricksSettings, make_workspace_client
@@ -53,6 +53,7 @@ def build_databricks_services(
                                  warehouse_wait_s=databricks.warehouse_wait_s, **(sql_options or {}))
     volume = UcVolumeStore(client, databricks.volume_root)
     runner = DatabricksJobRunner(client, volume, job_compute(databricks), startup_s=databricks.job_startup_s,
-                                 **{"model": settings.model, **(runner_options or {})})
+                                 **{"model": settings.model, "confinement": confinement_policy(settings),
+                                    **(runner_options or {})})
     return RuntimeServices(settings=settings, engine=engine, volume=volume, runner=runner,
                            registry=ArtifactRegistry(engine), sub_lm=sub_lm, count_tokens=count_tokens)
