@@ -19,11 +19,13 @@ them.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import multiprocessing
 import os
 import signal
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -146,9 +148,22 @@ class WorkerPool:
         """Yield ``(index, result)`` for every scenario as it finishes (in finishing order; the caller orders them).
 
         ``crashed(scenario, reason, duration)`` builds the ``error`` result of a scenario whose worker died. The
-        pool is spent afterwards (its workers have left): one pool, one run.
+        pool is spent afterwards (its workers have left): one pool, one run. The workers share one session-service
+        probe per kind of service (harness/probe_share.py): a result whose probe another worker ran comes once
+        that record is there.
         """
+        from .probe_share import PendingProbes  # the trace model (~0.25 s): not before the workers have started
+
         self._handed_over = True
+        with tempfile.TemporaryDirectory(prefix="rlm-conformance-probes-") as share:
+            probes = PendingProbes(share)
+            for index, result in self._results(scenarios, dataclasses.replace(options, probe_share=share),
+                                               snapshots, crashed):
+                yield from probes.settle(index, result, scenarios[index])
+            yield from probes.finish()
+
+    def _results(self, scenarios: Sequence[Scenario], options: RunOptions, snapshots: Snapshots,
+                 crashed: Callable[[Scenario, str, float], ScenarioResult]) -> Iterator[tuple[int, ScenarioResult]]:
         pending = list(range(len(scenarios)))[::-1]  # popped from the end: scenario order
         setup = ("run", scenarios, options, snapshots)
         workers = self._workers

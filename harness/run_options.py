@@ -85,6 +85,10 @@ class RunOptions:
     # stale_writer_rejected and the other contract checks. The differential mode compares what the services
     # persisted and runs probes of its own, so it turns this off (~2 s per kind of service).
     probe_session_service: bool = True
+    # A folder the workers of one ``run -j N`` share (harness/probe_share.py): the first worker to meet a kind of
+    # service probes it and leaves the record there; the others leave the probe pending and the parent fills it
+    # in, so the ~1-2 s contract suite runs once per kind of service and run, not once per worker.
+    probe_share: str | None = None
     # Keep each session as ADK's service returns it at the end (Trace.adk_sessions), for what turns a run back
     # into ADK's formats (``export evalset``) or compares it with ADK's own recording (``import adk-conformance``).
     keep_adk_sessions: bool = False

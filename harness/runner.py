@@ -319,7 +319,7 @@ async def _run_sessions(scenario: Scenario, built: BuiltTarget, options: RunOpti
         trace.adk_sessions = await _adk_sessions(scenario, built, app.name)
     trace.service_probe = await probe_service(built.session_service, spec=options.session_service,
                                               backend=options.backend, target=built.profile,
-                                              enabled=options.probe_session_service)
+                                              enabled=options.probe_session_service, share=options.probe_share)
     trace.events = service.records
     trace.llm_requests = recorder.requests
     trace.llm_responses = recorder.responses

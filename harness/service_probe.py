@@ -69,8 +69,9 @@ def service_profile(spec: str, service: BaseSessionService, target: TargetProfil
 
 
 async def probe_service(service: BaseSessionService, *, spec: str, backend: str, target: TargetProfile,
-                        enabled: bool = True) -> ServiceProbeRecord:
-    """Every contract case on ``service`` (cached per kind of service), or why it was not probed."""
+                        enabled: bool = True, share: str | None = None) -> ServiceProbeRecord:
+    """Every contract case on ``service`` (cached per kind of service), or why it was not probed. ``share``: the
+    folder the workers of one run share, so only one of them probes each kind (harness/probe_share.py)."""
     if not enabled:
         return ServiceProbeRecord(service=type(service).__name__, profile="-", skipped=(
             "this run did not probe its session service (RunOptions.probe_session_service is off: the differential "
@@ -83,15 +84,26 @@ async def probe_service(service: BaseSessionService, *, spec: str, backend: str,
         return ServiceProbeRecord(service=type(service).__name__, profile="-", skipped=(
             f"on the {backend} backend the service's SQL replays from the scenario's cassette, which holds only "
             f"the scenario's own statements; its contract is tested against the workspace fake in tests/databricks"))
+    if share is None:
+        record = await _probe(service, spec, target)
+    else:
+        from .probe_share import shared_probe
+
+        record = await shared_probe(share, tuple(map(str, key)), type(service).__name__,
+                                    lambda: _probe(service, spec, target))
+    if not record.pending:  # pending: the record is still being written elsewhere; look again next time
+        _PROBED[key] = record
+    return record
+
+
+async def _probe(service: BaseSessionService, spec: str, target: TargetProfile) -> ServiceProbeRecord:
     from .contract.suite import contract_cases
 
     profile = service_profile(spec, service, target)
     cases = []
     for case in contract_cases():
         cases.append(await _run_case(case, service, profile))
-    record = ServiceProbeRecord(service=type(service).__name__, profile=profile.name, cases=cases)
-    _PROBED[key] = record
-    return record
+    return ServiceProbeRecord(service=type(service).__name__, profile=profile.name, cases=cases)
 
 
 async def _run_case(case, service: BaseSessionService, profile: ServiceProfile) -> ContractCaseRecord:

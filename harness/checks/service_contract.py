@@ -8,22 +8,39 @@ that broke rather than "the contract".
 from __future__ import annotations
 
 from collections.abc import Collection
+from typing import TYPE_CHECKING
 
 from .base import CheckContext, CheckResult, Status, check, failed, not_applicable, passed
+
+if TYPE_CHECKING:
+    from ..trace.model import Trace
 
 CONCURRENCY_CASES = ("stale_writer_rejected", "concurrent_sessions", "concurrent_scoped_writes")
 CONFIG_CASES = ("get_session_config",)
 ORDER_CASES = ("event_order",)
 OWN_CASES = frozenset((*CONCURRENCY_CASES, *CONFIG_CASES, *ORDER_CASES))
+JUDGED: dict[str, tuple[Collection[str] | None, str]] = {
+    # check -> (the contract cases it owns, None: every case no other check owns; what they test)
+    "stale_writer_rejected": (CONCURRENCY_CASES, "optimistic concurrency (no lost update)"),
+    "get_session_config_honoured": (CONFIG_CASES, "GetSessionConfig (num_recent_events, after_timestamp)"),
+    "event_order_preserved": (ORDER_CASES, "the append order of events"),
+    "session_service_contract": (None, "the session-service contract"),
+}
+"""The checks that read ``trace.service_probe``: the run's parent judges them again when it fills in a probe
+another worker ran (harness/probe_share.py)."""
 
 
-def _judge(name: str, ctx: CheckContext, cases: Collection[str] | None, what: str) -> CheckResult:
-    """``cases``: the contract cases this check owns (None: every case no other check owns)."""
-    probe = ctx.trace.service_probe
+def judge(name: str, trace: Trace) -> CheckResult:
+    """Check ``name``'s verdict on ``trace.service_probe`` (a function of the trace alone)."""
+    cases, what = JUDGED[name]
+    probe = trace.service_probe
     if probe is None:
         return not_applicable(name, "The session service was not probed (the trace has no service probe).")
     if probe.skipped:
         return not_applicable(name, f"The session service was not probed: {probe.skipped}.")
+    if probe.pending:
+        return not_applicable(name, "Another worker of this run is probing this kind of session service; the run "
+                                    "puts its record here when it has one.")
     mine = [c for c in probe.cases if (c.case in cases if cases is not None else c.case not in OWN_CASES)]
     if not mine:
         return not_applicable(name, f"No contract case of {what} ran on {probe.service}.")
@@ -54,7 +71,7 @@ def _judge(name: str, ctx: CheckContext, cases: Collection[str] | None, what: st
     dod_item="design: DeltaSessionService with optimistic concurrency (a stale writer gets StaleSessionError)",
 )
 def stale_writer_rejected(ctx: CheckContext) -> CheckResult:
-    return _judge("stale_writer_rejected", ctx, CONCURRENCY_CASES, "optimistic concurrency (no lost update)")
+    return judge("stale_writer_rejected", ctx.trace)
 
 
 @check(
@@ -66,8 +83,7 @@ def stale_writer_rejected(ctx: CheckContext) -> CheckResult:
     dod_item="design: the session service keeps ADK's BaseSessionService contract",
 )
 def get_session_config_honoured(ctx: CheckContext) -> CheckResult:
-    return _judge("get_session_config_honoured", ctx, CONFIG_CASES, "GetSessionConfig (num_recent_events, "
-                                                                    "after_timestamp)")
+    return judge("get_session_config_honoured", ctx.trace)
 
 
 @check(
@@ -78,7 +94,7 @@ def get_session_config_honoured(ctx: CheckContext) -> CheckResult:
     dod_item="design: the session service keeps ADK's BaseSessionService contract",
 )
 def event_order_preserved(ctx: CheckContext) -> CheckResult:
-    return _judge("event_order_preserved", ctx, ORDER_CASES, "the append order of events")
+    return judge("event_order_preserved", ctx.trace)
 
 
 @check(
@@ -90,4 +106,4 @@ def event_order_preserved(ctx: CheckContext) -> CheckResult:
     dod_item="design: the session service keeps ADK's BaseSessionService contract",
 )
 def session_service_contract(ctx: CheckContext) -> CheckResult:
-    return _judge("session_service_contract", ctx, None, "the session-service contract")
+    return judge("session_service_contract", ctx.trace)

@@ -198,6 +198,9 @@ class ServiceProbeRecord(_Record):
     profile: str = Field(description="The service profile whose declarations applied (harness/contract/profiles.py).")
     cases: list[ContractCaseRecord] = Field(default_factory=list)
     skipped: str | None = Field(default=None, description="Why the service was not probed, when it was not.")
+    pending: str | None = Field(default=None, description=(
+        "Set while another worker of the same run probes this kind of service: the record it shares, which the "
+        "run's parent puts here in its place (harness/probe_share.py). Never in a finished result."))
 
 
 class EscapeProbeRecord(_Record):
