@@ -108,3 +108,22 @@ def test_max_examples_must_be_positive(capsys: pytest.CaptureFixture[str]) -> No
     assert main(["explore", "--max-examples", "0"]) == 2
     assert "--max-examples" in capsys.readouterr().err
 
+
+
+@pytest.mark.parametrize(("flags", "code"), [([], 0), (["--fail-on-find"], 1)])
+def test_a_finding_exits_1_only_with_fail_on_find(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                  flags: list[str], code: int) -> None:
+    """The documented exit codes (docs/explore.md): 0 nothing found or no --fail-on-find, 1 found, 2 usage (above).
+    The run is a stand-in failing one check on every conversation: only the exit code is judged here."""
+    from harness.checks.base import CheckResult, Status
+    from harness.result import ScenarioResult
+
+    def failing(scenario, options):  # noqa: ANN001, ANN202
+        check = CheckResult("none_deletes", Status.FAIL, "a None value was stored", ("key 'x' kept None",))
+        return ScenarioResult(scenario=scenario.name, description="", target="reference", llm_mode="scripted",
+                              session_service="delta", checks=(check,), trace=None, duration_s=0.0)
+
+    monkeypatch.setattr("harness.runner.run_scenario", failing)
+    assert main(["explore", "--no-progress", "--no-database", "--max-examples", "1", "--out", str(tmp_path),
+                 *flags]) == code
+    assert (tmp_path / "found_reference_none_deletes.yaml").is_file()
