@@ -66,6 +66,9 @@ def add_explore_parser(commands: Any) -> None:
     explore.add_argument("--behaviours", type=Path, metavar="FILE",
                          help="more code behaviours for the analyst's delegations (YAML; see "
                               "harness/explore/behaviours.yaml)")
+    explore.add_argument("-j", "--jobs", type=_positive, metavar="N",
+                         help="run examples in N worker processes, ahead of the search: the same seed gives the same "
+                              "findings whatever N is (default: $RLM_CONFORMANCE_JOBS, else one per core)")
     explore.add_argument("--shrink-runs", type=_positive, default=40, metavar="N",
                          help="runs spent shrinking each finding (default: %(default)s)")
     explore.add_argument("--database", type=Path, default=DEFAULT_DB, metavar="DIR",
@@ -78,6 +81,8 @@ def add_explore_parser(commands: Any) -> None:
 
 
 def settings_from(args: argparse.Namespace) -> ExploreSettings:
+    from ..parallel import default_jobs
+
     max_examples = args.max_examples if args.max_examples is not None else (None if args.time else
                                                                              DEFAULT_MAX_EXAMPLES)
     return ExploreSettings(
@@ -85,7 +90,8 @@ def settings_from(args: argparse.Namespace) -> ExploreSettings:
         target=args.target, profile_path=args.profile, session_service=args.session_service or "delta",
         executor=args.executor, max_examples=max_examples, time_s=args.time, seed=args.seed,
         checks=tuple(args.check), behaviours=args.behaviours, shrink_runs=args.shrink_runs,
-        database=None if args.no_database else args.database)
+        database=None if args.no_database else args.database,
+        jobs=args.jobs if args.jobs is not None else default_jobs())
 
 
 def cmd_explore(args: argparse.Namespace, console: Console) -> int:
@@ -142,6 +148,8 @@ def render_report(report: Report, console: Console) -> None:
     console.print(f"explore {report.target} (seed {report.seed}): {report.tried} examples run "
                   f"({report.shrink_runs} while shrinking), {report.discarded} discarded, {report.raised_turns} "
                   f"turns raised; {report.elapsed_s:.1f}s, {rate:.2f} examples/s", markup=False)
+    if report.unused_runs:
+        console.print(f"  -j: {report.unused_runs} runs made ahead were not asked for", markup=False)
     for reason, count in sorted(report.discard_reasons.items()):
         console.print(f"  discarded {count}: {reason}", markup=False)
     for how, count in sorted(report.raised_reasons.items()):

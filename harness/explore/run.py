@@ -17,7 +17,7 @@ from ..errors import HarnessError
 
 if TYPE_CHECKING:
     from ..targets.profile import TargetProfile
-    from .engine import Report
+    from .engine import Explorer, Report
 
 PROG = "rlm-conformance"
 DEFAULT_DB = Path(".rlm-conformance") / "explore-db"
@@ -38,6 +38,7 @@ class ExploreSettings:
     behaviours: Path | None = None
     shrink_runs: int = 40
     database: Path | None = DEFAULT_DB
+    jobs: int = 1  # worker processes running examples ahead of the search (the findings do not depend on it)
 
     def command_line(self) -> str:
         """The ``rlm-conformance explore`` command that searches the same way (written into each finding)."""
@@ -61,10 +62,8 @@ def explore(settings: ExploreSettings, *, profile: TargetProfile | None = None,
     from ..targets.profile import load_profile, target_name
     from ..targets.registry import resolve_target
     from .engine import Budget, Explorer
-    from .findings import HARNESS_BUG
     from .library import load_library
     from .target_model import describe_target
-    from .writer import write_finding
 
     known = registered_checks()
     unknown = [name for name in settings.checks if name not in known]
@@ -82,13 +81,24 @@ def explore(settings: ExploreSettings, *, profile: TargetProfile | None = None,
                          profile_path=settings.profile_path, executor=settings.executor,
                          probe_session_service=False)
     budget = Budget(max_examples=settings.max_examples, time_s=settings.time_s, shrink_runs=settings.shrink_runs)
-    explorer = Explorer(model, library, options, checks=checks, seed=settings.seed, budget=budget,
-                        database=settings.database, on_progress=on_progress)
-    report = explorer.explore()
-    name = target_name(spec, profile)
-    for finding in report.findings:
-        write_finding(finding, model, library, options, seed=settings.seed, out_dir=settings.out_dir,
-                      profile_path=settings.profile_path, target_name=name,
-                      explore_command=settings.command_line(), checks=checks | {HARNESS_BUG},
-                      used=explorer.verdict(finding.plan).used_steps)
+    with Explorer(model, library, options, checks=checks, seed=settings.seed, budget=budget,
+                  database=settings.database, on_progress=on_progress, jobs=settings.jobs) as explorer:
+        report = explorer.explore()
+        _write(report, explorer, settings, name=target_name(spec, profile))
     return report
+
+
+def _write(report: Report, explorer: Explorer, settings: ExploreSettings, *, name: str) -> None:
+    """Each finding's scenario, confirmed by a run (the trimmed one first, the whole one if that no longer fails)."""
+    from .writer import candidates, write_finding
+
+    pairs = [candidates(f, explorer.model, explorer.library, out_dir=settings.out_dir,
+                        profile_path=settings.profile_path, target_name=name,
+                        used=explorer.verdict(f.plan).used_steps) for f in report.findings]
+    trimmed = explorer.judge_all([t for t, _ in pairs])
+    retry = [i for i, (f, v) in enumerate(zip(report.findings, trimmed)) if f.check not in v.failing]
+    whole = dict(zip(retry, explorer.judge_all([pairs[i][1] for i in retry])))
+    for i, finding in enumerate(report.findings):
+        chosen, reproduced = (pairs[i][0], True) if i not in whole else (pairs[i][1], finding.check in whole[i].failing)
+        write_finding(finding, chosen, reproduced=reproduced, seed=settings.seed, out_dir=settings.out_dir,
+                      explore_command=settings.command_line())

@@ -53,13 +53,17 @@ def _with(items: list, index: int, value: object) -> tuple:
     return tuple(items[:index] + [value] + items[index + 1:])
 
 
-def polish(plan: Plan, library: Library, still_fails: Callable[[Plan], bool | None]) -> Plan:
+def polish(plan: Plan, library: Library, still_fails: Callable[[Plan], bool | None], *,
+           ahead: Callable[[list[Plan]], None] = lambda plans: None) -> Plan:
     """The simplest plan reached from ``plan`` by ``candidates`` that ``still_fails``; ``still_fails`` returns
-    None when the budget is spent (the pass stops there)."""
+    None when the budget is spent (the pass stops there). ``ahead`` is told the candidate about to be tried and
+    those after it (``explore -j``: workers run the next ones meanwhile)."""
     improved = True
     while improved:
         improved = False
-        for candidate in candidates(plan, library):
+        tried = list(candidates(plan, library))
+        for index, candidate in enumerate(tried):
+            ahead(tried[index:])
             verdict = still_fails(candidate)
             if verdict is None:
                 return plan
