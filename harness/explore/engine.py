@@ -117,6 +117,7 @@ class Explorer:
         self._generated = 0
         self.jobs, self._run_scenario = jobs, run
         self._pool: Pool | None = None
+        self._sequence: dict[str, Plan] | None = None  # the examples every round draws, without a database
 
     # --- one example -------------------------------------------------------------------------------------------
 
@@ -325,6 +326,8 @@ class Explorer:
         Until its first failure, the round draws exactly these."""
         if self._pool is None:
             return []
+        if self.database is None and self._sequence is not None:  # no database to replay: one sequence for all
+            return [plan for key, plan in self._sequence.items() if key not in self._cache][:count]
         coming: dict[str, Plan] = {}
 
         def test(plan: Plan) -> None:
@@ -339,4 +342,6 @@ class Explorer:
             self._given(test, known, max_examples, read_only=True)()
         except _Exhausted:
             pass
+        if self.database is None:
+            self._sequence = coming
         return list(coming.values())

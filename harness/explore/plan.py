@@ -139,7 +139,19 @@ def to_scenario(plan: Plan, model: TargetModel, library: Library, *, name: str, 
         data["profile"] = profile
     if plan.context:
         data["context"] = SAMPLE_CONTEXT
+    if limits := behaviour_limits(plan, library):
+        data["limits"] = limits
     return Scenario.model_validate(data)
+
+
+def behaviour_limits(plan: Plan, library: Library) -> dict[str, Any]:
+    """The scenario limits the plan's behaviours need (``past_executor_timeout``: a 1 s executor timeout, so its
+    5 s sleep is cut short); two behaviours asking for the same limit get the smaller (limits are caps)."""
+    limits: dict[str, Any] = {}
+    for step in plan.steps:
+        for name, value in (library.named(step.behaviour).limits if step.behaviour else {}).items():
+            limits[name] = min(limits[name], value) if name in limits else value
+    return limits
 
 
 _UNUSED = re.compile(r"(\d+) step\(s\) of script\.(\w+) from index (\d+) on were never asked for")

@@ -75,6 +75,18 @@ def test_code_handed_over_by_a_key_is_the_analysts_answer_with_the_preview_limit
     assert scenario.context is None
 
 
+def test_a_behaviours_limits_become_the_scenarios() -> None:
+    """past_executor_timeout sleeps 5 s under a 1 s executor timeout: without its limit, the target's default
+    timeout let every such example sleep the whole 5 s (what made explore's slowest examples slow)."""
+    def limits(*behaviours: str):  # noqa: ANN202
+        plan = Plan(max_iterations=1, sessions=(SessionPlan("user_1", 1),),
+                    steps=tuple(StepPlan(kind="delegate", behaviour=b) for b in behaviours))
+        return to_scenario(plan, TOOL_MODEL, load_library(), name="x", description="x").limits.executor_timeout_s
+
+    assert limits("small_output") is None
+    assert limits("small_output", "past_executor_timeout") == 1
+
+
 def test_the_written_script_keeps_only_the_steps_the_target_asked_for() -> None:
     plan = Plan(max_iterations=2, sessions=(SessionPlan("user_1", 1),), steps=(StepPlan(kind="text"),))
     scenario = to_scenario(plan, KEY_MODEL, load_library(), name="x", description="x")
