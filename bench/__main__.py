@@ -38,6 +38,7 @@ BENCHES = {
     "state": "bench.state_budget",
     "executor": "bench.executor",
     "scale": "bench.scale",
+    "explore": "bench.explore",
 }
 
 

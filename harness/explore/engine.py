@@ -17,8 +17,15 @@ passing, so it stops at the smallest failing example it has), then ``shrink.poli
 simplifications Hypothesis may not have reached (a turn, a step, an iteration fewer).
 
 Deterministic: the same seed, target and library give the same examples in the same order, hence the same
-findings. The example database (``.rlm-conformance/explore-db`` by default) is keyed by target, seed, the
-checks searched and the checks already found, so a second run replays each round's minimal example first.
+findings; every round runs with the same settings, so all draw one sequence from the seed. The example database
+(``.rlm-conformance/explore-db`` by default) has a folder per target, seed, checks searched and checks already
+found (Hypothesis' public database API; no private key hook), so a second run replays each round's minimal
+example first.
+
+With ``jobs`` > 1 (``-j``), worker processes (pool.py) run what the search will ask for next: the round's coming
+examples (a dry run of the same test function, seed, settings and database, read only, every example passing)
+and the structural shrinker's next candidates. The search itself is unchanged, so it makes the same runs in the
+same order and finds the same; ``Report.unused_runs`` counts the work done ahead for nothing.
 """
 
 from __future__ import annotations
@@ -97,6 +104,8 @@ class Report:
 class _Round:
     target: str | None = None
     shrink_runs: int = 0
+    lookahead: int = 0  # examples the dry run notes
+    coming: dict[str, Plan] | None = None  # while the dry run runs: the examples noted so far
 
 
 class Explorer:
@@ -268,6 +277,8 @@ class Explorer:
             return errors[check]
 
         def test(plan: Plan) -> None:
+            if state.coming is not None:  # the dry run of ``_coming``: note the example, run nothing
+                return _note(state.coming, plan)
             cached = plan.key() in self._cache
             if not cached:
                 if state.target is None:
@@ -286,14 +297,22 @@ class Explorer:
             if state.target is not None and state.target in verdict.failing:
                 raise failure(state.target)(state.target, plan)
 
+        def _note(coming: dict[str, Plan], plan: Plan) -> None:
+            key = plan.key()
+            if key in self._cache or key in coming:
+                return
+            if len(coming) >= state.lookahead:
+                raise _Exhausted()
+            coming[key] = plan
+
         # Every round the same settings (max_examples steers Hypothesis' generation), so each draws the same
         # sequence of examples from the seed: a round replays the earlier ones (cached) and goes on from there.
         max_examples = self.budget.max_examples if self.budget.max_examples is not None else 100_000
         remaining = None if self.budget.max_examples is None else self.budget.max_examples - self._generated
-        self._ahead(self._coming(known, max_examples, remaining if remaining is not None else LOOKAHEAD))
-        runner = self._given(test, known, max_examples)
+        state.lookahead = remaining if remaining is not None else LOOKAHEAD
+        self._ahead(self._coming(test, state, known, max_examples))
         try:
-            runner()
+            self._given(test, known, max_examples)()
         except _Exhausted:
             return None, Plan(1, (), ()), state.shrink_runs
         except _NewFailure as exc:  # Hypothesis replays the minimal example last: this is it
@@ -302,17 +321,20 @@ class Explorer:
 
     def _given(self, test: Callable[[Plan], None], known: frozenset[str], max_examples: int, *,
                read_only: bool = False) -> Callable[[], None]:
-        """``test`` as the round's Hypothesis test: its seed, settings and example database key."""
+        """``test`` as the round's Hypothesis test: its seed and settings, and an example database of its own
+        (a folder per target, seed, checks searched and checks already found)."""
         from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
         from hypothesis.database import DirectoryBasedExampleDatabase, ReadOnlyDatabase
 
         from .strategies import plans
 
-        test._hypothesis_internal_add_digest = (  # type: ignore[attr-defined]  # one database key per round
-            f"{self.model.spec}|{self.seed}|{','.join(sorted(self.checks))}|{','.join(sorted(known))}").encode()
-        database = DirectoryBasedExampleDatabase(str(self.database)) if self.database is not None else None
-        if database is not None and read_only:
-            database = ReadOnlyDatabase(database)
+        database = None
+        if self.database is not None:
+            round_key = f"{self.model.spec}|{self.seed}|{','.join(sorted(self.checks))}|{','.join(sorted(known))}"
+            folder = self.database / hashlib.sha256(round_key.encode()).hexdigest()[:16]
+            database = DirectoryBasedExampleDatabase(str(folder))
+            if read_only:
+                database = ReadOnlyDatabase(database)
         # settings outermost: @seed alone turns the database off.
         return settings(
             max_examples=max(1, max_examples), deadline=None, database=database,
@@ -320,28 +342,21 @@ class Explorer:
             suppress_health_check=list(HealthCheck), print_blob=False, verbosity=Verbosity.quiet,
             derandomize=False)(seed(self.seed)(given(plans(self.model, self.library))(test)))
 
-    def _coming(self, known: frozenset[str], max_examples: int, count: int) -> list[Plan]:
-        """The next ``count`` examples a round generates (none without a pool): the same Hypothesis test, seed,
-        settings (``max_examples`` too: it steers generation) and database (read only), every example passing.
-        Until its first failure, the round draws exactly these."""
+    def _coming(self, test: Callable[[Plan], None], state: _Round, known: frozenset[str],
+                max_examples: int) -> list[Plan]:
+        """The next examples the round generates (``state.lookahead`` of them; none without a pool): its own test
+        function, seed, settings (``max_examples`` too: it steers generation) and database (read only), in a
+        dry run where every example passes. Until its first failure, the round draws exactly these."""
         if self._pool is None:
             return []
         if self.database is None and self._sequence is not None:  # no database to replay: one sequence for all
-            return [plan for key, plan in self._sequence.items() if key not in self._cache][:count]
-        coming: dict[str, Plan] = {}
-
-        def test(plan: Plan) -> None:
-            key = plan.key()
-            if key in self._cache or key in coming:
-                return
-            if len(coming) >= count:
-                raise _Exhausted()
-            coming[key] = plan
-
+            return [plan for key, plan in self._sequence.items() if key not in self._cache][:state.lookahead]
+        state.coming = {}
         try:
             self._given(test, known, max_examples, read_only=True)()
         except _Exhausted:
             pass
+        coming, state.coming = state.coming, None
         if self.database is None:
             self._sequence = coming
         return list(coming.values())
