@@ -72,7 +72,14 @@ class TargetModel:
 
 
 def _schema(tool: Any) -> dict[str, Any]:
-    declaration = tool._get_declaration()  # ADK's own view of what the model is offered
+    """The JSON Schema of what the model is offered for ``tool``, as ADK declares it in a model request (the public
+    ``LlmRequest.append_tools``, on both ADK lines; no private ``_get_declaration``)."""
+    from google.adk.models.llm_request import LlmRequest
+
+    request = LlmRequest()
+    request.append_tools([tool])
+    declaration = next((d for t in request.config.tools or () for d in t.function_declarations or ()
+                        if d.name == tool.name), None)
     if declaration is None:
         return {}
     if getattr(declaration, "parameters_json_schema", None):
