@@ -72,12 +72,16 @@ def delegation(model: TargetModel, library: Library) -> st.SearchStrategy[StepPl
 
 
 def analyst_steps(model: TargetModel, library: Library) -> st.SearchStrategy[StepPlan]:
-    """One model answer of the analyst: plain text, a delegation, or a call of one of its other tools."""
+    """One model answer of the analyst: plain text, a delegation, a call of one of its other tools, a model fault,
+    or a transfer to an agent ADK lets it transfer to."""
     choices: list[st.SearchStrategy[StepPlan]] = [st.just(StepPlan(kind="text"))]
     if model.delegates:  # drawn three times as often as another answer: delegations exercise the most mechanics
         choices += [delegation(model, library)] * 3
     choices += [tool_call(tool) for tool in model.other_tools]
     choices.append(st.sampled_from(FAULTS).map(lambda kind: StepPlan(kind="fault", tool=kind)))
+    analyst = model.agent(model.analyst)
+    if analyst is not None and analyst.transfers:  # last: targets without transfers draw what they drew before
+        choices.append(st.sampled_from(analyst.transfers).map(lambda name: StepPlan(kind="transfer", tool=name)))
     return st.one_of(choices)
 
 

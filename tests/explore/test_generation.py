@@ -139,3 +139,33 @@ def test_a_finding_exits_1_only_with_fail_on_find(monkeypatch: pytest.MonkeyPatc
     assert main(["explore", "--no-progress", "--no-database", "--max-examples", "1", "--out", str(tmp_path),
                  *flags]) == code
     assert (tmp_path / "found_reference_none_deletes.yaml").is_file()
+
+
+def test_transfers_are_those_adk_allows_and_become_transfer_calls() -> None:
+    from google.adk.agents import LlmAgent, LoopAgent
+
+    from harness.explore.target_model import _transfers
+
+    a, b = LlmAgent(name="a", model="gemini-2.5-flash"), LlmAgent(name="b", model="gemini-2.5-flash",
+                                                                   disallow_transfer_to_peers=True)
+    root = LlmAgent(name="coordinator", model="gemini-2.5-flash", sub_agents=[a, b])
+    assert (_transfers(root), _transfers(a), _transfers(b)) == (("a", "b"), ("coordinator", "b"), ("coordinator",))
+    looped = LlmAgent(name="looped", model="gemini-2.5-flash")
+    LoopAgent(name="loop", sub_agents=[looped, LlmAgent(name="sibling", model="gemini-2.5-flash")])
+    assert _transfers(looped) == ()  # under a LoopAgent: no sibling transfer (ADK 2.x refuses it)
+
+    model = model_from("pkg.agent:app", TargetProfile(analyst="coordinator"),
+                       (AgentModel("coordinator", transfers=("a", "b")), AgentModel("a"), AgentModel("b")))
+    plan = Plan(max_iterations=1, sessions=(SessionPlan("user_1", 1),), steps=(StepPlan(kind="transfer", tool="b"),))
+    step = to_scenario(plan, model, load_library(), name="x", description="x").script["coordinator"][0]
+    assert (step.call, step.args) == ("transfer_to_agent", {"agent_name": "b"})
+    assert StepPlan(kind="text") in [c.steps[0] for c in candidates(plan, load_library()) if c.steps]  # shrinks to
+    drawn = set()
+
+    @given(plans(model, load_library()))
+    @settings(max_examples=60, suppress_health_check=list(HealthCheck), database=None)
+    def collect(p: Plan) -> None:
+        drawn.update(s.tool for s in p.steps if s.kind == "transfer")
+
+    collect()
+    assert drawn <= {"a", "b"} and drawn
