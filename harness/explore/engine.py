@@ -323,10 +323,10 @@ class Explorer:
                read_only: bool = False) -> Callable[[], None]:
         """``test`` as the round's Hypothesis test: its seed and settings, and an example database of its own
         (a folder per target, seed, checks searched and checks already found)."""
-        from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
+        from hypothesis import HealthCheck, Phase, Verbosity, example, given, seed, settings
         from hypothesis.database import DirectoryBasedExampleDatabase, ReadOnlyDatabase
 
-        from .strategies import plans
+        from .strategies import plans, seed_plans
 
         database = None
         if self.database is not None:
@@ -335,12 +335,15 @@ class Explorer:
             database = DirectoryBasedExampleDatabase(str(folder))
             if read_only:
                 database = ReadOnlyDatabase(database)
+        wrapped = given(plans(self.model, self.library))(test)
+        for plan in reversed(seed_plans(self.model, self.library)):  # tried first, in this order (Phase.explicit)
+            wrapped = example(plan)(wrapped)
         # settings outermost: @seed alone turns the database off.
         return settings(
             max_examples=max(1, max_examples), deadline=None, database=database,
             phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink), report_multiple_bugs=False,
             suppress_health_check=list(HealthCheck), print_blob=False, verbosity=Verbosity.quiet,
-            derandomize=False)(seed(self.seed)(given(plans(self.model, self.library))(test)))
+            derandomize=False)(seed(self.seed)(wrapped))
 
     def _coming(self, test: Callable[[Plan], None], state: _Round, known: frozenset[str],
                 max_examples: int) -> list[Plan]:
