@@ -49,8 +49,8 @@ def test_each_finding_is_a_failing_item_named_after_its_check(project: InnerProj
     written = project.path / ".rlm-conformance" / "found"
     scenario = next(written.glob("*instructions_render.yaml"))
     assert f"Reproduce: rlm-conformance run --scenario {scenario.stem} --scenarios-dir {written}" in out
-    assert "rlm-conformance explore tests.broken_targets:analyst_fstring_prompt (seed 0): 1 examples run" in out
-    assert "found instructions_render" in out
+    assert "rlm-conformance explore tests.broken_targets:analyst_fstring_prompt (seed 0): " in out
+    assert "; found instructions_render" in out
 
 
 @pytest.mark.slow
