@@ -39,6 +39,7 @@ BENCHES = {
     "executor": "bench.executor",
     "scale": "bench.scale",
     "contention": "bench.contention",
+    "explore": "bench.explore",
 }
 
 

@@ -10,7 +10,8 @@ The design, one job a module, data flowing one way:
   variable defined in one iteration and used in the next, llm_query, llm_query_batched, printing nothing.
 * ``strategies`` — Hypothesis strategies from the two: sessions (users, turns, initial ``app:``/``user:``/``temp:``
   keys and None values), max_iterations, and the analyst's answers (plain text, a call of an offered tool with
-  arguments drawn from its schema, a delegation, a model fault), every choice ordered simplest first so
+  arguments drawn from its schema, a delegation, a model fault, an allowed transfer), five seed conversations tried
+  first (``seed_plans``), every choice ordered simplest first so
   shrinking moves toward fewer sessions, turns, steps and simpler code.
 * ``plan`` — a drawn conversation (``Plan``) as an ordinary in-memory ``Scenario``; every agent's script is
   padded past what the conversation can use, so the target never runs out of answers.
@@ -18,7 +19,11 @@ The design, one job a module, data flowing one way:
   and ``snapshot`` rows and ``scenario_expectations`` never are), a harness bug, or a discarded example.
 * ``engine`` — rounds of Hypothesis, each finding and shrinking one new failing check, runs cached by plan,
   budgets of examples, time and shrink runs; the same seed gives the same findings.
+* ``pool`` — ``-j N``: worker processes running, ahead of the search, the examples it will ask for next (the same
+  runs in the same order whatever N is, hence the same findings).
 * ``writer`` — a finding written as a scenario file (script cut to the steps used, confirmed by a re-run under its
   own name), with a comment naming the check, the seed and the commands.
+* ``run`` — one exploration end to end (target read, search, findings written), shared by the CLI and the pytest
+  plugin's ``--rlm-explore N`` (harness/pytest_plugin/explore.py).
 * ``command`` — the sub-command's arguments and final table.
 """

@@ -4,19 +4,16 @@
 from __future__ import annotations
 
 import argparse
-import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import HarnessError
+from .run import DEFAULT_DB, DEFAULT_MAX_EXAMPLES, PROG, ExploreSettings
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from .engine import Report
 
-PROG = "rlm-conformance"
-DEFAULT_DB = Path(".rlm-conformance") / "explore-db"
 EXIT_OK, EXIT_FOUND = 0, 1
 
 
@@ -69,6 +66,9 @@ def add_explore_parser(commands: Any) -> None:
     explore.add_argument("--behaviours", type=Path, metavar="FILE",
                          help="more code behaviours for the analyst's delegations (YAML; see "
                               "harness/explore/behaviours.yaml)")
+    explore.add_argument("-j", "--jobs", type=_positive, metavar="N",
+                         help="run examples in N worker processes, ahead of the search: the same seed gives the same "
+                              "findings whatever N is (default: $RLM_CONFORMANCE_JOBS, else one per core)")
     explore.add_argument("--shrink-runs", type=_positive, default=40, metavar="N",
                          help="runs spent shrinking each finding (default: %(default)s)")
     explore.add_argument("--database", type=Path, default=DEFAULT_DB, metavar="DIR",
@@ -80,57 +80,30 @@ def add_explore_parser(commands: Any) -> None:
                          help="log records of the target and libraries from this level on (default: %(default)s)")
 
 
-def explore_command_line(args: argparse.Namespace) -> str:
-    words = [PROG, "explore", "--seed", str(args.seed)]
-    for flag, value in (("--target", args.target), ("--profile", args.profile),
-                        ("--max-examples", args.max_examples), ("--time", args.time)):
-        if value is not None:
-            words += [flag, str(value)]
-    for name in args.check:
-        words += ["--check", name]
-    return shlex.join(words)
+def settings_from(args: argparse.Namespace) -> ExploreSettings:
+    from ..parallel import default_jobs
+
+    max_examples = args.max_examples if args.max_examples is not None else (None if args.time else
+                                                                             DEFAULT_MAX_EXAMPLES)
+    return ExploreSettings(
+        out_dir=args.out if args.out is not None else Path(args.scenarios_dir[0]) / "found",
+        target=args.target, profile_path=args.profile, session_service=args.session_service or "delta",
+        executor=args.executor, max_examples=max_examples, time_s=args.time, seed=args.seed,
+        checks=tuple(args.check), behaviours=args.behaviours, shrink_runs=args.shrink_runs,
+        database=None if args.no_database else args.database,
+        jobs=args.jobs if args.jobs is not None else default_jobs())
 
 
 def cmd_explore(args: argparse.Namespace, console: Console) -> int:
-    from ..checks import registered_checks
-    from ..llm.modes import LlmMode
-    from ..run_options import RunOptions
     from ..scenario_run import configure_logging
-    from ..targets.profile import load_profile, target_name
-    from ..targets.registry import resolve_target
-    from .engine import Budget, Explorer
-    from .findings import HARNESS_BUG
-    from .library import load_library
-    from .target_model import describe_target
-    from .writer import write_finding
+    from .engine import Budget
+    from .run import explore
 
     configure_logging(args.log_level)
-    known = registered_checks()
-    unknown = [name for name in args.check if name not in known]
-    if unknown:
-        raise HarnessError(f"--check {', '.join(unknown)}: no such check. Known checks: {', '.join(known)}.")
-    checks = frozenset(args.check or known)
-    profile = load_profile(args.profile) if args.profile is not None else None
-    spec = args.target or (profile.target if profile is not None else None) or "reference"
-    resolve_target(spec)  # a target that does not import: exit 2, naming it
-    library = load_library(args.behaviours)
-    model = describe_target(spec, profile)
-    options = RunOptions(target=spec, llm_mode=LlmMode.SCRIPTED, session_service=args.session_service or "delta",
-                         profile=model.profile if profile is not None else None, profile_path=args.profile,
-                         executor=args.executor, probe_session_service=False)
-    max_examples = args.max_examples if args.max_examples is not None else (None if args.time else 100)
-    budget = Budget(max_examples=max_examples, time_s=args.time, shrink_runs=args.shrink_runs)
-    database = None if args.no_database else args.database
-    out_dir = args.out if args.out is not None else Path(args.scenarios_dir[0]) / "found"
+    settings = settings_from(args)
+    budget = Budget(max_examples=settings.max_examples, time_s=settings.time_s)
     with _progress(console, enabled=not args.no_progress, budget=budget) as update:
-        explorer = Explorer(model, library, options, checks=checks, seed=args.seed, budget=budget,
-                            database=database, on_progress=update)
-        report = explorer.explore()
-    name = target_name(spec, profile)
-    for finding in report.findings:
-        write_finding(finding, model, library, options, seed=args.seed, out_dir=out_dir,
-                      profile_path=args.profile, target_name=name, explore_command=explore_command_line(args),
-                      checks=checks | {HARNESS_BUG}, used=explorer.verdict(finding.plan).used_steps)
+        report = explore(settings, on_progress=update)
     render_report(report, console)
     return EXIT_FOUND if report.findings and args.fail_on_find else EXIT_OK
 
@@ -175,6 +148,8 @@ def render_report(report: Report, console: Console) -> None:
     console.print(f"explore {report.target} (seed {report.seed}): {report.tried} examples run "
                   f"({report.shrink_runs} while shrinking), {report.discarded} discarded, {report.raised_turns} "
                   f"turns raised; {report.elapsed_s:.1f}s, {rate:.2f} examples/s", markup=False)
+    if report.unused_runs:
+        console.print(f"  -j: {report.unused_runs} runs made ahead were not asked for", markup=False)
     for reason, count in sorted(report.discard_reasons.items()):
         console.print(f"  discarded {count}: {reason}", markup=False)
     for how, count in sorted(report.raised_reasons.items()):

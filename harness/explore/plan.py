@@ -3,7 +3,8 @@
 A plan is what Hypothesis draws: sessions (each a user, a number of turns and keys to start with: ``app:``,
 ``user:``, ``temp:``, plain, a None value), ``max_iterations``, and the analyst's model answers in order —
 plain text, a call of an offered tool with arguments, a delegation of code from the behaviour library, or a
-model fault (an HTTP error the client retries, or a broken answer). Every other LlmAgent (a results processor, a formatter) and the sub-LM answer
+model fault (an HTTP error the client retries, or a broken answer), or a transfer to an agent ADK lets it
+transfer to. Every other LlmAgent (a results processor, a formatter) and the sub-LM answer
 with plain text. Each agent's script is padded with plain-text answers past what the conversation can use, so
 the target never asks its model more often than scripted: steps left unused are the generator's slack, never a
 finding (``trimmed`` cuts them off the scenario that is written).
@@ -28,6 +29,8 @@ FILLER_TEXT = "Nothing more to add."
 INITIAL_STATE: dict[str, object] = {"explore_note": "kept", "user:explore_pref": "dark", "app:explore_shared": "shared",
                                     "temp:explore_scratch": "scratch", "explore_cleared": None}
 """Keys a session may start with (``initial_state``), one per scope, and a None value."""
+TRANSFER_TOOL = "transfer_to_agent"
+"""ADK's tool for handing the conversation to another agent (offered when the agent has transfer targets)."""
 
 
 @dataclass(frozen=True)
@@ -39,8 +42,8 @@ class SessionPlan:
 
 @dataclass(frozen=True)
 class StepPlan:
-    kind: Literal["text", "call", "delegate", "fault"]
-    tool: str | None = None  # the tool called; for a fault, its kind (http_503, malformed ...)
+    kind: Literal["text", "call", "delegate", "fault", "transfer"]
+    tool: str | None = None  # the tool called; for a fault, its kind (http_503, malformed ...); the transfer's agent
     args: str = "{}"  # JSON text of the call's other arguments (hashable, stable)
     behaviour: str | None = None
 
@@ -51,6 +54,8 @@ class StepPlan:
             return f"delegate:{self.behaviour}"
         if self.kind == "fault":
             return f"fault:{self.tool}"
+        if self.kind == "transfer":
+            return f"transfer:{self.tool}"
         return f"call:{self.tool}"
 
 
@@ -95,6 +100,8 @@ def analyst_step(step: StepPlan, model: TargetModel, library: Library) -> dict[s
         return {"text": ANALYST_TEXT}
     if step.kind == "fault":
         return {"fault": step.tool}
+    if step.kind == "transfer":
+        return {"call": TRANSFER_TOOL, "args": {"agent_name": step.tool}}
     args = json.loads(step.args)
     if step.kind == "call":
         return {"call": step.tool, "args": args}
@@ -139,7 +146,19 @@ def to_scenario(plan: Plan, model: TargetModel, library: Library, *, name: str, 
         data["profile"] = profile
     if plan.context:
         data["context"] = SAMPLE_CONTEXT
+    if limits := behaviour_limits(plan, library):
+        data["limits"] = limits
     return Scenario.model_validate(data)
+
+
+def behaviour_limits(plan: Plan, library: Library) -> dict[str, Any]:
+    """The scenario limits the plan's behaviours need (``past_executor_timeout``: a 1 s executor timeout, so its
+    5 s sleep is cut short); two behaviours asking for the same limit get the smaller (limits are caps)."""
+    limits: dict[str, Any] = {}
+    for step in plan.steps:
+        for name, value in (library.named(step.behaviour).limits if step.behaviour else {}).items():
+            limits[name] = min(limits[name], value) if name in limits else value
+    return limits
 
 
 _UNUSED = re.compile(r"(\d+) step\(s\) of script\.(\w+) from index (\d+) on were never asked for")

@@ -4,7 +4,7 @@ fails the same check.
 Hypothesis' shrinker works on the choices behind a plan and, at a second or more per run, may spend its budget
 before it reaches the obvious: one turn fewer, a step fewer, ``max_iterations`` one lower. This pass tries exactly
 those, biggest first — drop a session, a turn, a step, an iteration, a starting key; make a step simpler (an
-earlier behaviour of the library, a call or a fault into plain text); no context; the first user — and starts
+earlier behaviour of the library, a call, fault or transfer into plain text); no context; the first user — and starts
 over after each success, until none applies or the budget is spent. Deterministic: the candidates come in a fixed
 order and every run is cached.
 """
@@ -37,7 +37,7 @@ def candidates(plan: Plan, library: Library) -> Iterator[Plan]:
             yield replace(plan, sessions=_with(sessions, i, replace(session, initial_state=kept)))
     names = [b.name for b in library.behaviours]
     for i, step in enumerate(steps):
-        if step.kind in ("call", "fault"):
+        if step.kind in ("call", "fault", "transfer"):
             yield replace(plan, steps=_with(steps, i, StepPlan(kind="text")))
         elif step.kind == "delegate" and step.behaviour in names:
             for simpler in names[:names.index(step.behaviour)]:
@@ -53,13 +53,17 @@ def _with(items: list, index: int, value: object) -> tuple:
     return tuple(items[:index] + [value] + items[index + 1:])
 
 
-def polish(plan: Plan, library: Library, still_fails: Callable[[Plan], bool | None]) -> Plan:
+def polish(plan: Plan, library: Library, still_fails: Callable[[Plan], bool | None], *,
+           ahead: Callable[[list[Plan]], None] = lambda plans: None) -> Plan:
     """The simplest plan reached from ``plan`` by ``candidates`` that ``still_fails``; ``still_fails`` returns
-    None when the budget is spent (the pass stops there)."""
+    None when the budget is spent (the pass stops there). ``ahead`` is told the candidate about to be tried and
+    those after it (``explore -j``: workers run the next ones meanwhile)."""
     improved = True
     while improved:
         improved = False
-        for candidate in candidates(plan, library):
+        tried = list(candidates(plan, library))
+        for index, candidate in enumerate(tried):
+            ahead(tried[index:])
             verdict = still_fails(candidate)
             if verdict is None:
                 return plan

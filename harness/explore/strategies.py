@@ -72,12 +72,16 @@ def delegation(model: TargetModel, library: Library) -> st.SearchStrategy[StepPl
 
 
 def analyst_steps(model: TargetModel, library: Library) -> st.SearchStrategy[StepPlan]:
-    """One model answer of the analyst: plain text, a delegation, or a call of one of its other tools."""
+    """One model answer of the analyst: plain text, a delegation, a call of one of its other tools, a model fault,
+    or a transfer to an agent ADK lets it transfer to."""
     choices: list[st.SearchStrategy[StepPlan]] = [st.just(StepPlan(kind="text"))]
     if model.delegates:  # drawn three times as often as another answer: delegations exercise the most mechanics
         choices += [delegation(model, library)] * 3
     choices += [tool_call(tool) for tool in model.other_tools]
     choices.append(st.sampled_from(FAULTS).map(lambda kind: StepPlan(kind="fault", tool=kind)))
+    analyst = model.agent(model.analyst)
+    if analyst is not None and analyst.transfers:  # last: targets without transfers draw what they drew before
+        choices.append(st.sampled_from(analyst.transfers).map(lambda name: StepPlan(kind="transfer", tool=name)))
     return st.one_of(choices)
 
 
@@ -92,3 +96,38 @@ def plans(model: TargetModel, library: Library) -> st.SearchStrategy[Plan]:
     steps = st.lists(analyst_steps(model, library), max_size=MAX_STEPS).map(tuple)
     return st.builds(Plan, max_iterations=st.integers(1, MAX_ITERATIONS), sessions=sessions(), steps=steps,
                      context=st.booleans())
+
+
+def simplest(schema: dict[str, Any]) -> Any:
+    """The simplest value of ``schema``, as ``json_value`` would shrink to (for the seed conversations)."""
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "string")
+    return {"integer": 0, "number": 0.0, "boolean": False, "array": [], "null": None,
+            "object": {n: simplest((schema.get("properties") or {}).get(n) or {}) for n in schema.get("required") or []}
+            }.get(kind, WORDS[0])
+
+
+def seed_plans(model: TargetModel, library: Library) -> list[Plan]:
+    """Conversations tried first, before any generated one: the shapes that hide state bugs and that nobody thinks
+    to script (issue 32) — a turn after a final answer, a variable kept across iterations, an error between two
+    delegations, one user with two sessions, a second user. Small, so the shrinker has little to do; built from the
+    target's structure and the library like any generated plan (targets that cannot delegate get them with text)."""
+    names = {b.name for b in library.behaviours}
+    tool = model.agent(model.analyst).tool(model.delegate_tool) if model.delegate_tool and model.analyst else None
+    args = json.dumps({n: simplest(tool.properties.get(n) or {}) for n in tool.required if n != model.code_arg}
+                      if tool is not None else {}, sort_keys=True)
+
+    def run(*behaviours: str) -> tuple[StepPlan, ...]:
+        if not model.delegates:
+            return (StepPlan(kind="text"),)
+        return tuple(StepPlan(kind="delegate", behaviour=b, args=args) for b in behaviours if b in names)
+
+    one, two = SessionPlan("user_1", 1), SessionPlan("user_1", 2)
+    return [Plan(1, (two,), run("final")),
+            Plan(2, (one,), run("define_variable", "use_variable")),
+            Plan(2, (one,), run("raise", "small_output")),
+            Plan(1, (one, one), run("small_output")),
+            Plan(1, (one, SessionPlan("user_2", 1)), run("small_output", "small_output"))]

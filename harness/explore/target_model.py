@@ -38,6 +38,7 @@ class ToolModel:
 class AgentModel:
     name: str
     tools: tuple[ToolModel, ...] = ()
+    transfers: tuple[str, ...] = ()  # agents it may hand the conversation to with transfer_to_agent
 
     def tool(self, name: str | None) -> ToolModel | None:
         return next((t for t in self.tools if t.name == name), None)
@@ -72,7 +73,14 @@ class TargetModel:
 
 
 def _schema(tool: Any) -> dict[str, Any]:
-    declaration = tool._get_declaration()  # ADK's own view of what the model is offered
+    """The JSON Schema of what the model is offered for ``tool``, as ADK declares it in a model request (the public
+    ``LlmRequest.append_tools``, on both ADK lines; no private ``_get_declaration``)."""
+    from google.adk.models.llm_request import LlmRequest
+
+    request = LlmRequest()
+    request.append_tools([tool])
+    declaration = next((d for t in request.config.tools or () for d in t.function_declarations or ()
+                        if d.name == tool.name), None)
     if declaration is None:
         return {}
     if getattr(declaration, "parameters_json_schema", None):
@@ -107,6 +115,28 @@ def _tools(agent: Any) -> tuple[ToolModel, ...]:
             continue
         out.append(ToolModel(name=tool.name, schema=schema))
     return tuple(out)
+
+
+_DELEGATED_MODES = frozenset({"task", "single_turn"})  # ADK 2.x agents run as a task: never a transfer target
+
+
+def _transfers(agent: Any) -> tuple[str, ...]:
+    """Whom ``agent`` may transfer to, by ADK's rule (its auto flow offers ``transfer_to_agent`` for exactly these):
+    its sub-agents and, when its parent is an LlmAgent, the parent and its other sub-agents unless ``agent``
+    disallows them. Under a LoopAgent or SequentialAgent, no sibling: ADK 2.x refuses such a transfer."""
+    from google.adk.agents import LlmAgent
+
+    def open_to(other: Any) -> bool:
+        return getattr(other, "mode", None) not in _DELEGATED_MODES
+
+    names = [s.name for s in agent.sub_agents or () if open_to(s)]
+    parent = agent.parent_agent
+    if isinstance(parent, LlmAgent):
+        if not agent.disallow_transfer_to_parent:
+            names.append(parent.name)
+        if not agent.disallow_transfer_to_peers:
+            names += [p.name for p in parent.sub_agents if p.name != agent.name and open_to(p)]
+    return tuple(dict.fromkeys(names))
 
 
 def _llm_agents(root: Any) -> list[Any]:
@@ -146,7 +176,8 @@ def describe_target(spec: str, profile: TargetProfile | None) -> TargetModel:
                                 sub_lm=no_sub_lm, home=Path(home), max_iterations=1, profile=profile)
         built = resolve_target(spec)(env)
         try:
-            agents = tuple(AgentModel(name=a.name, tools=_tools(a)) for a in _llm_agents(built.app.root_agent))
+            agents = tuple(AgentModel(name=a.name, tools=_tools(a), transfers=_transfers(a))
+                           for a in _llm_agents(built.app.root_agent))
             profile = profile or built.profile
         finally:
             built.close()

@@ -1,6 +1,6 @@
 """A finding as an ordinary scenario file: the minimal plan, its script cut to the steps the target used, run
-once more under its own name to confirm it fails the same check, and written with a comment that names the
-check, the seed and the commands."""
+once more under its own name to confirm it fails the same check (run.py runs the confirmations, all at once), and
+written with a comment that names the check, the seed and the commands."""
 
 from __future__ import annotations
 
@@ -13,10 +13,8 @@ from typing import Any
 import yaml
 
 from ..init_project import write_atomic
-from ..run_options import RunOptions
 from ..scenario.models import Scenario
 from .engine import Finding
-from .findings import judge
 from .library import Library
 from .plan import to_scenario, trimmed
 from .target_model import TargetModel
@@ -63,32 +61,24 @@ def render(scenario: Scenario, finding: Finding, *, seed: int, out_dir: Path, ex
     return "\n".join(header) + "\n" + body
 
 
-def write_finding(finding: Finding, model: TargetModel, library: Library, options: RunOptions, *, seed: int,
-                  out_dir: Path, profile_path: Path | None, target_name: str, explore_command: str,
-                  checks: frozenset[str], used: dict[str, int]) -> Path:
-    """Write ``finding`` into ``out_dir``; ``used``: the steps each agent asked for in its minimal run."""
-    from ..runner import run_scenario
-
+def candidates(finding: Finding, model: TargetModel, library: Library, *, out_dir: Path, profile_path: Path | None,
+               target_name: str, used: dict[str, int]) -> tuple[Scenario, Scenario]:
+    """The scenario to write for ``finding``: its script cut to the steps used (``used``: what each agent asked for
+    in its minimal run) and, should that not fail the same check, the whole one."""
     name = scenario_name(target_name, finding.check)
     full = to_scenario(finding.plan, model, library, name=name,
                        description=f"Found by explore: fails {finding.check} ({finding.plan.describe()}).",
                        target=model.spec, profile=_profile_ref(profile_path, out_dir))
-    run = replace_options(options, model)
-    chosen = full
-    for candidate in (trimmed(full, used), full):
-        verdict = judge(run_scenario(candidate, run), checks)
-        if finding.check in verdict.failing:
-            chosen, finding.reproduced = candidate, True
-            break
-    path = out_dir / f"{name}.yaml"
-    write_atomic(path, render(chosen, finding, seed=seed, out_dir=out_dir, explore_command=explore_command))
+    return trimmed(full, used), full
+
+
+def write_finding(finding: Finding, scenario: Scenario, *, reproduced: bool, seed: int, out_dir: Path,
+                  explore_command: str) -> Path:
+    """Write ``scenario`` for ``finding`` into ``out_dir`` (``reproduced``: a re-run failed the same check)."""
+    path = out_dir / f"{scenario.name}.yaml"
+    finding.reproduced = reproduced
+    write_atomic(path, render(scenario, finding, seed=seed, out_dir=out_dir, explore_command=explore_command))
     finding.path = path
-    finding.written_turns = sum(len(s.turns) for s in chosen.sessions)
-    finding.written_steps = sum(len(steps) for steps in chosen.script.values())
+    finding.written_turns = sum(len(s.turns) for s in scenario.sessions)
+    finding.written_steps = sum(len(steps) for steps in scenario.script.values())
     return path
-
-
-def replace_options(options: RunOptions, model: TargetModel) -> RunOptions:
-    from dataclasses import replace
-
-    return replace(options, target=model.spec, profile=model.profile, probe_session_service=False)

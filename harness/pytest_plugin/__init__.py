@@ -18,6 +18,9 @@ e.g. a missing cassette, with the command that records it), and compares the nor
 guard is up during startup (a module:attr target is imported then), collection, and every scenario item
 from setup to teardown; the runner adds its own around each run.
 
+``--rlm-explore N`` also runs ``rlm-conformance explore`` at the end of collection: each finding is a failing
+item ``explore::<check>`` (``explore.py``).
+
 Hooks stay a few lines and hand off to the ``ConformanceSession`` in ``config.stash[SESSION]``. Options:
 see ``options.py`` (``pytest --help``, group ``rlm-conformance``).
 """
@@ -26,11 +29,13 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .collect import ScenarioFile
+from .explore import explore_items
+from .explore import summary as explore_summary
 from .options import add_options
 from .session import SCENARIO, SESSION, ConformanceSession, offline
 from .verdict import assert_conforms
@@ -62,8 +67,14 @@ def pytest_collection(session: pytest.Session) -> Generator[None, object, object
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     config.stash[SESSION].drop_double_runs(config, items)
+    items += explore_items(session)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if (line := explore_summary(config)) is not None:
+        terminalreporter.write_line(line)
 
 
 @pytest.hookimpl(wrapper=True)

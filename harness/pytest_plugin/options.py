@@ -113,8 +113,19 @@ def add_options(parser: pytest.Parser) -> None:
     _add(group, "--executor", dest="rlm_executor", default="warm", choices=("warm", "one-shot"),
          help="local backend: run a session's Job_B blocks in one warm process (default) or each in a one-shot "
               "process, as every Databricks job run does.")
+    _add(group, "--rlm-explore", dest="rlm_explore", default=None, type=_examples, metavar="N",
+         help="also run `rlm-conformance explore` with N generated conversations against the configured target "
+              "(scripted, every check, seed 0) before the tests: each finding is a failing item explore::<check>, "
+              "its minimal scenario written into .rlm-conformance/found/ under the rootdir; nothing is added when "
+              "nothing is found (docs/explore.md).")
     for name, help_text in INI.items():
         parser.addini(name, help_text, type="paths" if name == "rlm_scenarios" else "string", default=None)
+
+
+def _examples(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a positive whole number of examples")
+    return int(value)
 
 
 BACKENDS = ("local", "databricks")
@@ -144,6 +155,7 @@ class PluginOptions:
     allow_drift: bool = False
     executor: str = "warm"
     require_confinement: bool = False
+    explore: int | None = None  # --rlm-explore N: examples explore generates before the tests (None: off)
     origins: Mapping[str, str] = field(default_factory=dict)
     """Setting name -> where its value came from ("--target", "ini option rlm_target in ...", ...)."""
 
@@ -187,6 +199,7 @@ class PluginOptions:
             allow_drift=config.getoption("rlm_allow_drift"),
             executor=config.getoption("rlm_executor"),
             require_confinement=config.getoption("rlm_require_confinement"),
+            explore=config.getoption("rlm_explore"),
             origins=dict(pick.origins),
         )
 

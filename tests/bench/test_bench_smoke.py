@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from bench import __main__ as bench_main
-from bench import cuts, plots, store, suite
+from bench import cuts, explore, plots, store, suite
 from bench.common import Row, geomean, loglog_slope, percentile
 
 # Left out of `tox -e fast` (end to end through other processes, or a long property run): tox.ini.
@@ -112,3 +112,17 @@ def test_plots_are_well_formed_svg():
     assert ET.fromstring(svg).tag.endswith("svg")
     svg = plots.bar_chart("t", "s", ["one", "two"], {"a": [1.0, 2.0], "b": [0.5, 0.1]})
     assert ET.fromstring(svg).tag.endswith("svg")
+
+
+def test_quick_explore_rows_compare_with_plain_runs_and_minus_j_2(tmp_path, monkeypatch):
+    """The explore rows: examples/s against the same scenarios run plainly, time to first finding, and -j 2 with
+    the same findings as -j 1 (legacy fails on its first example, so two examples are enough)."""
+    monkeypatch.setattr(explore, "QUICK_EXAMPLES", 2)
+    assert bench_main.main(["--quick", "--only", "explore", "--out", str(tmp_path)]) == 0
+    rows = json.loads((tmp_path / "latest.json").read_text())["rows"]
+    names = [r["name"] for r in rows]
+    assert any("examples/s (-j 1" in n for n in names) and any("time to first finding" in n for n in names)
+    rate = next(r for r in rows if "examples/s (-j 1" in r["name"])
+    assert rate["baseline_name"] == "the same scenarios through run_scenario" and rate["baseline"] > 0
+    parallel = next(r for r in rows if "with -j 2" in r["name"])
+    assert parallel["met"] is True, parallel  # the same findings as -j 1

@@ -55,6 +55,11 @@ def fake_result(scenario: Scenario, *, problems: tuple[str, ...] = ()) -> Scenar
                           session_service="x", checks=checks, trace=trace, duration_s=0.0)
 
 
+def fake_run(scenario: Scenario, options: RunOptions) -> ScenarioResult:
+    """``fake_result`` as a run, for worker processes (``-j``): they import it by name."""
+    return fake_result(scenario)
+
+
 @pytest.fixture
 def fake_runs(monkeypatch: pytest.MonkeyPatch) -> list[Scenario]:
     ran: list[Scenario] = []
@@ -67,9 +72,10 @@ def fake_runs(monkeypatch: pytest.MonkeyPatch) -> list[Scenario]:
     return ran
 
 
-def explore(*, seed: int = 3, examples: int = 80, database: Path | None = None, checks=CHECKS):
+def explore(*, seed: int = 0, examples: int = 80, database: Path | None = None, checks=CHECKS, jobs: int = 1):
     explorer = Explorer(MODEL, load_library(), RunOptions(llm_mode=LlmMode.SCRIPTED), checks=checks, seed=seed,
-                        budget=Budget(max_examples=examples, shrink_runs=200), database=database)
+                        budget=Budget(max_examples=examples, shrink_runs=200), database=database, jobs=jobs,
+                        run=fake_run if jobs > 1 else None)
     return explorer.explore()
 
 
@@ -95,6 +101,18 @@ def test_the_same_seed_gives_the_same_examples_and_findings(fake_runs: list[Scen
     second = explore(seed=11, examples=60)
     assert [s.model_dump_json() for s in fake_runs] == runs
     assert [(f.check, f.plan) for f in first.findings] == [(f.check, f.plan) for f in second.findings]
+
+
+def test_workers_find_what_one_process_finds(fake_runs: list[Scenario], tmp_path: Path) -> None:
+    """``-j 2`` runs examples ahead in two worker processes; the search still asks for the same runs in the same
+    order, so the findings, their minimal plans and every count are those of ``-j 1`` (with a database too)."""
+    def outcome(report):  # noqa: ANN001, ANN202
+        return ([(f.check, f.shape, f.plan, f.after_examples) for f in report.findings], report.tried,
+                report.shrink_runs, report.discarded)
+
+    assert outcome(explore(seed=11, examples=60, jobs=2)) == outcome(explore(seed=11, examples=60))
+    first = outcome(explore(seed=5, examples=40, database=tmp_path / "one", jobs=1))
+    assert outcome(explore(seed=5, examples=40, database=tmp_path / "two", jobs=2)) == first
 
 
 def test_only_the_checks_asked_for_make_findings(fake_runs: list[Scenario]) -> None:

@@ -22,8 +22,9 @@ pytestmark = pytest.mark.slow
 SEED004_PROFILE = "examples/seed004_rlm/rlm-profile.yaml"
 
 
-def explore(tmp_path: Path, *args: str, examples: int = 15) -> int:
-    return main(["explore", "--seed", "0", "--no-database", "--no-progress", "--fail-on-find",
+def explore(tmp_path: Path, *args: str, examples: int = 15, jobs: int = 1) -> int:
+    """``jobs`` 1 unless a test says otherwise: pytest -n 2 fills the cores already."""
+    return main(["explore", "--seed", "0", "--no-database", "--no-progress", "--fail-on-find", "-j", str(jobs),
                  "--max-examples", str(examples), "--shrink-runs", "20", "--out", str(tmp_path / "found"), *args])
 
 
@@ -79,8 +80,9 @@ def test_nothing_is_found_on_the_seed004_example(tmp_path: Path, capsys: pytest.
 
 
 def test_legacy_defects_are_found_shrunk_and_fail_run(tmp_path: Path) -> None:
+    """In two worker processes (-j 2): the runs ahead of the search, on a real target, find what -j 1 finds."""
     checks = ["stage_gating", "summary_persisted", "artifacts_consumed", "no_unpersisted_mutation"]
-    assert explore(tmp_path, "--target", "legacy", *[f"--check={c}" for c in checks], examples=8) == 1
+    assert explore(tmp_path, "--target", "legacy", *[f"--check={c}" for c in checks], examples=8, jobs=2) == 1
     assert_found(tmp_path, checks)
 
 

@@ -75,6 +75,18 @@ def test_code_handed_over_by_a_key_is_the_analysts_answer_with_the_preview_limit
     assert scenario.context is None
 
 
+def test_a_behaviours_limits_become_the_scenarios() -> None:
+    """past_executor_timeout sleeps 5 s under a 1 s executor timeout: without its limit, the target's default
+    timeout let every such example sleep the whole 5 s (what made explore's slowest examples slow)."""
+    def limits(*behaviours: str):  # noqa: ANN202
+        plan = Plan(max_iterations=1, sessions=(SessionPlan("user_1", 1),),
+                    steps=tuple(StepPlan(kind="delegate", behaviour=b) for b in behaviours))
+        return to_scenario(plan, TOOL_MODEL, load_library(), name="x", description="x").limits.executor_timeout_s
+
+    assert limits("small_output") is None
+    assert limits("small_output", "past_executor_timeout") == 1
+
+
 def test_the_written_script_keeps_only_the_steps_the_target_asked_for() -> None:
     plan = Plan(max_iterations=2, sessions=(SessionPlan("user_1", 1),), steps=(StepPlan(kind="text"),))
     scenario = to_scenario(plan, KEY_MODEL, load_library(), name="x", description="x")
@@ -108,3 +120,52 @@ def test_max_examples_must_be_positive(capsys: pytest.CaptureFixture[str]) -> No
     assert main(["explore", "--max-examples", "0"]) == 2
     assert "--max-examples" in capsys.readouterr().err
 
+
+
+@pytest.mark.parametrize(("flags", "code"), [([], 0), (["--fail-on-find"], 1)])
+def test_a_finding_exits_1_only_with_fail_on_find(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                  flags: list[str], code: int) -> None:
+    """The documented exit codes (docs/explore.md): 0 nothing found or no --fail-on-find, 1 found, 2 usage (above).
+    The run is a stand-in failing one check on every conversation: only the exit code is judged here."""
+    from harness.checks.base import CheckResult, Status
+    from harness.result import ScenarioResult
+
+    def failing(scenario, options):  # noqa: ANN001, ANN202
+        check = CheckResult("none_deletes", Status.FAIL, "a None value was stored", ("key 'x' kept None",))
+        return ScenarioResult(scenario=scenario.name, description="", target="reference", llm_mode="scripted",
+                              session_service="delta", checks=(check,), trace=None, duration_s=0.0)
+
+    monkeypatch.setattr("harness.runner.run_scenario", failing)
+    assert main(["explore", "--no-progress", "--no-database", "--max-examples", "1", "--out", str(tmp_path),
+                 *flags]) == code
+    assert (tmp_path / "found_reference_none_deletes.yaml").is_file()
+
+
+def test_transfers_are_those_adk_allows_and_become_transfer_calls() -> None:
+    from google.adk.agents import LlmAgent, LoopAgent
+
+    from harness.explore.target_model import _transfers
+
+    a, b = LlmAgent(name="a", model="gemini-2.5-flash"), LlmAgent(name="b", model="gemini-2.5-flash",
+                                                                   disallow_transfer_to_peers=True)
+    root = LlmAgent(name="coordinator", model="gemini-2.5-flash", sub_agents=[a, b])
+    assert (_transfers(root), _transfers(a), _transfers(b)) == (("a", "b"), ("coordinator", "b"), ("coordinator",))
+    looped = LlmAgent(name="looped", model="gemini-2.5-flash")
+    LoopAgent(name="loop", sub_agents=[looped, LlmAgent(name="sibling", model="gemini-2.5-flash")])
+    assert _transfers(looped) == ()  # under a LoopAgent: no sibling transfer (ADK 2.x refuses it)
+
+    model = model_from("pkg.agent:app", TargetProfile(analyst="coordinator"),
+                       (AgentModel("coordinator", transfers=("a", "b")), AgentModel("a"), AgentModel("b")))
+    plan = Plan(max_iterations=1, sessions=(SessionPlan("user_1", 1),), steps=(StepPlan(kind="transfer", tool="b"),))
+    step = to_scenario(plan, model, load_library(), name="x", description="x").script["coordinator"][0]
+    assert (step.call, step.args) == ("transfer_to_agent", {"agent_name": "b"})
+    assert StepPlan(kind="text") in [c.steps[0] for c in candidates(plan, load_library()) if c.steps]  # shrinks to
+    drawn = set()
+
+    @given(plans(model, load_library()))
+    @settings(max_examples=60, suppress_health_check=list(HealthCheck), database=None)
+    def collect(p: Plan) -> None:
+        drawn.update(s.tool for s in p.steps if s.kind == "transfer")
+
+    collect()
+    assert drawn <= {"a", "b"} and drawn

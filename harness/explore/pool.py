@@ -1,0 +1,174 @@
+"""``explore -j N``: generated conversations run in N worker processes, ahead of the search that asks for them.
+
+The search stays one sequential, deterministic loop (engine.py): it asks for the verdict of one plan at a time, in
+the order ``-j 1`` would. The pool only makes verdicts ready before they are asked for: the engine hands it the
+plans it can predict (the round's coming examples with ``ahead``, the structural shrinker's next candidates with
+``soon``), and a plan it needs now with ``get``, which goes first. A verdict nobody asks for is simply
+never used, so ``-j 2`` finds what ``-j 1`` finds, from the same runs counted the same way; only the wall time
+differs.
+
+Workers are processes of the "spawn" context, for the reasons harness/parallel.py (``run -j``) gives, and are
+stopped the same way (its ``_stop``); each runs one scenario at a time through ``run_scenario`` and sends back only
+its ``Verdict`` (findings.py), not the whole trace. A worker that dies gives its plan a discarded verdict naming the
+exit, and a fresh worker takes its place.
+"""
+
+from __future__ import annotations
+
+import collections
+import multiprocessing
+import time
+from collections.abc import Callable, Iterable
+from multiprocessing.connection import Connection, wait
+from typing import TYPE_CHECKING, Any
+
+from ..errors import HarnessError
+from .findings import Verdict, judge
+
+if TYPE_CHECKING:
+    from ..result import ScenarioResult
+    from ..run_options import RunOptions
+    from ..scenario.models import Scenario
+    from ..parallel import _Worker
+
+Run = Callable[["Scenario", "RunOptions"], "ScenarioResult"]
+
+
+def run_scenario(scenario: Scenario, options: RunOptions) -> ScenarioResult:
+    """The pipeline of ``run`` (looked up at call time, so a test can stand in for it in this process)."""
+    from .. import runner
+
+    return runner.run_scenario(scenario, options)
+
+
+def _serve(conn: Connection, options: RunOptions, checks: frozenset[str], run: Run, log_level: str) -> None:
+    """A worker: judge every ``(key, scenario)`` the parent sends until it sends None."""
+    import logging
+    import os
+    import sys
+
+    from ..scenario_run import configure_logging
+
+    configure_logging(log_level)
+    try:
+        while (job := conn.recv()) is not None:
+            key, scenario = job
+            conn.send((key, judge(run(scenario, options), checks)))
+    except (KeyboardInterrupt, EOFError, BrokenPipeError):  # Ctrl-C, or the parent went away: stop quietly
+        return
+    logging.shutdown()  # as harness/parallel.py's workers: skip the interpreter's slow teardown
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+class Pool:
+    """Workers and three queues, served in order: ``get`` (needed now), ``soon`` (the shrinker's next candidates:
+    each call replaces the last, whose candidates went stale) and ``ahead`` (the round's coming examples)."""
+
+    def __init__(self, options: RunOptions, checks: frozenset[str], jobs: int, *, run: Run = run_scenario,
+                 log_level: str = "error") -> None:
+        self._args = (options, checks, run, log_level)
+        self._context = multiprocessing.get_context("spawn")
+        self._now: collections.deque[tuple[str, Scenario]] = collections.deque()
+        self._soon: collections.deque[tuple[str, Scenario]] = collections.deque()
+        self._later: collections.deque[tuple[str, Scenario]] = collections.deque()
+        self._busy: dict[int, str] = {}  # worker slot -> the key of the plan it runs
+        self._ready: dict[str, Verdict] = {}
+        self.runs = 0  # runs started: those the search asked for and those nobody did
+        self._deaths = 0  # workers dead in a row, without a verdict between
+        self._workers: list[_Worker] = [self._start() for _ in range(jobs)]
+
+    def _start(self) -> _Worker:
+        from ..parallel import _Worker
+
+        parent, child = self._context.Pipe()
+        process = self._context.Process(target=_serve, args=(child, *self._args), name="rlm-conformance-explore",
+                                        daemon=True)
+        process.start()
+        child.close()
+        return _Worker(process, parent)
+
+    def _known(self, key: str) -> bool:
+        return key in self._ready or key in self._busy.values() or any(
+            k == key for lane in (self._now, self._soon, self._later) for k, _ in lane)
+
+    def ahead(self, jobs: Iterable[tuple[str, Scenario]]) -> None:
+        """Run these when nothing more pressing waits, in this order, after those queued already."""
+        self._later.extend(job for job in jobs if not self._known(job[0]))
+        self._feed()
+
+    def soon(self, jobs: Iterable[tuple[str, Scenario]]) -> None:
+        """Run these before anything ``ahead``, instead of what ``soon`` was given last."""
+        self._soon.clear()
+        self._soon.extend(job for job in jobs if not self._known(job[0]))
+        self._feed()
+
+    def drop_ahead(self) -> None:
+        """Forget what ``soon`` and ``ahead`` queued and no worker started."""
+        self._soon.clear()
+        self._later.clear()
+
+    def get(self, key: str, scenario: Scenario) -> Verdict:
+        """The verdict of ``scenario``, run next unless it is running or done already."""
+        if key not in self._ready and key not in self._busy.values():
+            for lane in (self._soon, self._later):
+                for job in [j for j in lane if j[0] == key]:
+                    lane.remove(job)
+            self._now.append((key, scenario))
+            self._feed()
+        while key not in self._ready:
+            self._collect()
+        return self._ready.pop(key)
+
+    def _feed(self) -> None:
+        for slot, worker in enumerate(self._workers):
+            lane = self._now or self._soon or self._later
+            if slot not in self._busy and lane:
+                job = lane.popleft()
+                self._busy[slot] = job[0]
+                self.runs += 1
+                worker.index, worker.started = slot, time.perf_counter()
+                worker.conn.send(job)
+
+    def _collect(self) -> None:
+        """Wait for at least one worker to finish (or die), keep its verdict, give it the next job."""
+        from ..parallel import _death
+
+        busy = [(slot, self._workers[slot]) for slot in self._busy]
+        ready = wait([w.conn for _, w in busy] + [w.process.sentinel for _, w in busy])
+        for slot, worker in busy:
+            if worker.conn in ready:
+                try:
+                    key, verdict = worker.conn.recv()
+                except (EOFError, OSError):  # died while sending: handled as a death below
+                    pass
+                else:
+                    self._ready[key] = verdict
+                    del self._busy[slot]
+                    worker.index, self._deaths = None, 0
+                    continue
+            if worker.process.sentinel in ready or not worker.process.is_alive():
+                worker.process.join()
+                self._deaths += 1
+                if self._deaths > len(self._workers):  # not one plan's crash: the workers cannot run at all
+                    raise HarnessError(f"explore -j: every worker process died before it could run a conversation "
+                                       f"(the last {_death(worker.process.exitcode).split(' (')[0]}). Run with -j 1 "
+                                       f"to see why.")
+                self._ready[self._busy.pop(slot)] = Verdict(discarded=_death(worker.process.exitcode)[:200])
+                worker.conn.close()
+                self._workers[slot] = self._start()
+        self._feed()
+
+    def close(self) -> None:
+        from ..parallel import _stop
+
+        for slot, worker in enumerate(self._workers):
+            worker.index = slot if slot in self._busy else None
+        _stop(self._workers)
+
+    def __enter__(self) -> Pool:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

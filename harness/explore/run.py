@@ -1,0 +1,104 @@
+"""One exploration end to end, the call the CLI's ``explore`` and the pytest plugin's ``--rlm-explore N`` share:
+the target read, the search, each finding written as a scenario file.
+
+``ExploreSettings`` holds what both surfaces configure (the CLI from its flags and ``[tool.rlm-conformance]``,
+the plugin from its resolved options); ``explore`` returns the engine's ``Report`` with every finding's file.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import HarnessError
+
+if TYPE_CHECKING:
+    from ..targets.profile import TargetProfile
+    from .engine import Explorer, Report
+
+PROG = "rlm-conformance"
+DEFAULT_DB = Path(".rlm-conformance") / "explore-db"
+DEFAULT_MAX_EXAMPLES = 100
+
+
+@dataclass(frozen=True)
+class ExploreSettings:
+    out_dir: Path  # where minimal failing scenarios are written
+    target: str | None = None  # None: the profile's target, else reference
+    profile_path: Path | None = None
+    session_service: str = "delta"
+    executor: str = "warm"
+    max_examples: int | None = DEFAULT_MAX_EXAMPLES  # None: unbounded (with a time budget)
+    time_s: float | None = None
+    seed: int = 0
+    checks: tuple[str, ...] = ()  # only these make findings; empty: every registered check
+    behaviours: Path | None = None
+    shrink_runs: int = 40
+    database: Path | None = DEFAULT_DB
+    jobs: int = 1  # worker processes running examples ahead of the search (the findings do not depend on it)
+
+    def command_line(self) -> str:
+        """The ``rlm-conformance explore`` command that searches the same way (written into each finding)."""
+        words = [PROG, "explore", "--seed", str(self.seed)]
+        for flag, value in (("--target", self.target), ("--profile", self.profile_path),
+                            ("--max-examples", self.max_examples), ("--time", self.time_s)):
+            if value is not None:
+                words += [flag, str(value)]
+        for name in self.checks:
+            words += ["--check", name]
+        return shlex.join(words)
+
+
+def explore(settings: ExploreSettings, *, profile: TargetProfile | None = None,
+            on_progress: Callable[[Report], None] | None = None) -> Report:
+    """Search ``settings.target``, write each finding into ``settings.out_dir``; ``profile``: the profile already
+    loaded from ``settings.profile_path`` (loaded here when None)."""
+    from ..checks import registered_checks
+    from ..llm.modes import LlmMode
+    from ..run_options import RunOptions
+    from ..targets.profile import load_profile, target_name
+    from ..targets.registry import resolve_target
+    from .engine import Budget, Explorer
+    from .library import load_library
+    from .target_model import describe_target
+
+    known = registered_checks()
+    unknown = [name for name in settings.checks if name not in known]
+    if unknown:
+        raise HarnessError(f"--check {', '.join(unknown)}: no such check. Known checks: {', '.join(known)}.")
+    checks = frozenset(settings.checks or known)
+    if profile is None and settings.profile_path is not None:
+        profile = load_profile(settings.profile_path)
+    spec = settings.target or (profile.target if profile is not None else None) or "reference"
+    resolve_target(spec)  # a target that does not import: a usage error naming it
+    library = load_library(settings.behaviours)
+    model = describe_target(spec, profile)
+    options = RunOptions(target=spec, llm_mode=LlmMode.SCRIPTED, session_service=settings.session_service,
+                         profile=model.profile if profile is not None else None,
+                         profile_path=settings.profile_path, executor=settings.executor,
+                         probe_session_service=False)
+    budget = Budget(max_examples=settings.max_examples, time_s=settings.time_s, shrink_runs=settings.shrink_runs)
+    with Explorer(model, library, options, checks=checks, seed=settings.seed, budget=budget,
+                  database=settings.database, on_progress=on_progress, jobs=settings.jobs) as explorer:
+        report = explorer.explore()
+        _write(report, explorer, settings, name=target_name(spec, profile))
+    return report
+
+
+def _write(report: Report, explorer: Explorer, settings: ExploreSettings, *, name: str) -> None:
+    """Each finding's scenario, confirmed by a run (the trimmed one first, the whole one if that no longer fails)."""
+    from .writer import candidates, write_finding
+
+    pairs = [candidates(f, explorer.model, explorer.library, out_dir=settings.out_dir,
+                        profile_path=settings.profile_path, target_name=name,
+                        used=explorer.verdict(f.plan).used_steps) for f in report.findings]
+    trimmed = explorer.judge_all([t for t, _ in pairs])
+    retry = [i for i, (f, v) in enumerate(zip(report.findings, trimmed)) if f.check not in v.failing]
+    whole = dict(zip(retry, explorer.judge_all([pairs[i][1] for i in retry])))
+    for i, finding in enumerate(report.findings):
+        chosen, reproduced = (pairs[i][0], True) if i not in whole else (pairs[i][1], finding.check in whole[i].failing)
+        write_finding(finding, chosen, reproduced=reproduced, seed=settings.seed, out_dir=settings.out_dir,
+                      explore_command=settings.command_line())
