@@ -94,7 +94,9 @@ def _worker(conn: Connection, log_level: str) -> None:
 
 
 @dataclass
-class _Worker:
+class WorkerProcess:
+    """One spawned worker, its pipe and the scenario it runs (explore's pool, harness/explore/pool.py, too)."""
+
     process: BaseProcess
     conn: Connection
     index: int | None = None  # the scenario it is running
@@ -112,7 +114,7 @@ class WorkerPool:
     def __init__(self, jobs: int, *, log_level: str = "error") -> None:
         self._context = multiprocessing.get_context("spawn")
         self._log_level = log_level
-        self._workers: list[_Worker] = []
+        self._workers: list[WorkerProcess] = []
         self.size = max(1, jobs)
         self._handed_over = False
         try:
@@ -122,13 +124,13 @@ class WorkerPool:
             self.close()
             raise
 
-    def _start(self) -> _Worker:
+    def _start(self) -> WorkerProcess:
         parent, child = self._context.Pipe()
         process = self._context.Process(target=_worker, args=(child, self._log_level),
                                         name="rlm-conformance-worker", daemon=True)
         process.start()
         child.close()
-        return _Worker(process, parent)
+        return WorkerProcess(process, parent)
 
     def __enter__(self) -> WorkerPool:
         return self
@@ -140,7 +142,7 @@ class WorkerPool:
         if not self._handed_over:  # still importing, nothing of a run started in them: no need to wait
             for worker in self._workers:
                 worker.process.terminate()
-        _stop(self._workers)
+        stop_workers(self._workers)
         self._workers = []
 
     def run(self, scenarios: Sequence[Scenario], options: RunOptions, *, snapshots: Snapshots,
@@ -168,7 +170,7 @@ class WorkerPool:
         setup = ("run", scenarios, options, snapshots)
         workers = self._workers
 
-        def feed(worker: _Worker, *messages: object) -> None:
+        def feed(worker: WorkerProcess, *messages: object) -> None:
             """Send ``messages`` and the next scenario (or ``None``: leave). A worker that died before reading
             them is seen by its sentinel below, as a death while running that scenario."""
             if pending:
@@ -201,7 +203,7 @@ class WorkerPool:
                             continue
                     if worker.process.sentinel in ready or not worker.process.is_alive():
                         worker.process.join()
-                        reason = _death(worker.process.exitcode)
+                        reason = death_reason(worker.process.exitcode)
                         yield index, crashed(scenarios[index], reason, time.perf_counter() - worker.started)
                         worker.conn.close()
                         if pending:  # a replacement only when a scenario is left for it
@@ -221,7 +223,7 @@ def run_parallel(scenarios: Sequence[Scenario], options: RunOptions, jobs: int, 
     yield from pool.run(scenarios, options, snapshots=snapshots, crashed=crashed)
 
 
-def _death(exitcode: int | None) -> str:
+def death_reason(exitcode: int | None) -> str:
     if exitcode is not None and exitcode < 0:
         try:
             name = signal.Signals(-exitcode).name
@@ -235,7 +237,7 @@ def _death(exitcode: int | None) -> str:
             f"-j 1 to see the crash.")
 
 
-def _stop(workers: list[_Worker]) -> None:
+def stop_workers(workers: list[WorkerProcess]) -> None:
     """Stop every worker: ask the idle ones to leave, interrupt the busy ones, then end what is left."""
     for worker in workers:
         if not worker.process.is_alive():

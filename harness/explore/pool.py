@@ -8,7 +8,7 @@ never used, so ``-j 2`` finds what ``-j 1`` finds, from the same runs counted th
 differs.
 
 Workers are processes of the "spawn" context, for the reasons harness/parallel.py (``run -j``) gives, and are
-stopped the same way (its ``_stop``); each runs one scenario at a time through ``run_scenario`` and sends back only
+stopped the same way (its ``stop_workers``); each runs one scenario at a time through ``run_scenario`` and sends back only
 its ``Verdict`` (findings.py), not the whole trace. A worker that dies gives its plan a discarded verdict naming the
 exit, and a fresh worker takes its place.
 """
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ..result import ScenarioResult
     from ..run_options import RunOptions
     from ..scenario.models import Scenario
-    from ..parallel import _Worker
+    from ..parallel import WorkerProcess
 
 Run = Callable[["Scenario", "RunOptions"], "ScenarioResult"]
 
@@ -77,17 +77,17 @@ class Pool:
         self._ready: dict[str, Verdict] = {}
         self.runs = 0  # runs started: those the search asked for and those nobody did
         self._deaths = 0  # workers dead in a row, without a verdict between
-        self._workers: list[_Worker] = [self._start() for _ in range(jobs)]
+        self._workers: list[WorkerProcess] = [self._start() for _ in range(jobs)]
 
-    def _start(self) -> _Worker:
-        from ..parallel import _Worker
+    def _start(self) -> WorkerProcess:
+        from ..parallel import WorkerProcess
 
         parent, child = self._context.Pipe()
         process = self._context.Process(target=_serve, args=(child, *self._args), name="rlm-conformance-explore",
                                         daemon=True)
         process.start()
         child.close()
-        return _Worker(process, parent)
+        return WorkerProcess(process, parent)
 
     def _known(self, key: str) -> bool:
         return key in self._ready or key in self._busy.values() or any(
@@ -133,7 +133,7 @@ class Pool:
 
     def _collect(self) -> None:
         """Wait for at least one worker to finish (or die), keep its verdict, give it the next job."""
-        from ..parallel import _death
+        from ..parallel import death_reason
 
         busy = [(slot, self._workers[slot]) for slot in self._busy]
         ready = wait([w.conn for _, w in busy] + [w.process.sentinel for _, w in busy])
@@ -153,19 +153,19 @@ class Pool:
                 self._deaths += 1
                 if self._deaths > len(self._workers):  # not one plan's crash: the workers cannot run at all
                     raise HarnessError(f"explore -j: every worker process died before it could run a conversation "
-                                       f"(the last {_death(worker.process.exitcode).split(' (')[0]}). Run with -j 1 "
+                                       f"(the last {death_reason(worker.process.exitcode).split(' (')[0]}). Run with -j 1 "
                                        f"to see why.")
-                self._ready[self._busy.pop(slot)] = Verdict(discarded=_death(worker.process.exitcode)[:200])
+                self._ready[self._busy.pop(slot)] = Verdict(discarded=death_reason(worker.process.exitcode)[:200])
                 worker.conn.close()
                 self._workers[slot] = self._start()
         self._feed()
 
     def close(self) -> None:
-        from ..parallel import _stop
+        from ..parallel import stop_workers
 
         for slot, worker in enumerate(self._workers):
             worker.index = slot if slot in self._busy else None
-        _stop(self._workers)
+        stop_workers(self._workers)
 
     def __enter__(self) -> Pool:
         return self
