@@ -23,6 +23,7 @@ from google.adk.events.event_actions import EventActions
 from reference_agent.sessions import DeltaSessionService
 from reference_agent.sessions.conflicts import ConflictRetry
 from reference_agent.storage import DuckDBEngine
+from tests.sessions.previous_layout import PREVIOUS_TABLES
 
 APP = "app"
 TRIES = 20
@@ -200,18 +201,7 @@ async def test_delete_racing_another_connection_is_a_stale_session_not_a_driver_
 # --- files written before the keys existed ------------------------------------------------------------------------
 
 
-OLD_ROWS = """
-CREATE TABLE sessions (app_name VARCHAR, user_id VARCHAR, id VARCHAR, state_json VARCHAR, version BIGINT,
-                       create_time DOUBLE, update_time DOUBLE, pending_json VARCHAR, state_version BIGINT,
-                       tail_bytes BIGINT);
-CREATE TABLE events (app_name VARCHAR, user_id VARCHAR, session_id VARCHAR, id VARCHAR, seq BIGINT,
-                     invocation_id VARCHAR, author VARCHAR, timestamp DOUBLE, state_delta_json VARCHAR,
-                     deleted_keys_json VARCHAR, event_json VARCHAR);
-CREATE TABLE app_states (app_name VARCHAR, state_json VARCHAR, update_time DOUBLE, version BIGINT,
-                         applied_json VARCHAR);
-CREATE TABLE user_states (app_name VARCHAR, user_id VARCHAR, state_json VARCHAR, update_time DOUBLE,
-                          version BIGINT, applied_json VARCHAR);
-INSERT INTO sessions VALUES ('app', 'u', 's', '{"k": 1}', 1, 1.0, 2.0, NULL, 1, 0);
+OLD_ROWS = PREVIOUS_TABLES + """INSERT INTO sessions VALUES ('app', 'u', 's', '{"k": 1}', 1, 1.0, 2.0, NULL, 1, 0);
 INSERT INTO events VALUES ('app', 'u', 's', 'e1', 1, 'inv', 'agent', 2.0, '{"k": 1}', '[]', '{}');
 INSERT INTO user_states VALUES ('app', 'u', '{"lang": "fr"}', 2.0, 1, '[]');
 """

@@ -21,6 +21,7 @@ from reference_agent.sessions import DeltaSessionService
 from reference_agent.sessions.conflicts import ConflictRetry
 from reference_agent.storage import DuckDBEngine
 from tests.sessions.faulty_engine import FaultyEngine, InjectedFailure
+from tests.sessions.previous_layout import PREVIOUS_TABLES
 
 APP = "app"
 BIG = "x" * 1_000_000
@@ -91,18 +92,7 @@ async def test_many_keys_in_one_event_are_written_in_batches() -> None:
 # --- stores of the previous layout --------------------------------------------------------------------------------
 
 # The tables as the previous version made them (its schema.py: scope rows of one JSON object each), with rows.
-PREVIOUS = """
-CREATE TABLE sessions (app_name VARCHAR, user_id VARCHAR, id VARCHAR, state_json VARCHAR, version BIGINT,
-                       create_time DOUBLE, update_time DOUBLE, pending_json VARCHAR, state_version BIGINT,
-                       tail_bytes BIGINT);
-CREATE TABLE events (app_name VARCHAR, user_id VARCHAR, session_id VARCHAR, id VARCHAR, seq BIGINT,
-                     invocation_id VARCHAR, author VARCHAR, timestamp DOUBLE, state_delta_json VARCHAR,
-                     deleted_keys_json VARCHAR, event_json VARCHAR);
-CREATE TABLE app_states (app_name VARCHAR, state_json VARCHAR, update_time DOUBLE, version BIGINT,
-                         applied_json VARCHAR);
-CREATE TABLE user_states (app_name VARCHAR, user_id VARCHAR, state_json VARCHAR, update_time DOUBLE,
-                          version BIGINT, applied_json VARCHAR);
-CREATE UNIQUE INDEX sessions_key ON sessions (app_name, user_id, id);
+PREVIOUS = PREVIOUS_TABLES + """CREATE UNIQUE INDEX sessions_key ON sessions (app_name, user_id, id);
 CREATE UNIQUE INDEX events_key ON events (app_name, user_id, session_id, seq);
 CREATE UNIQUE INDEX app_states_key ON app_states (app_name);
 CREATE UNIQUE INDEX user_states_key ON user_states (app_name, user_id);
