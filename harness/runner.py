@@ -195,7 +195,7 @@ async def _drive_on(scenario: Scenario, options: RunOptions, choice: TargetChoic
     rerecord = rerecord_command(scenario.name, choice.spec, options.backend, choice.profile_path)
     async with llm_session(scenario, options, rerecord=rerecord, workspace=workspace, identity=identity) as llm:
         env = TargetEnvironment(
-            model=llm.endpoint.gemini(retry_options=RETRY_OPTIONS, timeout_s=MODEL_TIMEOUT_S[options.llm_mode]),
+            model=llm.endpoint.gemini(retry_options=RETRY_OPTIONS, timeout_s=_model_timeout(scenario, options)),
             model_name=options.model,
             sub_lm=llm.sub_lm,
             count_tokens=llm.count_tokens,
@@ -245,7 +245,17 @@ async def _drive_on(scenario: Scenario, options: RunOptions, choice: TargetChoic
 
 
 def _limits(scenario: Scenario) -> dict[str, Any]:
-    return {name: value for name, value in scenario.limits.model_dump().items() if value is not None}
+    """The scenario's limits the target applies (the model client's timeout is the harness's own)."""
+    return {name: value for name, value in scenario.limits.model_dump(exclude={"model_timeout_s"}).items()
+            if value is not None}
+
+
+def _model_timeout(scenario: Scenario, options: RunOptions) -> float | None:
+    """The client timeout of each agent model request: the scenario's, else the mode's (live: the library's)."""
+    default = MODEL_TIMEOUT_S[options.llm_mode]
+    if default is None:
+        return None
+    return scenario.limits.model_timeout_s or default
 
 
 def _session_service_factory(name: str, args: dict[str, Any] | None) -> SessionServiceFactory | None:

@@ -3,8 +3,8 @@
 A plan is what Hypothesis draws: sessions (each a user, a number of turns and keys to start with: ``app:``,
 ``user:``, ``temp:``, plain, a None value), ``max_iterations``, and the analyst's model answers in order —
 plain text, a call of an offered tool with arguments, a delegation of code from the behaviour library, or a
-model fault (an HTTP error the client retries, or a broken answer), or a transfer to an agent ADK lets it
-transfer to. Every other LlmAgent (a results processor, a formatter) and the sub-LM answer
+model fault (an HTTP error the client retries, a broken answer, or a timeout), or a transfer to an agent ADK lets it
+transfer to; an answer may come late (``delay``, well inside the client's timeout). Every other LlmAgent (a results processor, a formatter) and the sub-LM answer
 with plain text. Each agent's script is padded with plain-text answers past what the conversation can use, so
 the target never asks its model more often than scripted: steps left unused are the generator's slack, never a
 finding (``trimmed`` cuts them off the scenario that is written).
@@ -29,6 +29,13 @@ FILLER_TEXT = "Nothing more to add."
 INITIAL_STATE: dict[str, object] = {"explore_note": "kept", "user:explore_pref": "dark", "app:explore_shared": "shared",
                                     "temp:explore_scratch": "scratch", "explore_cleared": None}
 """Keys a session may start with (``initial_state``), one per scope, and a None value."""
+TIMEOUT_FAULT = "timeout"
+"""The generated fault in which the model answers only after the client has given up (a ``slow`` step)."""
+MODEL_TIMEOUT_S = 1.0
+"""The client timeout of a plan with a timeout fault (``limits.model_timeout_s``): the mode's 2 s would make each
+such example wait 2 s; a scripted answer takes milliseconds, so 1 s still never cuts an answer in time short."""
+ANSWER_DELAY_S = 0.2
+"""How late a delayed answer comes: well inside any client timeout above."""
 TRANSFER_TOOL = "transfer_to_agent"
 """ADK's tool for handing the conversation to another agent (offered when the agent has transfer targets)."""
 
@@ -46,17 +53,19 @@ class StepPlan:
     tool: str | None = None  # the tool called; for a fault, its kind (http_503, malformed ...); the transfer's agent
     args: str = "{}"  # JSON text of the call's other arguments (hashable, stable)
     behaviour: str | None = None
+    delay: float = 0.0  # seconds the model takes to give this answer (faults: none; a timeout has its own)
 
     def describe(self) -> str:
+        late = f"+{self.delay:g}s" if self.delay else ""
         if self.kind == "text":
-            return "text"
+            return "text" + late
         if self.kind == "delegate":
-            return f"delegate:{self.behaviour}"
+            return f"delegate:{self.behaviour}{late}"
         if self.kind == "fault":
             return f"fault:{self.tool}"
         if self.kind == "transfer":
-            return f"transfer:{self.tool}"
-        return f"call:{self.tool}"
+            return f"transfer:{self.tool}{late}"
+        return f"call:{self.tool}{late}"
 
 
 @dataclass(frozen=True)
@@ -80,7 +89,8 @@ class Plan:
         code = sum(len(library.named(s.behaviour).code) for s in self.steps if s.behaviour)
         later = sum(i for i, b in enumerate(library.behaviours) for s in self.steps if s.behaviour == b.name)
         state = sum(len(s.initial_state) for s in self.sessions)
-        return (self.turns, len(self.sessions), len(self.steps), state, self.max_iterations, later, code,
+        late = sum(1 for s in self.steps if s.delay)
+        return (self.turns, len(self.sessions), len(self.steps), state, self.max_iterations, later, code, late,
                 int(self.context), self.key())
 
     def describe(self) -> str:
@@ -96,10 +106,17 @@ def _filler_count(plan: Plan) -> int:
 
 
 def analyst_step(step: StepPlan, model: TargetModel, library: Library) -> dict[str, Any]:
+    if step.kind == "fault":
+        if step.tool == TIMEOUT_FAULT:  # answers after the client gave up (the plan's limits set that timeout)
+            return {"fault": "slow", "delay": MODEL_TIMEOUT_S + 0.3}
+        return {"fault": step.tool}
+    answer = _answer(step, model, library)
+    return {**answer, "delay": step.delay} if step.delay else answer
+
+
+def _answer(step: StepPlan, model: TargetModel, library: Library) -> dict[str, Any]:
     if step.kind == "text":
         return {"text": ANALYST_TEXT}
-    if step.kind == "fault":
-        return {"fault": step.tool}
     if step.kind == "transfer":
         return {"call": TRANSFER_TOOL, "args": {"agent_name": step.tool}}
     args = json.loads(step.args)
@@ -146,18 +163,21 @@ def to_scenario(plan: Plan, model: TargetModel, library: Library, *, name: str, 
         data["profile"] = profile
     if plan.context:
         data["context"] = SAMPLE_CONTEXT
-    if limits := behaviour_limits(plan, library):
+    if limits := plan_limits(plan, library):
         data["limits"] = limits
     return Scenario.model_validate(data)
 
 
-def behaviour_limits(plan: Plan, library: Library) -> dict[str, Any]:
-    """The scenario limits the plan's behaviours need (``past_executor_timeout``: a 1 s executor timeout, so its
-    5 s sleep is cut short); two behaviours asking for the same limit get the smaller (limits are caps)."""
+def plan_limits(plan: Plan, library: Library) -> dict[str, Any]:
+    """The scenario limits the plan needs: its behaviours' (``past_executor_timeout``: a 1 s executor timeout, so
+    its 5 s sleep is cut short; two behaviours asking for the same limit get the smaller, limits are caps), and
+    ``MODEL_TIMEOUT_S`` when a model call times out."""
     limits: dict[str, Any] = {}
     for step in plan.steps:
         for name, value in (library.named(step.behaviour).limits if step.behaviour else {}).items():
             limits[name] = min(limits[name], value) if name in limits else value
+    if any(step.kind == "fault" and step.tool == TIMEOUT_FAULT for step in plan.steps):
+        limits["model_timeout_s"] = MODEL_TIMEOUT_S
     return limits
 
 

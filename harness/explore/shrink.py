@@ -4,7 +4,7 @@ fails the same check.
 Hypothesis' shrinker works on the choices behind a plan and, at a second or more per run, may spend its budget
 before it reaches the obvious: one turn fewer, a step fewer, ``max_iterations`` one lower. This pass tries exactly
 those, biggest first — drop a session, a turn, a step, an iteration, a starting key; make a step simpler (an
-earlier behaviour of the library, a call, fault or transfer into plain text); no context; the first user — and starts
+earlier behaviour of the library, a call, fault or transfer into plain text, a late answer on time); no context; the first user — and starts
 over after each success, until none applies or the budget is spent. Deterministic: the candidates come in a fixed
 order and every run is cached.
 """
@@ -37,6 +37,8 @@ def candidates(plan: Plan, library: Library) -> Iterator[Plan]:
             yield replace(plan, sessions=_with(sessions, i, replace(session, initial_state=kept)))
     names = [b.name for b in library.behaviours]
     for i, step in enumerate(steps):
+        if step.delay:
+            yield replace(plan, steps=_with(steps, i, replace(step, delay=0.0)))
         if step.kind in ("call", "fault", "transfer"):
             yield replace(plan, steps=_with(steps, i, StepPlan(kind="text")))
         elif step.kind == "delegate" and step.behaviour in names:

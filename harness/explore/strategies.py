@@ -8,20 +8,24 @@ Tool arguments are drawn from each tool's declared JSON Schema, with small value
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import strategies as st
 
 from .library import Library
-from .plan import INITIAL_STATE, Plan, SessionPlan, StepPlan
+from .plan import ANSWER_DELAY_S, INITIAL_STATE, TIMEOUT_FAULT, Plan, SessionPlan, StepPlan
 from .target_model import TargetModel, ToolModel
 
 USERS = ("user_1", "user_2")
 WORDS = ("explore", "x", "print(1)", "")
-FAULTS = ("http_503", "http_429", "http_500", "malformed", "empty")
-"""Model faults an analyst call may meet (the retried statuses first); ``slow`` is left out: it waits for the
-client's timeout."""
+FAULTS = ("http_503", "http_429", "http_500", "malformed", "empty", TIMEOUT_FAULT)
+"""Model faults an analyst call may meet (the retried statuses first; the timeout costs a second, so last)."""
 MAX_SESSIONS, MAX_TURNS, MAX_ITERATIONS, MAX_STEPS = 3, 3, 3, 6
+LATE_STEP = (None, None, *range(MAX_STEPS))
+"""Which of the analyst's answers comes ``ANSWER_DELAY_S`` late: none for a quarter of the plans, else a step index
+(one past the plan's steps, or a fault: none late); shrinks to none. Drawn after everything else, so the rest of a
+plan is drawn as it was before late answers existed."""
 
 
 def json_value(schema: dict[str, Any], depth: int = 0) -> st.SearchStrategy[Any]:
@@ -94,8 +98,18 @@ def sessions() -> st.SearchStrategy[tuple[SessionPlan, ...]]:
 def plans(model: TargetModel, library: Library) -> st.SearchStrategy[Plan]:
     """Whole conversations for ``model``."""
     steps = st.lists(analyst_steps(model, library), max_size=MAX_STEPS).map(tuple)
-    return st.builds(Plan, max_iterations=st.integers(1, MAX_ITERATIONS), sessions=sessions(), steps=steps,
+    plan = st.builds(Plan, max_iterations=st.integers(1, MAX_ITERATIONS), sessions=sessions(), steps=steps,
                      context=st.booleans())
+    return st.builds(_late, plan, st.sampled_from(LATE_STEP))
+
+
+def _late(plan: Plan, index: int | None) -> Plan:
+    """``plan`` with its answer ``index`` late (a fault keeps its own timing)."""
+    if index is None or index >= len(plan.steps) or plan.steps[index].kind == "fault":
+        return plan
+    steps = list(plan.steps)
+    steps[index] = replace(steps[index], delay=ANSWER_DELAY_S)
+    return replace(plan, steps=tuple(steps))
 
 
 def simplest(schema: dict[str, Any]) -> Any:
@@ -113,7 +127,8 @@ def simplest(schema: dict[str, Any]) -> Any:
 def seed_plans(model: TargetModel, library: Library) -> list[Plan]:
     """Conversations tried first, before any generated one: the shapes that hide state bugs and that nobody thinks
     to script (issue 32) — a turn after a final answer, a variable kept across iterations, an error between two
-    delegations, one user with two sessions, a second user. Small, so the shrinker has little to do; built from the
+    delegations, one user with two sessions, a second user, and an iteration that answers in text after one that
+    delegated (last: stale glue from the delegation re-running its code). Small, so the shrinker has little to do; built from the
     target's structure and the library like any generated plan (targets that cannot delegate get them with text)."""
     names = {b.name for b in library.behaviours}
     tool = model.agent(model.analyst).tool(model.delegate_tool) if model.delegate_tool and model.analyst else None
@@ -130,4 +145,5 @@ def seed_plans(model: TargetModel, library: Library) -> list[Plan]:
             Plan(2, (one,), run("define_variable", "use_variable")),
             Plan(2, (one,), run("raise", "small_output")),
             Plan(1, (one, one), run("small_output")),
-            Plan(1, (one, SessionPlan("user_2", 1)), run("small_output", "small_output"))]
+            Plan(1, (one, SessionPlan("user_2", 1)), run("small_output", "small_output")),
+            Plan(2, (one,), run("small_output") + (StepPlan(kind="text"),))]

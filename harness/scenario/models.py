@@ -151,6 +151,11 @@ class Limits(_Model):
     history_max_entries: int | None = Field(
         default=None, ge=1, description="Entries the user's history keeps (the newest); a scenario with more "
                                         "turns than this exercises the fold.")
+    model_timeout_s: float | None = Field(
+        default=None, gt=0, le=120,
+        description="Client timeout of each agent model request, in seconds, in scripted mode and replay (default "
+                    "2 s; live runs keep google-genai's). A 'slow' fault whose delay is past it exercises the "
+                    "timeout path; a shorter one makes that cheap.")
 
 
 class Scenario(_Model):

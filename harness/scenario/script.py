@@ -41,6 +41,9 @@ class CallStep(_Step):
     call: str = Field(description="Name of the tool the model calls, e.g. delegate_code_results.")
     args: dict[str, Any] = Field(default_factory=dict, description="Arguments of the call.")
     text: str | None = Field(default=None, description="Optional text part before the call.")
+    delay: float = Field(default=0.0, ge=0, le=30,
+                         description="Seconds the model takes to answer (scripted mode waits; replay waits the "
+                                     "recorded time).")
 
 
 FaultKind = Literal["http_429", "http_500", "http_503", "malformed", "truncated", "slow", "empty", "safety"]

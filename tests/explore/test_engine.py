@@ -80,7 +80,9 @@ def explore(*, seed: int = 0, examples: int = 80, database: Path | None = None, 
 
 
 def test_each_failing_check_is_found_and_shrunk_to_its_minimal_conversation(fake_runs: list[Scenario]) -> None:
-    report = explore()
+    # Seed 10: one whose 80 examples show all three of the fake's failures (any seed's draws move when a generated
+    # dimension is added; this test is about what the engine does with the failures it meets).
+    report = explore(seed=10)
     found = {f.check: f for f in report.findings}
     assert set(found) == {"none_deletes", "stage_gating", HARNESS_BUG}
     always = found["none_deletes"].plan
@@ -135,7 +137,11 @@ def test_the_example_database_replays_each_rounds_minimum_first(fake_runs: list[
     first = explore(seed=5, examples=80, database=tmp_path / "db")
     fake_runs.clear()
     again = explore(seed=5, examples=80, database=tmp_path / "db")
-    assert [(f.check, f.plan) for f in again.findings] == [(f.check, f.plan) for f in first.findings]
+    # Each round starts from its stored minimum: the first run's findings come first, as small, and sooner; the
+    # examples saved meanwhile may lead the rest of the search elsewhere (to more findings).
+    assert [(f.check, f.plan) for f in again.findings][:len(first.findings)] == [(f.check, f.plan)
+                                                                                for f in first.findings]
+    assert all(a.after_examples <= f.after_examples for a, f in zip(again.findings, first.findings))
     assert any((tmp_path / "db").iterdir())
 
 

@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 
 from harness.cli import main
 from harness.explore.library import LibraryError, load_library
-from harness.explore.plan import Plan, SessionPlan, StepPlan, overran, steps_used, to_scenario, trimmed
+from harness.explore.plan import (ANSWER_DELAY_S, MODEL_TIMEOUT_S, Plan, SessionPlan, StepPlan, overran, steps_used,
+                                  to_scenario, trimmed)
 from harness.explore.shrink import candidates
 from harness.explore.strategies import arguments, plans
 from harness.explore.target_model import AgentModel, ToolModel, model_from
@@ -85,6 +86,25 @@ def test_a_behaviours_limits_become_the_scenarios() -> None:
 
     assert limits("small_output") is None
     assert limits("small_output", "past_executor_timeout") == 1
+
+
+def test_a_timeout_fault_answers_past_the_client_timeout_the_scenario_sets_and_late_answers_stay_inside() -> None:
+    """A generated timeout is a ``slow`` answer past the 1 s client timeout the written scenario sets (the mode's
+    2 s would make each such example wait 2 s); a late answer comes 0.2 s late, well inside it."""
+    plan = Plan(max_iterations=1, sessions=(SessionPlan("user_1", 1),),
+                steps=(StepPlan(kind="delegate", behaviour="small_output", delay=ANSWER_DELAY_S),
+                       StepPlan(kind="fault", tool="timeout")))
+    scenario = to_scenario(plan, TOOL_MODEL, load_library(), name="x", description="x")
+    late, timeout = scenario.script["analyst"][:2]
+    assert late.call == "delegate_code_results" and late.delay == ANSWER_DELAY_S
+    assert timeout.fault == "slow" and timeout.delay > scenario.limits.model_timeout_s == MODEL_TIMEOUT_S
+    assert ANSWER_DELAY_S < MODEL_TIMEOUT_S / 2
+    assert plan.describe().endswith("steps [delegate:small_output+0.2s, fault:timeout]")
+    on_time = Plan(1, plan.sessions, (StepPlan(kind="delegate", behaviour="small_output"), plan.steps[1]))
+    assert on_time in list(candidates(plan, load_library()))  # the shrinker tries the answer on time
+    assert on_time.size(load_library()) < plan.size(load_library())
+    no_timeout = Plan(1, plan.sessions, plan.steps[:1])
+    assert to_scenario(no_timeout, TOOL_MODEL, load_library(), name="x", description="x").limits.model_timeout_s is None
 
 
 def test_the_written_script_keeps_only_the_steps_the_target_asked_for() -> None:

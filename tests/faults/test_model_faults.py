@@ -63,7 +63,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -283,3 +283,29 @@ def test_retry_after_is_not_honoured_the_backoff_is_retry_options() -> None:
     assert answer == "after the retry"
     assert [c.step.fault if hasattr(c.step, "fault") else "text" for c in server.calls] == ["http_429", "text"]
     assert elapsed < 2.5, f"the retry waited {elapsed:.1f} s: Retry-After is honoured now; update the docstring"
+
+
+def test_a_scenario_sets_its_own_model_timeout_and_a_delayed_call_is_answered(tmp_path: Path) -> None:
+    """``limits.model_timeout_s`` is the client timeout of that scenario's model requests (how ``explore`` makes a
+    generated timeout cheap): a ``slow`` fault past it ends the turn with TimeoutError, while a tool call delayed
+    below it is answered and the run goes on. The mode's default (2 s) would have waited out the 0.8 s fault."""
+    source = load_scenario(SCENARIOS / "model_slow_timeout.yaml")
+
+    def scenario(script: dict[str, list[dict]], name: str):
+        return source.model_validate({**source.model_dump(mode="json", exclude_defaults=True), "name": name,
+                                      "limits": {"model_timeout_s": 0.4}, "expect": {}, "script": script})
+
+    options = RunOptions(llm_mode=LlmMode.SCRIPTED, work_dir=tmp_path)
+    timed_out = run_scenario(scenario({"databricks_analyst": [{"fault": "slow", "delay": 0.8}]}, "own_timeout"),
+                             options)
+    [turn] = timed_out.trace.turns
+    assert turn.outcome.termination == "model_error"
+    assert "TimeoutError" in (turn.outcome.error or "")
+
+    delayed = run_scenario(scenario({"databricks_analyst": [
+        {"call": "delegate_code_results", "delay": 0.2, "args": {"code": "print(1)", "instruction": "Print 1."}},
+        {"call": "exit_loop", "text": "It printed 1."}], "results_processor": [{"text": "Printed 1."}]},
+        "delayed_call"), replace(options, work_dir=tmp_path / "b"))
+    [turn] = delayed.trace.turns
+    assert turn.outcome.error is None, turn.outcome.error
+    assert len(delayed.trace.executions) == 1

@@ -94,7 +94,7 @@ def test_step_with_two_shapes(tmp_path: Path) -> None:
     ("- {fault: http_492}", "expected one of http_429, http_500, http_503, malformed, truncated, slow, empty, "
                             "safety, got 'http_492'. Fix: did you mean 'http_429'?"),
     ("- {text: hi, args: {}}", "unknown field 'args' (allowed here: text, delay, when)"),
-    ("- {call: exit_loop, argz: {}}", "unknown field 'argz' (allowed here: call, args, text), got {}. "
+    ("- {call: exit_loop, argz: {}}", "unknown field 'argz' (allowed here: call, args, text, delay), got {}. "
                                       "Fix: did you mean 'args'?"),
 ])
 def test_bad_steps(tmp_path: Path, step: str, expected: str) -> None:
