@@ -1,8 +1,11 @@
 """``rlm-conformance explore``: examples per second and time to first finding, against the same scenarios run plainly.
 
-Per target (the reference agent, ``legacy``, ``examples/seed004_rlm_broken``), one exploration in this process
-(seed 0, no database, every check, ``-j 1``) records every scenario the search ran, in order; then the same
-scenarios go through ``run_scenario`` one by one, as ``rlm-conformance run --llm-mode scripted`` would run them:
+Per target (the reference agent, ``legacy``, ``examples/seed004_rlm_broken``), one exploration (seed 0, no
+database, every check, ``-j 1``) records every scenario the search ran, in order; then the same scenarios go through
+``run_scenario`` one by one, as ``rlm-conformance run --llm-mode scripted`` would run them. Each pass runs in a fresh
+process of its own, after one untimed conversation: a target may keep state between runs in one process (seed004's
+REPL workers are kept per session id, and a later pass with the same ids would find them warm, its ``llm_query``
+imports paid by the pass before).
 
 * **examples/s** — runs the search asked for (generation and shrinking) per second of search, against the rate
   of the same scenarios run plainly: the ratio is what the engine (Hypothesis, judging, shrinking) costs on top of
@@ -18,7 +21,9 @@ scenarios go through ``run_scenario`` one by one, as ``rlm-conformance run --llm
 from __future__ import annotations
 
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +49,6 @@ def _explore(spec: str, profile_path: str | None, *, examples: int, jobs: int) -
     from harness.checks import registered_checks
     from harness.explore.engine import Budget, Explorer
     from harness.explore.library import load_library
-    from harness.explore.plan import Plan, SessionPlan, to_scenario
     from harness.explore.target_model import describe_target
     from harness.llm.modes import LlmMode
     from harness.run_options import RunOptions
@@ -65,18 +69,42 @@ def _explore(spec: str, profile_path: str | None, *, examples: int, jobs: int) -
     explorer = Explorer(model, library, options, checks=frozenset(registered_checks()), seed=0,
                         budget=Budget(max_examples=examples, shrink_runs=SHRINK_RUNS), database=None, jobs=jobs,
                         run=recorded if jobs == 1 else None)
-    warm = to_scenario(Plan(1, (SessionPlan("user_1", 1),), ()), model, library, name="warm", description="warm-up")
-    run_scenario(warm, options)  # one conversation untimed: the first run's imports are nobody's
+    _warm_up(spec)
     scenarios.clear()
     started = time.perf_counter()
     report = explorer.explore()
     return _Explored(report, time.perf_counter() - started, scenarios)
 
 
+def _warm_up(spec: str) -> None:
+    """One conversation untimed: the first run's imports are nobody's."""
+    from harness.explore.library import load_library
+    from harness.explore.plan import Plan, SessionPlan, to_scenario
+    from harness.explore.target_model import describe_target
+    from harness.runner import run_scenario
+
+    options = _options_for(spec)
+    warm = to_scenario(Plan(1, (SessionPlan("user_1", 1),), ()), describe_target(spec, options.profile),
+                       load_library(), name="warm", description="warm-up")
+    run_scenario(warm, options)
+
+
+def _isolated(function: Any, *args: Any, **kwargs: Any) -> Any:
+    """``function(*args, **kwargs)`` in a fresh process (spawned: nothing of this one carried over), quietly."""
+    with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
+        return pool.submit(_quietly, function, *args, **kwargs).result()
+
+
+def _quietly(function: Any, *args: Any, **kwargs: Any) -> Any:
+    with quiet():
+        return function(*args, **kwargs)
+
+
 def _plain(scenarios: list[Any], spec: str) -> list[float]:
     """Each scenario through ``run_scenario`` as ``run`` runs it: the seconds each took."""
     from harness.runner import run_scenario
 
+    _warm_up(spec)
     options = _options_for(spec)
     durations = []
     for scenario in scenarios:
@@ -115,10 +143,9 @@ def run(quick: bool = False, results_dir: Path | None = None) -> BenchResult:
     examples = QUICK_EXAMPLES if quick else EXAMPLES
     result = BenchResult()
     for spec, profile_path in QUICK_TARGETS if quick else TARGETS:
-        with quiet():
-            one = _explore(spec, profile_path, examples=examples, jobs=1)
-            plain = _plain(one.scenarios, spec)
-            two = _explore(spec, profile_path, examples=examples, jobs=2)
+        one = _isolated(_explore, spec, profile_path, examples=examples, jobs=1)
+        plain = _isolated(_plain, one.scenarios, spec)
+        two = _isolated(_explore, spec, profile_path, examples=examples, jobs=2)
         label = spec.split(":")[0].split(".")[-2] if ":" in spec else spec  # examples.seed004_rlm_broken.agent
         rate = one.report.tried / one.report.elapsed_s
         plain_rate = len(plain) / sum(plain)
