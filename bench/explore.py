@@ -141,11 +141,12 @@ def _default_budget() -> float:
 
 def run(quick: bool = False, results_dir: Path | None = None) -> BenchResult:
     examples = QUICK_EXAMPLES if quick else EXAMPLES
+    apart = _quietly if quick else _isolated  # a smoke run's ratios mean nothing: spare it three process starts
     result = BenchResult()
     for spec, profile_path in QUICK_TARGETS if quick else TARGETS:
-        one = _isolated(_explore, spec, profile_path, examples=examples, jobs=1)
-        plain = _isolated(_plain, one.scenarios, spec)
-        two = _isolated(_explore, spec, profile_path, examples=examples, jobs=2)
+        one = apart(_explore, spec, profile_path, examples=examples, jobs=1)
+        plain = apart(_plain, one.scenarios, spec)
+        two = apart(_explore, spec, profile_path, examples=examples, jobs=2)
         label = spec.split(":")[0].split(".")[-2] if ":" in spec else spec  # examples.seed004_rlm_broken.agent
         rate = one.report.tried / one.report.elapsed_s
         plain_rate = len(plain) / sum(plain)
