@@ -105,6 +105,7 @@ def test_the_same_seed_gives_the_same_examples_and_findings(fake_runs: list[Scen
     assert [(f.check, f.plan) for f in first.findings] == [(f.check, f.plan) for f in second.findings]
 
 
+@pytest.mark.slow  # four explorations with two spawned workers each: left out of `tox -e fast`
 def test_workers_find_what_one_process_finds(fake_runs: list[Scenario], tmp_path: Path) -> None:
     """``-j 2`` runs examples ahead in two worker processes; the search still asks for the same runs in the same
     order, so the findings, their minimal plans and every count are those of ``-j 1`` (with a database too)."""
