@@ -3,11 +3,12 @@
 A plan is what Hypothesis draws: sessions (each a user, a number of turns and keys to start with: ``app:``,
 ``user:``, ``temp:``, plain, a None value), ``max_iterations``, and the analyst's model answers in order —
 plain text, a call of an offered tool with arguments, a delegation of code from the behaviour library, or a
-model fault (an HTTP error the client retries, a broken answer, or a timeout), or a transfer to an agent ADK lets it
-transfer to; an answer may come late (``delay``, well inside the client's timeout). Every other LlmAgent (a results processor, a formatter) and the sub-LM answer
-with plain text. Each agent's script is padded with plain-text answers past what the conversation can use, so
-the target never asks its model more often than scripted: steps left unused are the generator's slack, never a
-finding (``trimmed`` cuts them off the scenario that is written).
+model fault (an HTTP error the client retries, a broken answer, or a timeout), or a transfer to an agent ADK
+lets it transfer to; an answer may come late (``delay``, well inside the client's timeout). Every other LlmAgent
+(a results processor, a formatter) and the sub-LM answer with plain text. Each agent's script is padded with
+plain-text answers past what the conversation can use, so the target never asks its model more often than
+scripted: steps left unused are the generator's slack, never a finding (``trimmed`` cuts them off the scenario
+that is written).
 """
 
 from __future__ import annotations

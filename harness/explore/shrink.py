@@ -4,9 +4,9 @@ fails the same check.
 Hypothesis' shrinker works on the choices behind a plan and, at a second or more per run, may spend its budget
 before it reaches the obvious: one turn fewer, a step fewer, ``max_iterations`` one lower. This pass tries exactly
 those, biggest first — drop a session, a turn, a step, an iteration, a starting key; make a step simpler (an
-earlier behaviour of the library, a call, fault or transfer into plain text, a late answer on time); no context; the first user — and starts
-over after each success, until none applies or the budget is spent. Deterministic: the candidates come in a fixed
-order and every run is cached.
+earlier behaviour of the library, a call, fault or transfer into plain text, a late answer on time); no context;
+the first user — and starts over after each success, until none applies or the budget is spent. Deterministic:
+the candidates come in a fixed order and every run is cached.
 """
 
 from __future__ import annotations

@@ -128,8 +128,9 @@ def seed_plans(model: TargetModel, library: Library) -> list[Plan]:
     """Conversations tried first, before any generated one: the shapes that hide state bugs and that nobody thinks
     to script (issue 32) — a turn after a final answer, a variable kept across iterations, an error between two
     delegations, one user with two sessions, a second user, and an iteration that answers in text after one that
-    delegated (last: stale glue from the delegation re-running its code). Small, so the shrinker has little to do; built from the
-    target's structure and the library like any generated plan (targets that cannot delegate get them with text)."""
+    delegated (last: stale glue from the delegation re-running its code). Small, so the shrinker has little to do;
+    built from the target's structure and the library like any generated plan (targets that cannot delegate get
+    them with text)."""
     names = {b.name for b in library.behaviours}
     tool = model.agent(model.analyst).tool(model.delegate_tool) if model.delegate_tool and model.analyst else None
     args = json.dumps({n: simplest(tool.properties.get(n) or {}) for n in tool.required if n != model.code_arg}
