@@ -2,10 +2,10 @@
 
 Per target (the reference agent, ``legacy``, ``examples/seed004_rlm_broken``), one exploration (seed 0, no
 database, every check, ``-j 1``) records every scenario the search ran, in order; then the same scenarios go through
-``run_scenario`` one by one, as ``rlm-conformance run --llm-mode scripted`` would run them. Each pass runs in a fresh
-process of its own, after one untimed conversation: a target may keep state between runs in one process (seed004's
-REPL workers are kept per session id, and a later pass with the same ids would find them warm, its ``llm_query``
-imports paid by the pass before).
+``run_scenario`` one by one, as ``rlm-conformance run --llm-mode scripted`` would run them. In a full run each pass
+runs in a fresh process of its own, after one untimed conversation: a target may keep state between runs in one
+process (seed004's REPL workers are kept per session id, and a later pass with the same ids would find them warm,
+its ``llm_query`` imports paid by the pass before); ``--quick`` keeps them in one process.
 
 * **examples/s** — runs the search asked for (generation and shrinking) per second of search, against the rate
   of the same scenarios run plainly: the ratio is what the engine (Hypothesis, judging, shrinking) costs on top of
