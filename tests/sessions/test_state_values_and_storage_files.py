@@ -3,6 +3,7 @@ who holds it and what to do."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import decimal
 import math
@@ -47,6 +48,18 @@ def nested(levels: int) -> list:
     return value
 
 
+@dataclasses.dataclass(frozen=True)
+class Deep:
+    """``{key: nested(levels)}``, built when the test runs: 100,000 lists made at collection would live as long as
+    the session, and every full garbage collection of the xdist worker would walk them (~0.2 s each)."""
+
+    key: str
+    levels: int
+
+    def build(self) -> dict:
+        return {self.key: nested(self.levels)}
+
+
 @pytest.mark.parametrize(("delta", "path", "kind"), [
     ({"tags": {"a"}}, "state['tags']", "set"),
     ({"user:prefs": {"tags": {"a", "b"}}}, "state['user:prefs']['tags']", "set"),
@@ -62,8 +75,8 @@ def nested(levels: int) -> list:
     # reference detected" / "Maximum serialization depth exceeded", DuckDB's "cannot encode str as UTF-8").
     ({"user:loop": cyclic()}, "state['user:loop']['again']", "contains itself"),
     ({"l": cyclic_list()}, "state['l'][1][0]", "contains itself"),
-    ({"deep": nested(100_000)}, "state['deep']" + "[0]" * 100, "nested deeper than 100"),
-    ({"deep": nested(300)}, "state['deep']" + "[0]" * 100, "nested deeper than 100"),
+    (Deep("deep", 100_000), "state['deep']" + "[0]" * 100, "nested deeper than 100"),
+    (Deep("deep", 300), "state['deep']" + "[0]" * 100, "nested deeper than 100"),
     ({"app:text": "ok \ud800 no"}, "state['app:text']", "lone surrogate"),
     ({"doc": {"k": ["fine", "x\udfff"]}}, "state['doc']['k'][1]", "lone surrogate"),
     ({"doc": {"bad\ud83d": 1}}, "state['doc'] key 'bad\\ud83d'", "lone surrogate"),
@@ -71,6 +84,7 @@ def nested(levels: int) -> list:
     ({"huge": 10 ** 5000}, "state['huge']", "digits"),
 ])
 async def test_a_value_json_cannot_hold_is_refused_naming_the_key_and_nothing_changes(delta, path, kind):
+    delta = delta.build() if isinstance(delta, Deep) else delta
     svc = DeltaSessionService.duckdb(None)
     s = await svc.create_session(app_name=APP, user_id="u", session_id="s", state={"keep": 1})
     event = Event(invocation_id="i", author="agent", actions=EventActions(state_delta=dict(delta)))
