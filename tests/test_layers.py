@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,24 +55,31 @@ def module_name(path: Path, root: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imports_of(path: Path, root: Path = ROOT) -> list[Import]:
-    tree = parse_file(path)
+def imports_of(path: Path, root: Path = ROOT) -> tuple[Import, ...]:
+    return _imports_in(path, root, parse_file(path))
+
+
+@functools.lru_cache(maxsize=None)
+def _imports_in(path: Path, root: Path, tree: ast.Module) -> tuple[Import, ...]:
+    """Once per parsed tree (the four scans read the same ~200 files; a changed file is a new tree)."""
     source = module_name(path, root)
     package = source if path.name == "__init__.py" else source.rpartition(".")[0]
     typing_only = {id(node) for block in ast.walk(tree) if isinstance(block, ast.If) and _is_type_checking(block.test)
                    for stmt in block.body for node in ast.walk(stmt)}
+    relative = path.relative_to(root)
     found = []
     for node in ast.walk(tree):
-        where = f"{path.relative_to(root)}:{getattr(node, 'lineno', 0)}"
         if isinstance(node, ast.Import):
+            where = f"{relative}:{node.lineno}"
             found += [Import(source, where, alias.name, (), id(node) in typing_only) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             module = node.module or ""
             if node.level:
                 base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
                 module = ".".join(base + ([node.module] if node.module else []))
-            found.append(Import(source, where, module, tuple(a.name for a in node.names), id(node) in typing_only))
-    return found
+            found.append(Import(source, f"{relative}:{node.lineno}", module, tuple(a.name for a in node.names),
+                                id(node) in typing_only))
+    return tuple(found)
 
 
 def _is_type_checking(test: ast.expr) -> bool:
