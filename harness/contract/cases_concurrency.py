@@ -11,6 +11,11 @@ from .case import Clock, contract_case, event, reload, short, texts
 from .profiles import ServiceProfile
 
 APP = "contract-concurrency"
+# Sizes: a few writers of a few appends each interleave at every await of the service (a lost update needs two),
+# and every run pays the probe once per kind of service (ADK's SQLite service: ~1 s per 20 appends). Measured
+# on ADK's SQLite service (ADK 1.x and 2.x): its lost scoped updates show on every run at 4 writers x 3 appends.
+SESSIONS, EVENTS_EACH = 6, 4
+SCOPED_WRITERS, SCOPED_EVENTS_EACH = 4, 3
 
 
 @contract_case
@@ -60,13 +65,14 @@ async def _append_many(service: BaseSessionService, sessions: list, events_each:
 @contract_case
 async def concurrent_sessions(service: BaseSessionService, profile: ServiceProfile) -> None:
     """Many sessions appended to concurrently: every event and key lands in its own session, in order."""
-    sessions = [await service.create_session(app_name=APP, user_id=f"u{i % 3}", session_id=f"c{i}") for i in range(12)]
-    errors = await _append_many(service, sessions, 6, lambda i, j: {"counter": j, f"only_in_c{i}": True})
+    sessions = [await service.create_session(app_name=APP, user_id=f"u{i % 3}", session_id=f"c{i}")
+                for i in range(SESSIONS)]
+    errors = await _append_many(service, sessions, EVENTS_EACH, lambda i, j: {"counter": j, f"only_in_c{i}": True})
     assert not errors, f"concurrent appends raised: {[f'{type(e).__name__}: {e}' for e in errors]}"
     for i, session in enumerate(sessions):
         got = await reload(service, session)
-        assert texts(got) == [f"s{i}-e{j}" for j in range(6)], f"session c{i}: events {texts(got)}"
-        assert got.state.get("counter") == 5 and got.state.get(f"only_in_c{i}") is True, \
+        assert texts(got) == [f"s{i}-e{j}" for j in range(EVENTS_EACH)], f"session c{i}: events {texts(got)}"
+        assert got.state.get("counter") == EVENTS_EACH - 1 and got.state.get(f"only_in_c{i}") is True, \
             f"session c{i}: lost update of 'counter' or 'only_in_c{i}': {got.state}"
         strays = [k for k in got.state if k.startswith("only_in_") and k != f"only_in_c{i}"]
         assert not strays, f"session c{i} holds another session's keys {strays}"
@@ -76,9 +82,13 @@ async def concurrent_sessions(service: BaseSessionService, profile: ServiceProfi
 async def concurrent_scoped_writes(service: BaseSessionService, profile: ServiceProfile) -> None:
     """Concurrent appends from several sessions of one user to user:/app: keys lose none of them."""
     sessions = [await service.create_session(app_name=APP + "-scoped", user_id="u", session_id=f"w{i}")
-                for i in range(8)]
-    errors = await _append_many(service, sessions, 5, lambda i, j: {f"user:from_w{i}": j, f"app:from_w{i}": j})
+                for i in range(SCOPED_WRITERS)]
+    errors = await _append_many(service, sessions, SCOPED_EVENTS_EACH,
+                                lambda i, j: {f"user:from_w{i}": j, f"app:from_w{i}": j})
     assert not errors, f"concurrent appends raised: {[f'{type(e).__name__}: {e}' for e in errors]}"
     state = (await reload(service, sessions[0])).state
-    lost = [key for i in range(8) for key in (f"user:from_w{i}", f"app:from_w{i}") if state.get(key) != 4]
-    assert not lost, f"lost updates of scoped keys {lost} (each must be 4 after 5 appends per session)"
+    last = SCOPED_EVENTS_EACH - 1
+    lost = [key for i in range(SCOPED_WRITERS) for key in (f"user:from_w{i}", f"app:from_w{i}")
+            if state.get(key) != last]
+    assert not lost, (f"lost updates of scoped keys {lost} (each must be {last} after {SCOPED_EVENTS_EACH} appends "
+                      f"per session)")
