@@ -40,20 +40,20 @@ def feature_branches(path: Path, root: Path = ROOT) -> list[str]:
     source, tree = read_and_parse(path)
     names = _adk_names(tree)
     found = []
+    relative = path.relative_to(root)
     for node in ast.walk(tree):
-        where = f"{path.relative_to(root)}:{getattr(node, 'lineno', 0)}"
         # hasattr(x, ...) or getattr(x, ..., default) on an ADK object asks whether ADK has something; a plain
         # getattr(x, name) reads an attribute every line has.
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                 and (node.func.id == "hasattr" or (node.func.id == "getattr" and len(node.args) == 3))
                 and node.args and _mentions_adk(node.args[0], names)):
-            found.append(f"{where}: {ast.unparse(node)}")
+            found.append(f"{relative}:{node.lineno}: {ast.unparse(node)}")
         elif isinstance(node, ast.Try) and any(
                 isinstance(stmt, (ast.Import, ast.ImportFrom)) and "google.adk" in ast.unparse(stmt)
                 for stmt in node.body) and any(
                 "ImportError" in ast.unparse(h.type) or "ModuleNotFoundError" in ast.unparse(h.type)
                 for h in node.handlers if h.type is not None):
-            found.append(f"{where}: try-import of google.adk")
+            found.append(f"{relative}:{node.lineno}: try-import of google.adk")
     adk = "google" + "-adk"  # spelled apart so this file does not match itself
     for marker in (f'version("{adk}")', f"version('{adk}')", "google.adk" + ".version", "adk" + ".__version__"):
         if marker in source:
