@@ -166,7 +166,9 @@ class WorkerPool:
 
     def _results(self, scenarios: Sequence[Scenario], options: RunOptions, snapshots: Snapshots,
                  crashed: Callable[[Scenario, str, float], ScenarioResult]) -> Iterator[tuple[int, ScenarioResult]]:
-        pending = list(range(len(scenarios)))[::-1]  # popped from the end: scenario order
+        from .scenario.cost import longest_first
+
+        pending = longest_first(scenarios)[::-1]  # popped from the end: the longest expected first
         setup = ("run", scenarios, options, snapshots)
         workers = self._workers
 
