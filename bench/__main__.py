@@ -135,11 +135,14 @@ def _markdown(report: dict[str, Any], rows: list[Row], results: dict[str, BenchR
                          f"= {cut['saving_per_suite_s']:.2f} s per suite.")
     if suite and suite.details.get("per_scenario"):
         lines += ["", "## Suite, per scenario (medians)", "",
-                  "| scenario | harness s | bare s | ratio | harness, all cuts s | events (harness/bare) | same events |",
-                  "| --- | --- | --- | --- | --- | --- | --- |"]
+                  "| scenario | harness s | bare s | ratio | bare, same store s | ratio, same store | "
+                  "harness, all cuts s | events (harness/bare) | same events |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for t in sorted(suite.details["per_scenario"], key=lambda t: t["scenario"]):
             cut = f"{t['cut_all_s']:.3f}" if "cut_all_s" in t else "—"
-            lines.append(f"| {t['scenario']} | {t['harness_s']:.3f} | {t['bare_s']:.3f} | {t['ratio']:.2f}x | {cut} | "
+            same = t["bare_same_store_s"]
+            lines.append(f"| {t['scenario']} | {t['harness_s']:.3f} | {t['bare_s']:.3f} | {t['ratio']:.2f}x | "
+                         f"{same:.3f} | {t['harness_s'] / same:.2f}x | {cut} | "
                          f"{t['events']}/{t['bare_events']} | {'yes' if t['same_events'] else 'NO'} |")
     if report["files"]:
         lines += ["", "## Files", ""] + [f"* `{Path(f).name}`" for f in report["files"]]

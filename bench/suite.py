@@ -12,8 +12,11 @@
   through ``reference_agent.run.run_conversation`` (so the cleanup/outcome events
   are the same too). Scripted HTTP faults are emulated with the same retry policy
   and back-off as the harness's google-genai client. Median of the repetitions;
-  ratio = harness / bare. Target: <= 1.3x. The persisted event count and turn
-  terminations of both runs are compared so the ratio is not between different work.
+  ratio = harness / bare, for context (no target: that baseline lacks the target's
+  own store). The same bare Runner on the target's own session service is the
+  baseline of the targets: sum <= 1.2x, worst scenario <= 1.5x. The persisted event
+  count and turn terminations of both runs are compared so the ratio is not between
+  different work.
 * **Where the time goes** — a cProfile pass (``bench/results/profile.txt``), the
   import time of ADK and the harness, and the *measured* effect of each proposed
   cut in ``bench.cuts`` (same run, interleaved with plain runs).
@@ -40,7 +43,10 @@ from typing import Any
 from .common import ROOT, BenchResult, Row, geomean, median, quiet
 
 SUITE_TARGET_S = 20.0
-OVERHEAD_TARGET = 1.3
+# The in-memory rows (harness vs a bare Runner on ADK's InMemorySessionService) are context only, no longer a target:
+# that baseline charged the reference agent's own DuckDB store to the harness (issue 30). What the harness adds is
+# judged against a bare Runner on the same store (SAME_STORE_TARGET, SAME_STORE_WORST_TARGET).
+IN_MEMORY_NOTE = "info: the same-store rows are the target"
 FLOOR_TARGET = 1.5  # the cold CLI run over its floor (see cold_floor)
 SAME_STORE_TARGET = 1.2  # the harness over a bare Runner on the same store, all scenarios
 SAME_STORE_WORST_TARGET = 1.5  # ... its worst scenario
@@ -512,15 +518,14 @@ def run(quick: bool = False, results_dir: Path | None = None) -> BenchResult:
                         target=f"< {SUITE_TARGET_S:g} s", met=cold["wall_s"] < SUITE_TARGET_S and not failing,
                         note=f"{len(failing)} failing: {', '.join(failing)}" if failing else ""))
     rows.append(Row("suite", "harness overhead, all scenarios (sum of medians)", harness_total, "s", bare_total,
-                    "bare ADK Runner", target=f"<= {OVERHEAD_TARGET}x",
-                    met=harness_total / bare_total <= OVERHEAD_TARGET,
-                    note=f"events differ in: {', '.join(mismatched)}" if mismatched else "same events"))
+                    "bare ADK Runner on InMemorySessionService",
+                    note=(f"events differ in: {', '.join(mismatched)}" if mismatched else "same events")
+                    + f"; {IN_MEMORY_NOTE}"))
     rows.append(Row("suite", "harness overhead per scenario, geometric mean of ratios", geomean(ratios), "x",
-                    target=f"<= {OVERHEAD_TARGET}x", met=geomean(ratios) <= OVERHEAD_TARGET))
+                    note=IN_MEMORY_NOTE))
     worst = max(table, key=lambda t: t["ratio"])
     rows.append(Row("suite", f"harness overhead, worst scenario ({worst['scenario']})", worst["harness_s"], "s",
-                    worst["bare_s"], "bare ADK Runner", target=f"<= {OVERHEAD_TARGET}x",
-                    met=worst["ratio"] <= OVERHEAD_TARGET))
+                    worst["bare_s"], "bare ADK Runner on InMemorySessionService", note=IN_MEMORY_NOTE))
     # The same harness run against a bare Runner on the same store (the target's DeltaSessionService on DuckDB):
     # what the harness itself adds, the store's cost being in both.
     same_store_total = sum(t["bare_same_store_s"] for t in table)
@@ -541,19 +546,17 @@ def run(quick: bool = False, results_dir: Path | None = None) -> BenchResult:
     if with_cuts:
         all_total = sum(t["cut_all_s"] for t in table)
         rows.append(Row("suite", "harness with all proposed cuts, all scenarios (sum of medians)", all_total, "s",
-                        bare_total, "bare ADK Runner", target=f"<= {OVERHEAD_TARGET}x",
-                        met=all_total / bare_total <= OVERHEAD_TARGET,
-                        note=f"(as is: {harness_total:.2f} s)"))
+                        bare_total, "bare ADK Runner on InMemorySessionService",
+                        note=f"(as is: {harness_total:.2f} s); {IN_MEMORY_NOTE}"))
         memory_total = sum(t["cut_all_memory_s"] for t in table)
         rows.append(Row("suite", "  same, on ADK's InMemorySessionService (--session-service adk-memory)", memory_total,
-                        "s", bare_total, "bare ADK Runner", target=f"<= {OVERHEAD_TARGET}x",
-                        met=memory_total / bare_total <= OVERHEAD_TARGET,
+                        "s", bare_total, "bare ADK Runner on InMemorySessionService",
                         note="(what is left once the session store is the bare run's)"))
     for t in sorted(table, key=lambda t: t["scenario"]):
         rows.append(Row("suite", f"  {t['scenario']}", t["harness_s"], "s", t["bare_s"], "bare",
-                        target=f"<= {OVERHEAD_TARGET}x", met=t["ratio"] <= OVERHEAD_TARGET,
                         note=("" if t["same_events"] else f"events {t['events']} vs {t['bare_events']}; ")
-                        + (f"(all cuts: {t['cut_all_s']:.3f} s)" if "cut_all_s" in t else "")))
+                        + f"same store: {t['harness_s'] / t['bare_same_store_s']:.2f}x"
+                        + (f"; all cuts: {t['cut_all_s']:.3f} s" if "cut_all_s" in t else "")))
     # 3. Each proposed cut on its own: the unit it removes, timed as is and with the cut (micro-benchmark).
     if with_cuts:
         with tempfile.TemporaryDirectory(prefix="rlm-bench-cuts-") as tmp:

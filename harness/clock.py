@@ -83,6 +83,7 @@ class ScenarioClock:
         self._last = start_ns
         # Read from any thread, and re-entered by a signal handler or a finalizer that reads the time meanwhile.
         self._lock = threading.RLock()
+        self._published = 0
         if site is not None:
             site.mkdir(parents=True, exist_ok=True)
             (site / "sitecustomize.py").write_bytes(SITE_SOURCE.read_bytes())
@@ -108,13 +109,26 @@ class ScenarioClock:
             return self._last
 
     def _publish(self, instant_ns: int) -> None:
-        """``clock.json`` for processes started from now on (replaced whole: a starting process reads either)."""
+        """``clock.json`` for processes started from now on (replaced whole: a starting process reads either).
+
+        Each instant goes to a new file and ``clock.json`` becomes a symlink to it, swapped in with ``os.replace``:
+        replacing a file that holds data makes ext4 write the new file's blocks out first (``auto_da_alloc``, ~2 ms
+        a publication, three or so a scenario), a symlink costs ~0.15 ms. Where symlinks cannot be made, the file
+        itself is replaced."""
         if self.site is None:
             return
-        staged = self.site / "clock.json.tmp"
+        self._published += 1
+        staged = self.site / f"clock-{self._published}.json"
+        target = self.site / "clock.json"
         try:
             staged.write_text(json.dumps({"instant_ns": instant_ns, "step_ns": self.step_ns}), encoding="utf-8")
-            os.replace(staged, self.site / "clock.json")
+            link = self.site / "clock.json.link"
+            try:
+                os.symlink(staged.name, link)
+            except (OSError, NotImplementedError):
+                os.replace(staged, target)
+            else:
+                os.replace(link, target)
         except OSError:  # inside a reading of the clock (no logging: it reads the clock): a later process starts at
             # the previous instant, which only a folder removed under the run can cause
             pass

@@ -9,6 +9,8 @@ runs one scenario at a time exactly as ``-j 1`` does in-process
 file, volume and warm executor processes, and its ids are seeded by its own name (harness/determinism.py),
 whatever ran before it in the same worker.
 
+The scenarios are handed out longest expected first (harness/scenario/cost.py), so the last ones to finish are short.
+
 One pipe per worker, one scenario in flight per worker: when a worker dies (a segfault, the OOM killer) the
 parent knows which scenario it was running, gives it an ``error`` result naming the exit, starts a fresh
 worker and goes on. An exception is that scenario's ``error`` result too, as with ``-j 1``: ``run_one`` turns
@@ -166,7 +168,9 @@ class WorkerPool:
 
     def _results(self, scenarios: Sequence[Scenario], options: RunOptions, snapshots: Snapshots,
                  crashed: Callable[[Scenario, str, float], ScenarioResult]) -> Iterator[tuple[int, ScenarioResult]]:
-        pending = list(range(len(scenarios)))[::-1]  # popped from the end: scenario order
+        from .scenario.cost import longest_first
+
+        pending = longest_first(scenarios)[::-1]  # popped from the end: the longest expected first
         setup = ("run", scenarios, options, snapshots)
         workers = self._workers
 

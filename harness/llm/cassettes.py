@@ -57,6 +57,8 @@ GEMINI_ORIGIN = "https://generativelanguage.googleapis.com"
 SCRUBBED = "<scrubbed>"
 TOOL_NAME = "rlm-conformance"
 
+# Unanchored (no ^, $, \A, \Z, lookbehind): a match in a string is a match in any text that holds the string,
+# which ``could_scrub`` relies on to test many strings joined at once.
 SECRET_PATTERNS: dict[str, re.Pattern[str]] = {
     "Google API key (AIza...)": re.compile(r"AIza[0-9A-Za-z_-]{30,}"),
     "Databricks token (dapi...)": re.compile(r"dapi[0-9a-f]{32}"),
@@ -113,6 +115,13 @@ def scrub_text(text: str, *, secrets: Sequence[str] = ()) -> str:
     for pattern in SECRET_PATTERNS.values():
         text = pattern.sub(SCRUBBED, text)
     return text
+
+
+def could_scrub(text: str, *, secrets: Sequence[str] = ()) -> bool:
+    """False when ``scrub_text`` would leave ``text`` as it is (no secret value in it, no pattern matching); true
+    otherwise, or where it might. Joined strings can be tested at once: a secret in one of them is in the whole."""
+    return any(value in text for value in _longest_first(tuple(secrets))) or \
+        any(pattern.search(text) for pattern in SECRET_PATTERNS.values())
 
 
 @functools.lru_cache(maxsize=64)

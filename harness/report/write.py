@@ -69,9 +69,9 @@ def write_reports(report: RunReport, out_dir: str | os.PathLike[str],
             text = FORMATS[name].render(report, dict(titles or {}))
             with _writing(path):
                 staged[name] = StagedFile(path, mode=0o644)
-            for piece in (text,) if isinstance(text, str) else text:  # a renderer's own error propagates as is
+            for chunk in _chunks((text,) if isinstance(text, str) else text):  # a renderer's error propagates as is
                 with _writing(path):
-                    staged[name].write(piece.encode("utf-8"))
+                    staged[name].write(chunk.encode("utf-8"))
             with _writing(path):
                 staged[name].finish(durable=True)
         for file in staged.values():
@@ -82,6 +82,21 @@ def write_reports(report: RunReport, out_dir: str | os.PathLike[str],
             file.discard()
         raise
     return {name: file.path for name, file in staged.items()}
+
+
+def _chunks(pieces: Iterable[str], size: int = 1 << 16) -> Iterator[str]:
+    """``pieces`` joined into chunks of about ``size`` characters: a report is up to ~100,000 pieces, and a write
+    (with its error guard) per piece took half the time of writing the HTML report."""
+    batch: list[str] = []
+    length = 0
+    for piece in pieces:
+        batch.append(piece)
+        length += len(piece)
+        if length >= size:
+            yield "".join(batch)
+            batch, length = [], 0
+    if batch:
+        yield "".join(batch)
 
 
 @contextlib.contextmanager

@@ -221,3 +221,32 @@ def test_method_matcher_ignores_case() -> None:
     method_ci(post, Request("POST", "https://h/p", None, {}))
     with pytest.raises(AssertionError, match="post != GET"):
         method_ci(post, Request("GET", "https://h/p", None, {}))
+
+
+@pytest.mark.parametrize("text", ["key AIzaSyA0123456789012345678901234567890abc here",
+                                  "dapi0123456789abcdef0123456789abcdef", "Bearer\nabcdefghijklmnopqrstuvwxyz012",
+                                  "the planted value s3cr3t-value in a message", "nothing to see"])
+def test_could_scrub_sees_a_secret_in_joined_strings(text: str) -> None:
+    """scrub_result tests a trace's strings joined at once (harness/llm/scrub_outputs.py): whatever scrub_text would
+    change in one string, could_scrub sees in the joined text too."""
+    from harness.llm.cassettes import SECRET_PATTERNS, could_scrub, scrub_text
+
+    secrets = ["s3cr3t-value"]
+    joined = "\n".join(["before", "a\"quoted\\ string", text, "after"])
+    assert could_scrub(joined, secrets=secrets) == (scrub_text(text, secrets=secrets) != text)
+    for pattern in SECRET_PATTERNS.values():  # unanchored: a match in a string is a match in the joined text
+        assert not any(mark in pattern.pattern for mark in ("^", "$", "\\A", "\\Z", "(?<"))
+
+
+def test_scrub_result_scrubs_a_secret_deep_in_the_trace() -> None:
+    from harness.llm.scrub_outputs import scrub_result
+    from harness.result import ScenarioResult
+    from harness.trace.model import Trace, TurnOutcome, TurnRecord
+
+    trace = Trace(scenario="s", target="t", llm_mode="replay", session_service="x", plugins=[], agents=[])
+    trace.turns.append(TurnRecord(turn=0, session_id="s-0", user_id="u", message="my key is s3cr3t-value",
+                                  outcome=TurnOutcome()))
+    result = ScenarioResult(scenario="s", description="", target="t", llm_mode="replay", session_service="x",
+                            checks=(), trace=trace, duration_s=0.0)
+    assert scrub_result(result, secrets=["s3cr3t-value"]).trace.turns[0].message == "my key is <scrubbed>"
+    assert scrub_result(result, secrets=["other"]).trace is trace  # nothing to scrub: the same trace
