@@ -24,8 +24,8 @@ FAULTS = ("http_503", "http_429", "http_500", "malformed", "empty", TIMEOUT_FAUL
 MAX_SESSIONS, MAX_TURNS, MAX_ITERATIONS, MAX_STEPS = 3, 3, 3, 6
 LATE_STEP = (None, None, *range(MAX_STEPS))
 """Which of the analyst's answers comes ``ANSWER_DELAY_S`` late: none for a quarter of the plans, else a step index
-(one past the plan's steps, or a fault: none late; about one plan in five has a late answer); shrinks to none. Drawn after everything else, so the rest of a
-plan is drawn as it was before late answers existed."""
+(one past the plan's steps, or a fault: none late; about one plan in five has a late answer); shrinks to none.
+Drawn after everything else, so the rest of a plan is drawn as it was before late answers existed."""
 
 
 def json_value(schema: dict[str, Any], depth: int = 0) -> st.SearchStrategy[Any]:
