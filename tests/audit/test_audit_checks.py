@@ -77,6 +77,7 @@ def assert_only(stored: StoredSession, clean: StoredSession, check: str, *needle
         assert needle in text, text
 
 
+@pytest.mark.slow
 def test_clean_reference_sessions_pass(reference_sessions: dict[str, StoredSession]) -> None:
     assert len(reference_sessions) >= 3
     for stored in reference_sessions.values():

@@ -146,6 +146,7 @@ def test_a_session_whose_row_cannot_be_read_is_an_error_row_and_the_others_are_j
     assert [r["status"] for name, r in rows.items() if name != "rlm_app/user-1/s-00001"] == ["pass", "pass"]
 
 
+@pytest.mark.slow
 def test_the_store_a_reference_scenario_run_leaves_audits_clean(tmp_path: Path,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     """A real run (scripted model) of the reference agent; the reader agrees with the service's own read-back."""

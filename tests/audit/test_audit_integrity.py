@@ -145,6 +145,7 @@ def failing(report: dict, check: str) -> dict[str, list[str]]:
             if c["name"] == check and c["status"] == "fail"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layout", ALL)
 def test_a_clean_store_passes_both_checks(layout: str, written: dict[str, Path],
                                          capsys: pytest.CaptureFixture[str]) -> None:

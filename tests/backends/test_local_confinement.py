@@ -125,6 +125,7 @@ def test_the_limits_come_from_the_environment(monkeypatch) -> None:
         AgentSettings.from_env()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("warm", MODES)
 async def test_a_block_past_its_cpu_time_is_killed_and_the_result_says_why(volume: LocalVolumeStore,
                                                                           warm: bool) -> None:

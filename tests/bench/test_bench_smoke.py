@@ -118,6 +118,7 @@ def test_quick_explore_rows_compare_with_plain_runs_and_minus_j_2(tmp_path, monk
     """The explore rows: examples/s against the same scenarios run plainly, time to first finding, and -j 2 with
     the same findings as -j 1 (legacy fails on its first example, so two examples are enough)."""
     monkeypatch.setattr(explore, "QUICK_EXAMPLES", 2)
+    monkeypatch.setattr(explore, "SHRINK_RUNS", 4)
     assert bench_main.main(["--quick", "--only", "explore", "--out", str(tmp_path)]) == 0
     rows = json.loads((tmp_path / "latest.json").read_text())["rows"]
     names = [r["name"] for r in rows]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from google.adk.runners import Runner
 
 from reference_agent import state_contract as keys
@@ -25,6 +26,7 @@ from reference_agent.sessions.delta_session_service import DeltaSessionService
 FAST = Backoff(initial_s=0.02, factor=1.5, max_s=0.1)
 
 
+@pytest.mark.slow
 async def test_demo_conversation_runs_on_the_databricks_backend(settings, client, fake, tmp_path) -> None:
     agent_settings = AgentSettings(home=tmp_path / "home", executor_timeout_s=10.0)
     services = build_databricks_services(agent_settings, settings, sub_lm=None, client=client, hermetic=True,

@@ -90,6 +90,7 @@ def model() -> Iterator[tuple[str, list[str]]]:
     server.server_close()
 
 
+@pytest.mark.slow
 async def test_the_code_finds_the_key_nowhere_and_its_llm_query_still_uses_it(client, volume, fake, model) -> None:
     base_url, keys_seen = model
     fake.job_env.update(GOOGLE_API_KEY=KEY, GOOGLE_GEMINI_BASE_URL=base_url)  # the cluster's spark_env_vars
@@ -129,6 +130,7 @@ def test_the_agents_confinement_policy_becomes_task_parameters_only_where_it_dif
     assert json.loads(limits) == {**DEFAULT_CONFINEMENT.limits(), "memory_bytes": 256 * MIB, "processes": None}
 
 
+@pytest.mark.slow
 async def test_the_agents_limits_reach_the_child_on_the_compute(client, volume) -> None:
     runner = DatabricksJobRunner(client, volume, JobCompute(existing_cluster_id="0101-000000-fakecluster"),
                                  grace_s=2.0, startup_s=10.0, backoff=Backoff(initial_s=0.02, factor=1.5, max_s=0.1),
@@ -196,6 +198,7 @@ def _on_the_fake(scenario: str, tmp_path: Path):
     return {c.name: c for c in result.checks}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scenario", ["executor_environment"])  # the _one_shot one runs the same Job_B here
 def test_the_key_left_in_the_childs_environment_fails_executor_env_clean(scenario: str, tmp_path: Path,
                                                                           broken_payload) -> None:

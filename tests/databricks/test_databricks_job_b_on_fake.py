@@ -129,6 +129,7 @@ async def test_a_missing_library_is_a_library_installation_error(client, volume)
         await run_code(runner, "print(1)\n")
 
 
+@pytest.mark.slow
 async def test_the_payload_is_uploaded_once(runner: DatabricksJobRunner, fake) -> None:
     await run_code(runner, "print(1)\n")  # it ran: the declared wheel was installed (nothing else is importable)
     await run_code(runner, "print(2)\n", iteration=2)

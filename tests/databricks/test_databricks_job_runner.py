@@ -54,6 +54,7 @@ def test_job_compute_shapes_the_submitted_task() -> None:
         JobCompute(existing_cluster_id="c1", serverless_environment_version="2")
 
 
+@pytest.mark.slow
 async def test_success_with_context(runner: DatabricksJobRunner, fake) -> None:
     assert isinstance(runner, JobRunner)
     outcome = await run_code(runner, "print(context['q'])\nFINAL(context['q'].upper())\n", context={"q": "hi"})
@@ -83,6 +84,7 @@ async def test_llm_query_raises_a_clear_error_on_databricks(runner: DatabricksJo
     assert "RLM_DATABRICKS_GENAI_SECRET" in error["message"]
 
 
+@pytest.mark.slow
 async def test_direct_mode_job_b_calls_the_model_itself(client, volume, fake) -> None:
     from harness.llm.scripted_endpoint import ScriptedEndpoint
     from harness.scenario.script import SUB_LM, TextStep
@@ -130,6 +132,7 @@ async def test_failed_run_names_traceback_and_run_page(runner: DatabricksJobRunn
     assert output_call.endswith(f"run_id={parent + 1}")
 
 
+@pytest.mark.slow
 async def test_process_that_dies_without_result_gets_a_runner_result(runner: DatabricksJobRunner) -> None:
     # As LocalJobRunner: jobb_entry supervises the executor and writes the result the dead process could not.
     outcome = await run_code(runner, "import os\nprint('before', flush=True)\nos._exit(3)\n")

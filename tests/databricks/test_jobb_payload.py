@@ -146,6 +146,7 @@ def test_the_wheel_holds_the_executor_sources_unchanged() -> None:
         assert b"from reference_agent" not in data and b"import reference_agent" not in data, name
 
 
+@pytest.mark.slow
 def test_pip_installs_the_wheel(tmp_path: Path) -> None:
     wheel = build_payload_wheel()
     path = tmp_path / wheel.filename

@@ -38,6 +38,7 @@ def _failed(report: dict) -> dict[str, set[str]]:
     return {r["scenario"]: {c["name"] for c in r["checks"] if c["status"] == "fail"} for r in report["results"]}
 
 
+@pytest.mark.slow
 def test_the_example_agent_replays_green(tmp_path: Path) -> None:
     code, report = _run(tmp_path)
     assert code == 0, _failed(report)
@@ -45,6 +46,7 @@ def test_the_example_agent_replays_green(tmp_path: Path) -> None:
     assert all(r["session_service"] == "InMemorySessionService" for r in report["results"])
 
 
+@pytest.mark.slow
 def test_the_broken_variant_fails_the_checks_that_name_its_defect_and_no_other(tmp_path: Path) -> None:
     code, report = _run(tmp_path, "--target", BROKEN, "--llm-mode", "scripted", "--snapshot-dir", str(tmp_path), "--snapshot-update")
     assert code == 1

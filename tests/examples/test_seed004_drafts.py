@@ -60,6 +60,7 @@ def _sub_lm_answer(steps: list[dict[str, Any]]):
     return answer, pending
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
 async def test_scenario_runs_as_expected_on_the_agent(path: Path, sublm) -> None:
     spec = yaml.safe_load(path.read_text(encoding="utf-8"))

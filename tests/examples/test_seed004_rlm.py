@@ -79,6 +79,7 @@ async def test_one_delegation_to_final() -> None:
     assert run.probe.states[-1] == stored
 
 
+@pytest.mark.slow
 async def test_llm_query(sublm) -> None:
     fake = sublm(lambda prompt: "SUMMARY(" + prompt + ")")
     code = "answer = llm_query('Summarise: ' + context)\nprint(answer)\nFINAL_VAR('answer')"
@@ -90,6 +91,7 @@ async def test_llm_query(sublm) -> None:
     assert stored[keys.EXECUTION_RESULT] == "SUMMARY(Summarise: a long report)\n"
 
 
+@pytest.mark.slow
 async def test_llm_query_batched_is_concurrent_and_ordered(sublm) -> None:
     fake = sublm(lambda prompt: prompt.upper(), delay=0.4)
     code = ("labels = llm_query_batched(['review: ' + r for r in context])\n"
@@ -146,6 +148,7 @@ async def test_previews_are_bounded_with_a_cut_marker() -> None:
     assert preview("a" * 10, 4, total=50) == "aaaa\n... [46 characters omitted] ...\n"
 
 
+@pytest.mark.slow
 async def test_timeout_stops_the_code_and_the_next_block_runs() -> None:
     run = await run_correct(context="x", turns=["Loop."], executor_timeout_s=2.5, script={
         "code_generator": [repl("while True:\n    pass"), repl("FINAL('recovered')")],

@@ -79,6 +79,7 @@ def explore(*, seed: int = 0, examples: int = 80, database: Path | None = None, 
     return explorer.explore()
 
 
+@pytest.mark.slow
 def test_each_failing_check_is_found_and_shrunk_to_its_minimal_conversation(fake_runs: list[Scenario]) -> None:
     # Seed 10: one whose 80 examples show all three of the fake's failures (any seed's draws move when a generated
     # dimension is added; this test is about what the engine does with the failures it meets).
@@ -96,6 +97,7 @@ def test_each_failing_check_is_found_and_shrunk_to_its_minimal_conversation(fake
     assert sorted(s.user for s in bug.sessions) == ["user_1", "user_2"] and len(bug.steps) == 1
 
 
+@pytest.mark.slow
 def test_the_same_seed_gives_the_same_examples_and_findings(fake_runs: list[Scenario]) -> None:
     first = explore(seed=11, examples=60)
     runs = [s.model_dump_json() for s in fake_runs]
@@ -118,6 +120,7 @@ def test_workers_find_what_one_process_finds(fake_runs: list[Scenario], tmp_path
     assert outcome(explore(seed=5, examples=40, database=tmp_path / "two", jobs=2)) == first
 
 
+@pytest.mark.slow
 def test_only_the_checks_asked_for_make_findings(fake_runs: list[Scenario]) -> None:
     report = explore(checks=frozenset({"minimal_deltas"}), examples=30)
     assert {f.check for f in report.findings} <= {HARNESS_BUG}
@@ -134,6 +137,7 @@ def test_a_script_the_target_outran_is_discarded_not_a_finding(monkeypatch: pyte
     assert report.discarded == report.tried == 5
 
 
+@pytest.mark.slow
 def test_the_example_database_replays_each_rounds_minimum_first(fake_runs: list[Scenario], tmp_path: Path) -> None:
     first = explore(seed=5, examples=80, database=tmp_path / "db")
     fake_runs.clear()
@@ -146,6 +150,7 @@ def test_the_example_database_replays_each_rounds_minimum_first(fake_runs: list[
     assert any((tmp_path / "db").iterdir())
 
 
+@pytest.mark.slow
 def test_a_time_budget_alone_ends_the_search(fake_runs: list[Scenario]) -> None:
     explorer = Explorer(MODEL, load_library(), RunOptions(llm_mode=LlmMode.SCRIPTED),
                         checks=frozenset({"minimal_deltas"}), seed=1, budget=Budget(max_examples=None, time_s=3.0),

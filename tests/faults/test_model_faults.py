@@ -134,6 +134,7 @@ def test_every_scripted_fault_kind_has_a_scenario() -> None:
     assert covered == set(get_args(FaultKind))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_fault_scenario_replays_with_no_failed_check(replayed, name: str) -> None:
     result, _ = replayed(name)
@@ -285,6 +286,7 @@ def test_retry_after_is_not_honoured_the_backoff_is_retry_options() -> None:
     assert elapsed < 2.5, f"the retry waited {elapsed:.1f} s: Retry-After is honoured now; update the docstring"
 
 
+@pytest.mark.slow
 def test_a_scenario_sets_its_own_model_timeout_and_a_delayed_call_is_answered(tmp_path: Path) -> None:
     """``limits.model_timeout_s`` is the client timeout of that scenario's model requests (how ``explore`` makes a
     generated timeout cheap): a ``slow`` fault past it ends the turn with TimeoutError, while a tool call delayed

@@ -59,6 +59,7 @@ def test_allow_drift_replays_a_stale_cassette(stale_cassettes: Path) -> None:
     assert not [c for c in result.checks if c.status is Status.FAIL]
 
 
+@pytest.mark.slow
 def test_the_cli_fails_on_drift_and_allow_drift_lets_it_pass(stale_cassettes: Path, tmp_path: Path,
                                                              monkeypatch: pytest.MonkeyPatch,
                                                              capsys: pytest.CaptureFixture[str]) -> None:

@@ -91,6 +91,7 @@ def test_a_broken_target_replaying_a_foreign_cassette_still_names_the_broken_inv
     assert result.check("stage_gating").failed
 
 
+@pytest.mark.slow
 def test_a_defect_that_changes_the_traffic_is_reported_by_its_check_not_only_as_a_stale_cassette(
         cassettes: Path) -> None:
     # As when the reference agent itself is broken: the cassette *is* this target's (identity rewritten to

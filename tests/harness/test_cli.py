@@ -130,6 +130,7 @@ def test_a_broken_scenario_file_is_a_usage_error(workdir: Path, capsys: pytest.C
     assert "bad.yaml:" in err
 
 
+@pytest.mark.slow
 def test_record_then_replay_then_rerender(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["record", "--scenario", "cli_smoke", "--no-progress"]) == EXIT_OK
     out = capsys.readouterr().out
@@ -160,6 +161,7 @@ def test_record_then_replay_then_rerender(workdir: Path, capsys: pytest.CaptureF
     assert {name: (reports / name).read_bytes() for name in original} == original
 
 
+@pytest.mark.slow
 def test_record_takes_the_snapshot_options_of_run(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """One ``record --snapshot-update`` writes the cassette and the snapshot, and says how to replay both."""
     assert main(["record", "--scenario", "cli_smoke", "--no-progress", "--snapshot-dir", "snaps",
@@ -198,6 +200,7 @@ main(["run", "-j", "2", "--no-progress", "--reports-dir", sys.argv[1]])
 """
 
 
+@pytest.mark.slow
 def test_the_parallel_parent_leaves_adk_and_the_databricks_sdk_to_its_workers(tmp_path: Path) -> None:
     """``run -j N``'s parent parses, loads and preflights the suite while its workers import, then hands scenarios
     out: importing ADK (~1.3 s), google-genai's types (~0.9 s) or databricks-sdk (~1.8 s) there would take a

@@ -221,6 +221,7 @@ def live_recording(tmp_path_factory: pytest.TempPathFactory):
     return folder, result, began, ended
 
 
+@pytest.mark.slow
 def test_a_live_recording_stores_the_real_instant_it_started_at(live_recording) -> None:
     folder, result, began, ended = live_recording
     cassette = yaml.safe_load((folder / "clock_rlm" / "time_in_prompt.yaml").read_text(encoding="utf-8"))
@@ -233,6 +234,7 @@ def test_a_live_recording_stores_the_real_instant_it_started_at(live_recording) 
     assert stamps == [(t.strftime("%Y-%m-%d %H:%M:%S"), t.isoformat(timespec="seconds")) for t in at]
 
 
+@pytest.mark.slow
 def test_its_replay_the_next_day_is_green_with_the_same_times(live_recording) -> None:
     folder, recorded, _, _ = live_recording
     tomorrow = datetime.datetime.now(UTC) + datetime.timedelta(days=1)
@@ -242,6 +244,7 @@ def test_its_replay_the_next_day_is_green_with_the_same_times(live_recording) ->
     assert _states(result) == _states(recorded)
 
 
+@pytest.mark.slow
 def test_without_the_clock_the_same_replay_is_stale(live_recording) -> None:
     folder, _, _, _ = live_recording
     tomorrow = datetime.datetime.now(UTC) + datetime.timedelta(days=1)

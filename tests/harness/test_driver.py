@@ -30,6 +30,7 @@ def _run(tmp_path: Path, **update: Any):
                         RunOptions(llm_mode=LlmMode.SCRIPTED, cassette_dir=tmp_path, profile=_profile(**update)))
 
 
+@pytest.mark.slow
 def test_a_driver_that_reads_storage_passes_and_is_named(tmp_path: Path) -> None:
     result = _run(tmp_path, driver=f"{DRIVERS}:run_conversation", driver_outcome=MAPPED,
                   driver_terminations={"success": None})
@@ -42,6 +43,7 @@ def test_a_driver_that_reads_storage_passes_and_is_named(tmp_path: Path) -> None
     assert "status = 'done'" in first.reported_by and result.status == "pass"
 
 
+@pytest.mark.slow
 def test_a_driver_that_misreports_the_end_fails_outcome_from_storage(tmp_path: Path) -> None:
     result = _run(tmp_path, driver=f"{DRIVERS}:upstream_style", driver_outcome=MAPPED,
                   driver_terminations={"success": None})
@@ -52,12 +54,14 @@ def test_a_driver_that_misreports_the_end_fails_outcome_from_storage(tmp_path: P
     assert "outcome.final_answer is '' but the persisted 'answer' is 'positive'" in evidence
 
 
+@pytest.mark.slow
 def test_without_the_driver_the_same_agent_reads_its_outcome_from_storage(tmp_path: Path) -> None:
     result = _run(tmp_path)
     assert result.check("outcome_from_storage").status is Status.PASS
     assert all(t.outcome.reported_by is None for t in result.trace.turns)
 
 
+@pytest.mark.slow
 def test_a_plain_function_runs_in_a_thread_with_driver_args(tmp_path: Path) -> None:
     result = _run(tmp_path, driver=f"{DRIVERS}:sync_driver", driver_args={"label": "nightly"},
                   driver_outcome={"termination": "status"}, driver_terminations={"success": None})
@@ -66,6 +70,7 @@ def test_a_plain_function_runs_in_a_thread_with_driver_args(tmp_path: Path) -> N
     assert result.check("outcome_from_storage").status is Status.FAIL
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("update", "said"), [
     ({"driver": f"{DRIVERS}:needs_a_tenant"}, "cannot fill its parameter(s) tenant"),
     ({"driver": f"{DRIVERS}:run_conversation", "driver_args": {"tenant": "a"}}, "driver_args names tenant"),

@@ -61,6 +61,7 @@ def record_then_replay(scenario: Scenario, cassette_dir: Path) -> tuple[list[str
         scenario, RunOptions(llm_mode=LlmMode.REPLAY, cassette_dir=cassette_dir))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", SHAPES)
 def test_an_in_process_client_call_is_recorded_once_and_replayed(shape: str, tmp_path: Path) -> None:
     scenario = one_shape(shape)
@@ -77,6 +78,7 @@ def test_an_in_process_client_call_is_recorded_once_and_replayed(shape: str, tmp
     assert replayed.trace.turns[0].outcome.final_answer == f"42 ({shape})"
 
 
+@pytest.mark.slow
 def test_all_four_shapes_in_one_session_replay_exactly(tmp_path: Path) -> None:
     scenario = load_scenario(IN_PROCESS)
     prompts, replayed = record_then_replay(scenario, tmp_path)
@@ -87,6 +89,7 @@ def test_all_four_shapes_in_one_session_replay_exactly(tmp_path: Path) -> None:
     assert [t.outcome.final_answer for t in replayed.trace.turns] == [f"42 ({shape})" for shape in SHAPES]
 
 
+@pytest.mark.slow
 def test_an_in_process_call_waits_its_recorded_delay_on_replay(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """A scripted ``delay:`` is recorded with the forwarded answer and waited for again when the gateway replays it
@@ -124,6 +127,7 @@ def test_a_subprocess_client_call_is_recorded_once_and_replayed(tmp_path: Path) 
         replayed.error or replayed.check("cassette").explanation)
 
 
+@pytest.mark.slow
 def test_an_in_process_call_the_cassette_lacks_is_still_a_miss(tmp_path: Path) -> None:
     """Calls to the gateway pass the cassette by, but the call the gateway forwards is judged as ever: one the
     cassette does not hold fails the cassette row, named by its caller (the prompt)."""

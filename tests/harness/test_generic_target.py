@@ -38,6 +38,7 @@ def test_the_scenario_names_its_profile_and_the_profile_its_target() -> None:
     assert choice.profile_path == (AGENT_DIR / "rlm-profile.yaml").resolve()
 
 
+@pytest.mark.slow
 def test_scripted_run_reaches_the_agents_and_the_subprocess_through_the_harness(tmp_path: Path) -> None:
     result = run_scenario(load_scenario(SCENARIO), RunOptions(llm_mode=LlmMode.SCRIPTED, cassette_dir=tmp_path))
     assert result.error is None and not result.crashed_turns, result.error
@@ -52,6 +53,7 @@ def test_scripted_run_reaches_the_agents_and_the_subprocess_through_the_harness(
     assert result.trace.turns[-1].outcome.final_answer == "still positive"
 
 
+@pytest.mark.slow
 def test_offline_runs_draw_the_same_ids(tmp_path: Path) -> None:
     runs = [run_scenario(load_scenario(SCENARIO), RunOptions(llm_mode=LlmMode.SCRIPTED, cassette_dir=tmp_path))
             for _ in range(2)]
@@ -59,11 +61,13 @@ def test_offline_runs_draw_the_same_ids(tmp_path: Path) -> None:
     assert ids[0] and ids[0] == ids[1]
 
 
+@pytest.mark.slow
 def test_replay_of_the_committed_cassette_is_judged_like_the_reference() -> None:
     result = run_scenario(load_scenario(SCENARIO), RunOptions(llm_mode=LlmMode.REPLAY))
     assert result.check("cassette").status.value == "pass", result.check("cassette").explanation
 
 
+@pytest.mark.slow
 def test_max_iterations_and_context_reach_any_target(tmp_path: Path) -> None:
     scenario = load_scenario(SCENARIO).model_copy(update={"max_iterations": 1, "context": {"k": 1}})
     profile = load_profile(AGENT_DIR / "rlm-profile.yaml").model_copy(update={"context_key": "task_context"})
@@ -76,6 +80,7 @@ def test_max_iterations_and_context_reach_any_target(tmp_path: Path) -> None:
     assert root_agent.max_iterations == 4  # put back after the run
 
 
+@pytest.mark.slow
 def test_a_module_level_app_gets_its_own_model_back_after_the_run(tmp_path: Path) -> None:
     from tests.user_agents.tool_rlm.agent import planner, summarizer
 

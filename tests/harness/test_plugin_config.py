@@ -140,6 +140,7 @@ def test_record_mode_turns_a_configured_replay_into_scripted(project: InnerProje
 
 # --- collection ------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_configured_scenarios_are_collected_outside_testpaths(project: InnerProject) -> None:
     result = run(project, "--collect-only", "-q")
     result.stdout.fnmatch_lines(["tests/test_unit.py::test_unit",

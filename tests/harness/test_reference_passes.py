@@ -114,6 +114,7 @@ def _shape(trace: Trace) -> tuple:
     return events, states, requests
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["llm_query_batched", "multiple_delegations", "model_429_then_success"])
 def test_replay_is_deterministic(name: str) -> None:
     first = replay(name)
@@ -124,6 +125,7 @@ def test_replay_is_deterministic(name: str) -> None:
     assert [(c.name, c.status) for c in first.checks] == [(c.name, c.status) for c in second.checks]
 
 
+@pytest.mark.slow
 def test_long_history_is_cut_to_the_budget_oldest_first_with_the_summary_kept() -> None:
     trace = replay("history_long_budget").trace
     budget = load_scenario(SCENARIOS / "history_long_budget.yaml").limits.context_budget_tokens
@@ -138,6 +140,7 @@ def test_long_history_is_cut_to_the_budget_oldest_first_with_the_summary_kept() 
     assert "Which currency are the sales amounts in?" not in after_summary.system_instruction  # made room for it
 
 
+@pytest.mark.slow
 def test_history_and_snippets_cross_sessions_in_their_scopes() -> None:
     carried = replay("history_two_sessions").trace.requests_of("databricks_analyst")
     assert "What is the total sales amount?" in carried[2].system_instruction

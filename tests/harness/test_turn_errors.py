@@ -88,6 +88,7 @@ def test_describe_error_reads_the_innermost_building_block() -> None:
         assert describe_error(exc).origin == "unknown"
 
 
+@pytest.mark.slow
 def test_a_session_service_that_raises_mid_turn_is_named() -> None:
     scenario = load_scenario(ROOT / "scenarios" / "single_delegation.yaml")
     result = run_scenario(scenario, RunOptions(llm_mode=LlmMode.SCRIPTED,

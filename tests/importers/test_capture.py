@@ -38,6 +38,7 @@ def _capture(store: Path, out: Path, *extra: str) -> int:
                  str(PROFILE), "--out", str(out), "--name", "math_six_times_seven", *extra])
 
 
+@pytest.mark.slow
 def test_a_captured_session_replays_green_and_scrubbed(store: Path, tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
@@ -60,6 +61,7 @@ def test_a_captured_session_replays_green_and_scrubbed(store: Path, tmp_path: Pa
     assert "exists" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_planted_defect_fails_the_captured_replay(store: Path, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """The agent's next-turn cleanup mutates the fetched state instead of writing a delta: stale flags stay."""

@@ -27,6 +27,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_export_then_adk_loads_it_then_it_imports_back_green(project: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     from google.adk.evaluation.local_eval_sets_manager import load_eval_set_from_file
@@ -54,6 +55,7 @@ def test_export_then_adk_loads_it_then_it_imports_back_green(project: Path,
     assert result.status == "pass", failing or result.error
 
 
+@pytest.mark.slow
 def test_a_scenario_that_does_not_run_is_not_exported(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     broken = RECORDED.format(profile=PROFILE).replace("name: math_six_times_seven", "name: broken").replace(
         "  summarizer:\n    - text: \"The code printed 42.\"\n", "")

@@ -77,6 +77,7 @@ def eval_set(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _eval_set_from_a_real_run(tmp_path_factory.mktemp("evalset"))
 
 
+@pytest.mark.slow
 def test_a_recorded_eval_case_replays_green_with_its_final_state(eval_set: Path, tmp_path: Path) -> None:
     [imported], refused = import_eval_sets(eval_set, TOOL_RLM, exact_state=True, profile=str(PROFILE))
     assert not refused
@@ -132,6 +133,7 @@ def test_the_older_test_json_format_imports_with_adks_converter(tmp_path: Path) 
     assert "names no author for its tool calls" in refused[0].reason
 
 
+@pytest.mark.slow
 def test_a_broken_agent_fails_the_imported_expected_state(eval_set: Path, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """The same imported case against the agent with a defect: finish forgets the answer."""
