@@ -19,7 +19,8 @@ from harness.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenarios
 from harness.snapshot.normalize import normalize_trace
 
-# Left out of `tox -e fast` (end to end through other processes, or a long property run): tox.ini.
+# Left out of `tox -e fast` (end to end through other processes, or a long property run), and of the adk1 env
+# (the executor imports no ADK; that line replays the same scenarios on the warm executor): tox.ini.
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
