@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..json_walk import strings_in
 from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
 from .evidence import capped, name_request, name_snapshot, show
 from .timeline import session_of_request
@@ -27,19 +28,9 @@ def needle_of(message: str) -> str:
     return " ".join(message.split())[:NEEDLE_CHARS]
 
 
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for k, v in value.items() for s in (*_strings(k), *_strings(v))]
-    if isinstance(value, (list, tuple)):
-        return [s for item in value for s in _strings(item)]
-    return []
-
-
 def _flat(value: Any) -> str:
     """Every string in ``value``, whitespace collapsed (as a history entry cuts a question)."""
-    return "\n".join(" ".join(s.split()) for s in _strings(value))
+    return "\n".join(" ".join(s.split()) for s in strings_in(value))
 
 
 def _found(questions: list[Question], text: str) -> list[Question]:

@@ -12,6 +12,7 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from ..json_walk import strings_in
 from .cassettes import could_scrub, scrub_text, scrub_value
 
 def scrub_result(result: Any, *, secrets: Sequence[str] = ()) -> Any:
@@ -30,7 +31,7 @@ def scrub_result(result: Any, *, secrets: Sequence[str] = ()) -> Any:
         dumped = trace.model_dump(mode="json")
         # Scrubbing each of a trace's ~1,000 strings took ~10 ms a scenario; one look at all of them joined says
         # whether any needs it (nearly never).
-        if could_scrub("\n".join(_strings(dumped)), secrets=secrets):
+        if could_scrub("\n".join(strings_in(dumped)), secrets=secrets):
             scrubbed = scrub_value(dumped, secrets=secrets)
             trace = Trace.model_validate(scrubbed) if scrubbed != dumped else trace
     checks = tuple(with_fields(c, explanation=scrub_text(c.explanation, secrets=secrets),
@@ -38,20 +39,6 @@ def scrub_result(result: Any, *, secrets: Sequence[str] = ()) -> Any:
                    for c in result.checks)
     error = scrub_text(result.error, secrets=secrets) if result.error is not None else None
     return with_fields(result, trace=trace, checks=checks, error=error)
-
-
-def _strings(value: Any) -> Iterator[str]:
-    """Every string in a JSON-like value, mapping keys included (what ``scrub_value`` scrubs)."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            yield item
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, (list, tuple)):
-            stack.extend(item)
 
 
 _LOG_SECRETS: list[tuple[str, ...]] = []
