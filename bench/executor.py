@@ -12,6 +12,12 @@
 * **warm block** — the same ``pass`` block as the next block of a session whose
   warm process is already running (LM bridge, request, result JSON, namespace
   snapshot; no process start), against the one-shot run above.
+* **new session** — the ``pass`` block as the first block of a new session: its
+  warm process forked from the fork server (``reference_agent/backends/forkserver.py``)
+  against the same with the process started afresh (``python -s -m
+  reference_agent.executor.worker``, the fork server off), interleaved; CPU time of
+  this process, its children and the workers the fork server reaped (/proc), the
+  server's own start not counted (once per host process).
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ STARTUP_RUNS = 10
 QUICK_STARTUP_RUNS = 3
 BATCH_LIMIT = 1.5  # x L
 WARM_LIMIT = 0.25  # a warm block costs at most this share of a one-shot run: it skips the interpreter's start
+FORKED_LIMIT = 0.5  # a new session's forked worker costs at most this share of one started afresh (CPU)
 
 
 def _batch_code(n: int) -> str:
@@ -137,6 +144,46 @@ async def _startup(runs: int, home: Path) -> dict[str, list[float]]:
     return times
 
 
+def _cpu_s() -> float:
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+async def _new_sessions(runs: int, home: Path) -> dict[str, float]:
+    """Mean CPU seconds of a new session's first block (this process, its children, and the workers the fork
+    server reaped), its worker forked vs started afresh; interleaved."""
+    from reference_agent.backends import forkserver
+    from reference_agent.backends.jobs import LocalJobRunner
+    from reference_agent.backends.volume import LocalVolumeStore
+
+    async def no_sub_lm(prompt: str) -> str:
+        raise RuntimeError("not used")
+
+    async def new_session(name: str) -> None:
+        runner = LocalJobRunner(volume)
+        result, _ = await _run_code(volume, runner, "pass\n", name, no_sub_lm, session=name)
+        runner.close()  # the worker is stopped and reaped (by the fork server when forked)
+        if result.get("executor_process", {}).get("mode") != "warm":
+            raise RuntimeError(f"the new session ran {result.get('executor_process')}, not warm")
+
+    volume = LocalVolumeStore(home / "volume")
+    totals = {"forked": 0.0, "afresh": 0.0}
+    supported = forkserver.SUPPORTED
+    try:
+        await new_session("warmup")  # the fork server's own start and the page cache: not counted
+        for i in range(runs):
+            for mode in totals:
+                forkserver.SUPPORTED = supported and mode == "forked"
+                before = _cpu_s() + forkserver.reaped_cpu_s()
+                await new_session(f"{mode}{i}")
+                totals[mode] += _cpu_s() + forkserver.reaped_cpu_s() - before
+    finally:
+        forkserver.SUPPORTED = supported
+    return {mode: total / runs for mode, total in totals.items()}
+
+
 def run(quick: bool = False, results_dir: Path | None = None) -> BenchResult:
     result = BenchResult()
     cases = QUICK_BATCH_CASES if quick else BATCH_CASES
@@ -148,8 +195,11 @@ def run(quick: bool = False, results_dir: Path | None = None) -> BenchResult:
                 batches.append(asyncio.run(_batched(n, latency, Path(tmp))))
         with tempfile.TemporaryDirectory(prefix="rlm-bench-exec-") as tmp:
             startup = asyncio.run(_startup(QUICK_STARTUP_RUNS if quick else STARTUP_RUNS, Path(tmp)))
+        with tempfile.TemporaryDirectory(prefix="rlm-bench-exec-") as tmp:
+            sessions = asyncio.run(_new_sessions(QUICK_STARTUP_RUNS if quick else STARTUP_RUNS, Path(tmp)))
     result.details["batched"] = batches
     result.details["startup_s"] = startup
+    result.details["new_session_cpu_s"] = sessions
     for b in batches:
         n, latency = b["n"], b["latency_s"]
         ok = b["answers"] == n and b["served_calls"] == 2 * n
@@ -168,4 +218,8 @@ def run(quick: bool = False, results_dir: Path | None = None) -> BenchResult:
                     1000 * median(startup["warm_block"]), "ms", 1000 * one_shot, "one-shot run of the same block",
                     target=f"<= {WARM_LIMIT:g} x one-shot", met=median(startup["warm_block"]) <= WARM_LIMIT * one_shot,
                     note=f"p90 {1000 * percentile(startup['warm_block'], 90):.0f} ms"))
+    forked, afresh = sessions["forked"], sessions["afresh"]
+    rows.append(Row("executor", "New session's first block, its warm process forked (CPU, with its processes), "
+                    "mean", 1000 * forked, "ms", 1000 * afresh, "the same, the process started afresh",
+                    target=f"<= {FORKED_LIMIT:g} x afresh", met=forked <= FORKED_LIMIT * afresh))
     return result

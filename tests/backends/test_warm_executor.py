@@ -295,3 +295,94 @@ def test_a_worker_exits_when_its_host_dies_however_it_dies(tmp_path: Path) -> No
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == -9, proc.stderr
     assert _wait_gone(int(proc.stdout.strip()), within_s=10)
+
+
+# --- the fork server (reference_agent/backends/forkserver.py): workers forked, not started afresh -----------------
+
+_PROBE = ("import json, os, sys\n"
+          "print(json.dumps({'ppid': os.getppid(), 'own_group': os.getpgid(0) == os.getsid(0) == os.getpid(),"
+          " 'argv0': sys.argv[0], 'main': sys.modules['__main__'].__file__, 'path0': sys.path[0], 'cwd': os.getcwd(),"
+          " 'home': os.environ['HOME'], 'stdin': os.readlink('/proc/self/fd/0'), 'path': sys.path[1:],"
+          " 'env': sorted(os.environ), 'flags': [sys.flags.no_user_site, sys.flags.hash_randomization]}))\n")
+
+
+async def _probe(volume: LocalVolumeStore, run_id: str) -> dict[str, Any]:
+    runner = LocalJobRunner(volume)
+    try:
+        result = await Session(volume, runner, run_id).run(_PROBE)
+        assert result["executor_process"]["mode"] == "warm", result
+        return json.loads(result["stdout"])
+    finally:
+        runner.close()
+
+
+async def test_a_forked_worker_is_what_a_fresh_start_gives_but_its_parent(volume, monkeypatch) -> None:
+    from reference_agent.backends import forkserver
+
+    forked, again = await _probe(volume, "a"), await _probe(volume, "b")
+    monkeypatch.setattr(forkserver, "SUPPORTED", False)
+    fresh = await _probe(volume, "c")
+
+    assert fresh["ppid"] == os.getpid()  # started afresh by this process
+    assert forked["ppid"] == again["ppid"] != os.getpid()  # both forked by the one server
+    for probe in (forked, fresh):
+        assert probe.pop("cwd") == probe.pop("path0") == probe.pop("home"), probe
+        del probe["ppid"]
+    del again
+    assert forked == fresh
+    assert fresh["own_group"] and fresh["stdin"] == "/dev/null" and fresh["main"].endswith("executor/worker.py")
+
+
+async def test_a_site_folders_sitecustomize_runs_in_each_forked_worker_at_its_own_start(volume, monkeypatch,
+                                                                                       tmp_path: Path) -> None:
+    # The harness's clock: each process reads clock.json when it starts, so a worker forked later sees a later one.
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        f"import builtins\nbuiltins.SITE_VALUE = open({str(site / 'value.txt')!r}).read()\n")
+    monkeypatch.setenv("RLM_EXECUTOR_SITE", str(site))
+    seen = []
+    for value in ("one", "two"):
+        (site / "value.txt").write_text(value)
+        runner = LocalJobRunner(volume)
+        try:
+            result = await Session(volume, runner, f"s-{value}").run("import os\nprint(SITE_VALUE, os.getppid())\n")
+        finally:
+            runner.close()
+        seen.append(result["stdout"].split())
+    assert [value for value, _ in seen] == ["one", "two"]
+    assert seen[0][1] == seen[1][1] != str(os.getpid())  # one server forked both
+
+
+async def test_a_fork_server_that_dies_takes_its_workers_and_the_session_carries_on(volume, runner) -> None:
+    session = Session(volume, runner)
+    worker, server = map(int, (await session.run("import os\nx = 1\nprint(os.getpid(), os.getppid())\n"))["stdout"]
+                         .split())
+    os.kill(server, signal.SIGKILL)
+    assert _wait_gone(worker)  # killed with its server, not left orphaned
+    after = await session.run("import os\nprint(x, os.getppid())\n")
+    value, new_server = after["stdout"].split()
+    assert value == "1" and after["namespace"]["source"] == "snapshot"
+    assert int(new_server) not in (server, os.getpid())  # a new server
+
+
+def test_a_server_with_its_own_sitecustomize_refuses_site_folders_and_the_worker_starts_afresh(tmp_path: Path) -> None:
+    from reference_agent.backends import forkserver
+    from reference_agent.backends.process import scrubbed_env
+
+    base, extra = tmp_path / "base", tmp_path / "extra"
+    for folder in (base, extra):
+        folder.mkdir()
+        (folder / "sitecustomize.py").write_text("")
+    env = scrubbed_env(str(tmp_path))
+    env["PYTHONPATH"] = os.pathsep.join([str(extra), str(base), str(REPO)])
+    request_r, request_w = os.pipe()
+    reply_r, reply_w = os.pipe()
+    try:
+        assert forkserver.start_worker(sys.executable, [], cwd=str(tmp_path), env=env,
+                                       base_pythonpath=os.pathsep.join([str(base), str(REPO)]),
+                                       request_r=request_r, reply_w=reply_w) is None
+    finally:
+        for fd in (request_r, request_w, reply_r, reply_w):
+            os.close(fd)
+        forkserver.close_all()
