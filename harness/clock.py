@@ -28,10 +28,14 @@ real clock. See docs/your-agent.md, "The clock".
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import datetime
+import itertools
 import json
 import os
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -83,10 +87,14 @@ class ScenarioClock:
         self._last = start_ns
         # Read from any thread, and re-entered by a signal handler or a finalizer that reads the time meanwhile.
         self._lock = threading.RLock()
-        self._published = 0
         if site is not None:
             site.mkdir(parents=True, exist_ok=True)
-            (site / "sitecustomize.py").write_bytes(SITE_SOURCE.read_bytes())
+            source = SITE_SOURCE.read_bytes()
+            module = site / "sitecustomize.py"
+            if not module.is_file() or module.read_bytes() != source:  # a process starting now reads it whole
+                staged = site / f"sitecustomize.{os.getpid()}.tmp"
+                staged.write_bytes(source)
+                os.replace(staged, module)
             self._publish(start_ns)
 
     @property
@@ -117,8 +125,7 @@ class ScenarioClock:
         itself is replaced."""
         if self.site is None:
             return
-        self._published += 1
-        staged = self.site / f"clock-{self._published}.json"
+        staged = self.site / f"clock-{next(_PUBLICATIONS)}.json"  # never rewritten: a reader may be on it
         target = self.site / "clock.json"
         try:
             staged.write_text(json.dumps({"instant_ns": instant_ns, "step_ns": self.step_ns}), encoding="utf-8")
@@ -197,7 +204,23 @@ def _exchange_counter(llm: LlmSession) -> Callable[[], int]:
     return lambda: 0
 
 
-def scenario_clock(scenario: Scenario, options: RunOptions, llm: LlmSession, home: Path) -> Any:
+_PUBLICATIONS = itertools.count(1)
+_SITES: dict[int, Path] = {}  # pid -> this process's clock folder
+
+
+def process_site() -> Path:
+    """This process's clock folder, the same for every scenario it runs (one at a time: the clock is the
+    process's), removed at exit. The same folder keeps the target's executor processes comparable from one
+    scenario to the next: a fork server started with it on PYTHONPATH (the reference agent's Job_B) serves
+    them all, its workers reading the clock when forked (``clock_site/sitecustomize.py``)."""
+    pid = os.getpid()
+    if pid not in _SITES:
+        folder = _SITES[pid] = Path(tempfile.mkdtemp(prefix="rlm-clock-site-"))
+        atexit.register(lambda: os.getpid() == pid and shutil.rmtree(folder, ignore_errors=True))
+    return _SITES[pid]
+
+
+def scenario_clock(scenario: Scenario, options: RunOptions, llm: LlmSession) -> Any:
     """The clock this run's target reads (a context manager; a do-nothing one where the real clock stays)."""
     live = options.llm_mode is LlmMode.LIVE
     if not options.frozen_clock or options.backend != "local" or (live and not options.record):
@@ -210,5 +233,5 @@ def scenario_clock(scenario: Scenario, options: RunOptions, llm: LlmSession, hom
     if cassette is not None and not replaying:
         _store_start(cassette, start, step)
     clock = ScenarioClock(start_ns=_ns(start), step_ns=int(step.total_seconds() * _NS),
-                          exchanges=_exchange_counter(llm), site=home / "clock-site")
+                          exchanges=_exchange_counter(llm), site=process_site())
     return running_clock(clock)

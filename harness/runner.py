@@ -225,7 +225,7 @@ async def _drive_on(scenario: Scenario, options: RunOptions, choice: TargetChoic
             with _credential_canaries(options) as planted, _model_routes(built, llm, scenario, options,
                                                                          nonce=nonce) as route, \
                     escape_targets(scenario.escape_probe and _job_b_runs_here(options, workspace)) as escape, \
-                    scenario_clock(scenario, options, llm, home):  # the target's wall clock (harness/clock.py)
+                    scenario_clock(scenario, options, llm):  # the target's wall clock (harness/clock.py)
                 trace = await _run_sessions(scenario, built, options, llm.mode_label)
             trace.model_route = route
             trace.planted_credentials = [*planted, *getattr(workspace, "planted", [])]

@@ -7,7 +7,8 @@ the process's own code. It reads ``clock.json`` once, there — ``{"instant_ns":
 harness's clock at its latest model exchange — and travels there with time-machine: ``time.time()``,
 ``datetime.now()`` and the rest start at that instant and advance as ``advanced_ns`` says (real speed at first,
 never a whole step); the time zone is UTC. ``time.monotonic()`` and ``time.perf_counter()`` stay real. The
-process does not see the harness's later exchanges: its clock is the one it started with.
+process does not see the harness's later exchanges: its clock is the one it started with. A process forked from
+it starts anew, as if it had started then: it reads ``clock.json`` again (``_restart``).
 
 It needs nothing but the standard library and time-machine: where time-machine cannot be imported (another
 interpreter), or ``clock.json`` cannot be read, the process keeps the real clock and says nothing, so what it
@@ -84,18 +85,36 @@ def travel_utc(instant_ns: int, time_ns: object) -> object:
     return travel
 
 
+_travel = None  # the process's travel, stopped and started anew in a forked child (``_restart``)
+_HAD_TZ = "TZ" in os.environ
+
+
 def _install() -> None:
+    global _travel
     folder = os.path.dirname(os.path.abspath(__file__))
     try:
         with open(os.path.join(folder, "clock.json"), encoding="utf-8") as file:
             spec = json.load(file)
         clock = StartedClock(int(spec["instant_ns"]), int(spec["step_ns"]))
-        had_tz = "TZ" in os.environ
-        travel_utc(int(spec["instant_ns"]), clock.time_ns)
+        _travel = travel_utc(int(spec["instant_ns"]), clock.time_ns)
     except Exception:  # noqa: BLE001 - no time-machine here, or no clock file: the real clock, silently
         return
-    if not had_tz:  # time-machine set TZ=UTC for the process; the code's environment stays as it was given
-        os.environ.pop("TZ", None)
+    finally:
+        if not _HAD_TZ:  # time-machine set TZ=UTC for the process; the code's environment stays as it was given
+            os.environ.pop("TZ", None)
+
+
+def _restart() -> None:
+    """In a forked child: a process of its own, so its clock starts at the latest exchange too (a fork server's
+    workers, ``reference_agent/executor/forkserver.py``, are forked from a process that started long before)."""
+    global _travel
+    if _travel is not None:
+        try:
+            _travel.stop()
+        except Exception:  # noqa: BLE001 - then the new travel starts over whatever is left
+            pass
+        _travel = None
+    _install()
 
 
 def _chain() -> None:
@@ -114,4 +133,5 @@ def _chain() -> None:
 
 if __name__ == "sitecustomize":
     _install()
+    os.register_at_fork(after_in_child=_restart)
     _chain()

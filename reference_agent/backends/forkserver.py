@@ -5,9 +5,9 @@
 process, so the server reports its exit code; when the server itself is gone, the workers it forked are killed
 (their process groups) and read as killed (``-SIGKILL``), and the next worker gets a new server.
 
-One server per (interpreter, base PYTHONPATH, environment but HOME and PYTHONPATH) and per process: a forked host (``fork()``
+One server per (interpreter, environment but HOME) and per process: a forked host (``fork()``
 after the server started) starts its own. Where there is no fork server to be had (not Linux, no SCM_RIGHTS,
-the server refuses or fails), ``start_worker`` returns None and the caller starts the worker afresh.
+the server fails), ``start_worker`` returns None and the caller starts the worker afresh.
 """
 
 from __future__ import annotations
@@ -112,8 +112,7 @@ class ForkServer:
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         try:
-            message = json.dumps({"args": args, "cwd": cwd, "home": env["HOME"],
-                                  "pythonpath": env.get("PYTHONPATH", "")}).encode("utf-8")
+            message = json.dumps({"args": args, "cwd": cwd, "home": env["HOME"]}).encode("utf-8")
             with self._send_lock:
                 if not self.alive:
                     answer: dict[str, Any] = {"error": "the fork server is gone"}
@@ -164,21 +163,17 @@ _servers: dict[tuple[Any, ...], ForkServer] = {}
 _servers_lock = threading.Lock()
 
 
-def _server_key(python: str, env: dict[str, str], base_pythonpath: str) -> tuple[Any, ...]:
-    return (os.getpid(), python, base_pythonpath,
-            tuple(sorted((k, v) for k, v in env.items() if k not in ("HOME", "PYTHONPATH"))))
+def _server_key(python: str, env: dict[str, str]) -> tuple[Any, ...]:
+    return os.getpid(), python, tuple(sorted((k, v) for k, v in env.items() if k != "HOME"))
 
 
-def start_worker(python: str, args: list[str], *, cwd: str, env: dict[str, str], base_pythonpath: str,
-                 request_r: int, reply_w: int) -> ForkedWorker | None:
-    """A warm worker forked from this process's fork server for ``python`` and ``env`` (started if need be);
-    None when there is none to be had: the caller starts the worker afresh.
-
-    ``base_pythonpath`` is the PYTHONPATH the server starts with; folders the worker's ``env`` puts before it are
-    set up in the worker (``executor/forkserver.py``)."""
+def start_worker(python: str, args: list[str], *, cwd: str, env: dict[str, str], request_r: int, reply_w: int
+                 ) -> ForkedWorker | None:
+    """A warm worker forked from this process's fork server for ``python`` and ``env`` (started if need be, with
+    ``env`` but its HOME); None when there is none to be had: the caller starts the worker afresh."""
     if not SUPPORTED:
         return None
-    key = _server_key(python, env, base_pythonpath)
+    key = _server_key(python, env)
     with _servers_lock:
         server = _servers.get(key)
         if server is not None and not server.alive:
@@ -186,7 +181,7 @@ def start_worker(python: str, args: list[str], *, cwd: str, env: dict[str, str],
             server = None
         if server is None:
             try:
-                server = _servers[key] = ForkServer(python, {**env, "PYTHONPATH": base_pythonpath})
+                server = _servers[key] = ForkServer(python, env)
             except OSError:
                 return None
     return server.spawn(args, cwd=cwd, env=env, request_r=request_r, reply_w=reply_w)

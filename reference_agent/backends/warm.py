@@ -40,7 +40,7 @@ from typing import IO
 from . import forkserver
 from .confinement import NO_FOLDERS, BlockFolders, ConfinementPolicy, ProcessConfinement
 from .forkserver import ForkedWorker
-from .process import PACKAGE_PARENT, CappedBuffer, PipeTap, kill_group, kill_group_except, scrubbed_env
+from .process import CappedBuffer, PipeTap, kill_group, kill_group_except, scrubbed_env
 
 WARM_SUPPORTED = sys.platform.startswith("linux") and os.path.isdir("/proc")
 _EXIT_WAIT_S = 5.0  # how long a worker that stopped answering may take to exit before it is killed
@@ -108,8 +108,7 @@ class WarmExecutor:
             # Forked from a server that imported the worker once (~5 ms), else started afresh (~100 ms of CPU):
             # the same process either way (forkserver.py).
             self.proc: subprocess.Popen[bytes] | ForkedWorker = forkserver.start_worker(
-                python, args, cwd=self.workdir, env=env, base_pythonpath=PACKAGE_PARENT, request_r=request_r,
-                reply_w=reply_w) or subprocess.Popen(
+                python, args, cwd=self.workdir, env=env, request_r=request_r, reply_w=reply_w) or subprocess.Popen(
                 [python, "-s", "-m", "reference_agent.executor.worker", "--request-fd", str(request_r),
                  "--reply-fd", str(reply_w), *args],
                 stdin=subprocess.DEVNULL,

@@ -6,22 +6,20 @@ harness: one or more per scenario) pays that per session. This process pays it o
 (``reference_agent.backends.forkserver``) starts it with the workers' environment and asks it for workers, and
 each is ``fork()`` of it that then becomes exactly what ``python -s -m reference_agent.executor.worker ARGS`` in the
 worker's folder would be: its own session and process group, stdin on /dev/null, stdout and stderr on the host's
-pipes, the worker's folder as cwd and ``sys.path[0]``, its HOME and PYTHONPATH, and the worker module run as
-``__main__`` by runpy, as ``-m`` runs it.
+pipes, the worker's folder as cwd and ``sys.path[0]``, its HOME, and the worker module run as ``__main__`` by
+runpy, as ``-m`` runs it.
 
 ``python -m reference_agent.executor.forkserver --control-fd N`` serves the AF_UNIX SOCK_SEQPACKET socket N. The host
-sends one JSON message per worker — ``{"args": [...], "cwd": ..., "home": ..., "pythonpath": ...}`` with four fds
+sends one JSON message per worker — ``{"args": [...], "cwd": ..., "home": ...}`` with four fds
 attached (SCM_RIGHTS): stdout, stderr, the request pipe's read end and the reply pipe's write end; ``args`` are the
 worker's arguments but ``--request-fd``/``--reply-fd``, which name the fds as the worker gets them. The server answers
 ``{"pid": n}`` (or ``{"error": text}``) and, when a worker exits, ``{"exited": pid, "code": n}`` with ``n`` as
 ``subprocess.Popen.returncode`` gives it (``-signal`` for a signal). It exits at EOF on the socket (the host is gone):
 its workers see EOF on their own request pipes and leave too.
 
-PYTHONPATH folders the server was not started with (a site folder whose ``sitecustomize`` sets up every process of a
-test run, e.g. the conformance harness's clock) go on the worker's ``sys.path`` after its folder, and their
-``sitecustomize`` is imported, in the worker, as ``site`` would import it at a fresh start. A server that imported
-a ``sitecustomize`` of its own cannot do that faithfully and answers ``{"error": ...}``: the host then starts such a
-worker the plain way. Stdlib only, like the rest of the executor.
+The server starts with the workers' environment (but HOME), so a ``sitecustomize`` on their PYTHONPATH runs once,
+in the server, as every other start-up step does: set-up that must happen in each process belongs in an
+``os.register_at_fork(after_in_child=...)`` hook (the conformance harness's clock reads its instant there). Stdlib only, like the rest of the executor.
 """
 
 from __future__ import annotations
@@ -44,8 +42,6 @@ from . import namespace as _namespace  # noqa: F401
 WORKER_MODULE = "reference_agent.executor.worker"
 _MAX_MESSAGE = 1 << 20  # a confinement spec is a few kB
 _FDS_PER_WORKER = 4
-# The PYTHONPATH this server started with; a worker's other folders are set up in the worker (see the module doc).
-_SERVER_PYTHONPATH = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
 
 
 def _become_worker(request: dict[str, Any], fds: list[int], control: socket.socket, wakeup: tuple[int, int]) -> int:
@@ -66,24 +62,10 @@ def _become_worker(request: dict[str, Any], fds: list[int], control: socket.sock
     cwd = request["cwd"]
     os.chdir(cwd)
     os.environ["HOME"] = request["home"]
-    os.environ["PYTHONPATH"] = request["pythonpath"]
     sys.path[0] = cwd
-    extra = _extra_folders(request["pythonpath"])
-    sys.path[1:1] = extra
-    if extra:
-        import importlib
-
-        try:
-            importlib.import_module("sitecustomize")
-        except ImportError:  # as site: a folder without one is fine
-            pass
     sys.argv = [WORKER_MODULE, "--request-fd", str(request_r), "--reply-fd", str(reply_w), *request["args"]]
     runpy.run_module(WORKER_MODULE, run_name="__main__", alter_sys=True)  # the worker's __main__ os._exits
     return 1
-
-
-def _extra_folders(pythonpath: str) -> list[str]:
-    return [p for p in pythonpath.split(os.pathsep) if p and p not in _SERVER_PYTHONPATH]
 
 
 def _spawn(message: bytes, fds: list[int], control: socket.socket, wakeup: tuple[int, int]) -> dict[str, Any]:
@@ -91,8 +73,6 @@ def _spawn(message: bytes, fds: list[int], control: socket.socket, wakeup: tuple
         request = json.loads(message)
         if len(fds) != _FDS_PER_WORKER:
             raise ValueError(f"a worker needs {_FDS_PER_WORKER} fds, got {len(fds)}")
-        if _extra_folders(request["pythonpath"]) and "sitecustomize" in sys.modules:
-            return {"error": "this fork server imported a sitecustomize of its own; start the worker afresh"}
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()

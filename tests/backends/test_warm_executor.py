@@ -333,25 +333,33 @@ async def test_a_forked_worker_is_what_a_fresh_start_gives_but_its_parent(volume
     assert fresh["own_group"] and fresh["stdin"] == "/dev/null" and fresh["main"].endswith("executor/worker.py")
 
 
-async def test_a_site_folders_sitecustomize_runs_in_each_forked_worker_at_its_own_start(volume, monkeypatch,
-                                                                                       tmp_path: Path) -> None:
-    # The harness's clock: each process reads clock.json when it starts, so a worker forked later sees a later one.
+async def test_a_site_folders_sitecustomize_runs_once_and_its_fork_hook_in_each_worker(volume, monkeypatch,
+                                                                                      tmp_path: Path) -> None:
+    # The harness's clock: its sitecustomize reads clock.json at start and again in a forked child, so a worker
+    # forked later reads a later instant from the same server.
     site = tmp_path / "site"
     site.mkdir()
-    (site / "sitecustomize.py").write_text(
-        f"import builtins\nbuiltins.SITE_VALUE = open({str(site / 'value.txt')!r}).read()\n")
+    (site / "sitecustomize.py").write_text(textwrap.dedent(f"""
+        import builtins, os
+        def read():
+            builtins.SITE_VALUE = open({str(site / 'value.txt')!r}).read()
+        builtins.SITE_STARTS = getattr(builtins, "SITE_STARTS", 0) + 1
+        read()
+        os.register_at_fork(after_in_child=read)
+    """))
     monkeypatch.setenv("RLM_EXECUTOR_SITE", str(site))
     seen = []
     for value in ("one", "two"):
         (site / "value.txt").write_text(value)
         runner = LocalJobRunner(volume)
         try:
-            result = await Session(volume, runner, f"s-{value}").run("import os\nprint(SITE_VALUE, os.getppid())\n")
+            result = await Session(volume, runner, f"s-{value}").run(
+                "import os\nprint(SITE_VALUE, SITE_STARTS, os.getppid())\n")
         finally:
             runner.close()
         seen.append(result["stdout"].split())
-    assert [value for value, _ in seen] == ["one", "two"]
-    assert seen[0][1] == seen[1][1] != str(os.getpid())  # one server forked both
+    assert [value for value, _, _ in seen] == ["one", "two"]
+    assert seen[0][1:] == seen[1][1:] and seen[0][1] == "1" and seen[0][2] != str(os.getpid())  # one server, once
 
 
 async def test_a_fork_server_that_dies_takes_its_workers_and_the_session_carries_on(volume, runner) -> None:
@@ -364,25 +372,3 @@ async def test_a_fork_server_that_dies_takes_its_workers_and_the_session_carries
     value, new_server = after["stdout"].split()
     assert value == "1" and after["namespace"]["source"] == "snapshot"
     assert int(new_server) not in (server, os.getpid())  # a new server
-
-
-def test_a_server_with_its_own_sitecustomize_refuses_site_folders_and_the_worker_starts_afresh(tmp_path: Path) -> None:
-    from reference_agent.backends import forkserver
-    from reference_agent.backends.process import scrubbed_env
-
-    base, extra = tmp_path / "base", tmp_path / "extra"
-    for folder in (base, extra):
-        folder.mkdir()
-        (folder / "sitecustomize.py").write_text("")
-    env = scrubbed_env(str(tmp_path))
-    env["PYTHONPATH"] = os.pathsep.join([str(extra), str(base), str(REPO)])
-    request_r, request_w = os.pipe()
-    reply_r, reply_w = os.pipe()
-    try:
-        assert forkserver.start_worker(sys.executable, [], cwd=str(tmp_path), env=env,
-                                       base_pythonpath=os.pathsep.join([str(base), str(REPO)]),
-                                       request_r=request_r, reply_w=reply_w) is None
-    finally:
-        for fd in (request_r, request_w, reply_r, reply_w):
-            os.close(fd)
-        forkserver.close_all()

@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -144,6 +145,42 @@ def test_a_python_subprocess_starts_at_the_latest_exchange_and_runs_the_sitecust
     naive, aware, shadowed, tz_variable = printed
     assert naive[:19] == aware[:19] == "2026-01-01T00:00:02" and aware.endswith("+00:00")  # naive: UTC too
     assert shadowed == "ran" and tz_variable == "False"
+
+
+FORK_LATER = textwrap.dedent("""
+    import datetime, os, sys, time
+    print(datetime.datetime.now().isoformat()[:19], flush=True)
+    while not os.path.exists(sys.argv[1]):
+        time.sleep(0.01)
+    pid = os.fork()
+    if pid == 0:
+        print(datetime.datetime.now().isoformat()[:19], flush=True)
+        os._exit(0)
+    os.waitpid(pid, 0)
+    print(datetime.datetime.now().isoformat()[:19], flush=True)
+""")
+
+
+def test_a_process_forked_later_starts_at_the_latest_exchange_its_parent_keeps_its_own(tmp_path: Path) -> None:
+    # As a fork server's workers (reference_agent/executor/forkserver.py) start: forked, long after the server.
+    counts = [0]
+    clock = ScenarioClock(start_ns=START, step_ns=STEP, exchanges=lambda: counts[0], site=tmp_path / "site")
+    go = tmp_path / "go"
+    with running_clock(clock):
+        counts[0] = 2
+        clock.time_ns()
+        env = {"PATH": os.environ["PATH"], "PYTHONPATH": os.environ["PYTHONPATH"]}
+        proc = subprocess.Popen([sys.executable, "-c", FORK_LATER, str(go)], env=env, stdout=subprocess.PIPE,
+                                text=True)
+        assert proc.stdout is not None
+        started = proc.stdout.readline().strip()
+        counts[0] = 5
+        clock.time_ns()
+        go.touch()
+        forked, parent = proc.stdout.read().split()
+        assert proc.wait(timeout=60) == 0
+    assert started == parent == "2026-01-01T00:00:02"
+    assert forked == "2026-01-01T00:00:05"
 
 
 def test_a_process_without_the_clock_file_keeps_the_real_clock(tmp_path: Path) -> None:
