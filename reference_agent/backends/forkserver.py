@@ -76,6 +76,7 @@ class ForkServer:
         self._answers: queue.Queue[dict[str, Any]] = queue.Queue()
         self._exits: dict[int, int] = {}
         self._forked: set[int] = set()
+        self.forked_any = False
         self._changed = threading.Condition()
         self.alive = True
         self._reader = threading.Thread(target=self._read, name=f"rlm-forkserver-{self.proc.pid}", daemon=True)
@@ -122,6 +123,7 @@ class ForkServer:
                     if "pid" in answer:
                         with self._changed:
                             self._forked.add(answer["pid"])
+                            self.forked_any = True
         except (OSError, queue.Empty):
             answer = {"error": "the fork server did not answer"}
             self.close()
@@ -160,6 +162,8 @@ class ForkServer:
 
 
 _servers: dict[tuple[Any, ...], ForkServer] = {}
+_unservable: set[tuple[Any, ...]] = set()  # servers that died before forking a worker (say an interpreter
+# whose reference_agent has no fork server): those workers start afresh, without a new server tried each time
 _servers_lock = threading.Lock()
 
 
@@ -175,6 +179,8 @@ def start_worker(python: str, args: list[str], *, cwd: str, env: dict[str, str],
         return None
     key = _server_key(python, env)
     with _servers_lock:
+        if key in _unservable:
+            return None
         server = _servers.get(key)
         if server is not None and not server.alive:
             del _servers[key]
@@ -184,7 +190,11 @@ def start_worker(python: str, args: list[str], *, cwd: str, env: dict[str, str],
                 server = _servers[key] = ForkServer(python, env)
             except OSError:
                 return None
-    return server.spawn(args, cwd=cwd, env=env, request_r=request_r, reply_w=reply_w)
+    worker = server.spawn(args, cwd=cwd, env=env, request_r=request_r, reply_w=reply_w)
+    if worker is None and not server.forked_any:
+        with _servers_lock:
+            _unservable.add(key)
+    return worker
 
 
 def reaped_cpu_s() -> float:

@@ -105,8 +105,8 @@ class WarmExecutor:
         args = ["--idle-s", repr(float(idle_s)), *(self.confinement.argv() if self.confinement is not None else ())]
         env = scrubbed_env(self.workdir)
         try:
-            # Forked from a server that imported the worker once (~5 ms), else started afresh (~100 ms of CPU):
-            # the same process either way (forkserver.py).
+            # Forked from a server that imported the worker once (~20 ms of CPU for the first block), else started
+            # afresh (~140 ms): the same process either way (forkserver.py, bench/executor.py).
             self.proc: subprocess.Popen[bytes] | ForkedWorker = forkserver.start_worker(
                 python, args, cwd=self.workdir, env=env, request_r=request_r, reply_w=reply_w) or subprocess.Popen(
                 [python, "-s", "-m", "reference_agent.executor.worker", "--request-fd", str(request_r),

@@ -19,7 +19,8 @@ its workers see EOF on their own request pipes and leave too.
 
 The server starts with the workers' environment (but HOME), so a ``sitecustomize`` on their PYTHONPATH runs once,
 in the server, as every other start-up step does: set-up that must happen in each process belongs in an
-``os.register_at_fork(after_in_child=...)`` hook (the conformance harness's clock reads its instant there). Stdlib only, like the rest of the executor.
+``os.register_at_fork(after_in_child=...)`` hook (the conformance harness's clock reads its instant there).
+Stdlib only, like the rest of the executor.
 """
 
 from __future__ import annotations

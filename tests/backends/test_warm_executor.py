@@ -372,3 +372,28 @@ async def test_a_fork_server_that_dies_takes_its_workers_and_the_session_carries
     value, new_server = after["stdout"].split()
     assert value == "1" and after["namespace"]["source"] == "snapshot"
     assert int(new_server) not in (server, os.getpid())  # a new server
+
+
+def test_an_interpreter_that_cannot_serve_is_not_asked_again(tmp_path: Path, monkeypatch) -> None:
+    # Say a Job_B interpreter whose reference_agent predates the fork server: its server dies at start; its workers
+    # start afresh, without a new server tried (and a process start paid) for each.
+    from reference_agent.backends import forkserver
+    from reference_agent.backends.process import scrubbed_env
+
+    python = tmp_path / "python"
+    python.write_text("#!/bin/sh\nexit 1\n")
+    python.chmod(0o755)
+    started = []
+    real = forkserver.ForkServer
+    monkeypatch.setattr(forkserver, "ForkServer", lambda *a: started.append(a) or real(*a))
+    env = scrubbed_env(str(tmp_path))
+    for _ in range(2):
+        request_r, request_w = os.pipe()
+        reply_r, reply_w = os.pipe()
+        try:
+            assert forkserver.start_worker(str(python), [], cwd=str(tmp_path), env=env, request_r=request_r,
+                                           reply_w=reply_w) is None
+        finally:
+            for fd in (request_r, request_w, reply_r, reply_w):
+                os.close(fd)
+    assert len(started) == 1
