@@ -61,9 +61,43 @@ def check_storable(delta: Mapping[str, Any], *, name: str = "state") -> None:
     for key, value in delta.items():
         if not isinstance(key, str):
             raise StateValueError(f"{name} key {key!r}", key, f"is {_a(type(key).__name__)}, not a str")
-        if not key.startswith(TEMP_PREFIX):
+        if not key.startswith(TEMP_PREFIX) and not (key.isascii() and _plainly_storable(value)):
             _check_text(key, f"{name} key {key!r}")
             _check(value, f"{name}[{key!r}]", 0, set())
+
+
+def _plainly_storable(value: Any) -> bool:
+    """True only for values ``_check`` accepts, checked without building a path for every item (the common
+    case: ASCII text, small ints, finite floats, plain lists and dicts); False sends the value to ``_check``,
+    which finds what is wrong, or passes what this does not try (a subclass, non-ASCII text)."""
+    level, depth = [value], 0
+    while level:  # level by level: a whole list or dict's items go on the next in one call
+        below: list[Any] = []
+        for item in level:
+            kind = type(item)
+            if kind is str:
+                if not item.isascii():
+                    return False
+            elif kind is int:
+                if item.bit_length() > _INT_BITS_CHECKED:
+                    return False
+            elif kind is float:
+                if not math.isfinite(item):
+                    return False
+            elif kind is list or kind is dict:
+                if depth >= MAX_DEPTH:  # a cycle ends here too
+                    return False
+                if kind is dict:
+                    for key in item:
+                        if type(key) is not str or not key.isascii():
+                            return False
+                    below.extend(item.values())
+                else:
+                    below.extend(item)
+            elif item is not None and kind is not bool:
+                return False
+        level, depth = below, depth + 1
+    return True
 
 
 def unencodable_text(value: Any, path: str) -> tuple[str, str] | None:

@@ -16,9 +16,11 @@ import duckdb
 import pytest
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reference_agent.sessions import DeltaSessionService
-from reference_agent.sessions.values import StateValueError, check_storable
+from reference_agent.sessions.values import MAX_DEPTH, StateValueError, check_storable
 from reference_agent.storage import DatabaseLockedError, DuckDBEngine
 
 APP = "app"
@@ -224,3 +226,43 @@ def test_a_second_process_on_a_locked_file_is_told_who_holds_it_and_what_to_do(t
         holder.kill()
         holder.wait()
     DuckDBEngine(path).close()  # free again once the holder is gone
+
+
+# --- the fast path of check_storable: it may only pass what the full check passes -------------------------------
+
+_LEAVES = st.one_of(st.none(), st.booleans(), st.integers(), st.integers(min_value=2**4000, max_value=2**4100),
+                    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=5),
+                    st.sampled_from(["\udc80", "é", (1,), {1}, b"x", 1j]))
+_KEYS = st.one_of(st.text(max_size=4), st.sampled_from([1, None, "\udc80", "ü"]))
+_VALUES = st.recursive(_LEAVES, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                         st.dictionaries(_KEYS, inner, max_size=4)), max_leaves=12)
+
+
+def _outcome(delta: dict) -> str:
+    try:
+        check_storable(delta)
+    except StateValueError as exc:
+        return str(exc)
+    return "stored"
+
+
+@settings(max_examples=300, deadline=None)
+@given(_VALUES)
+def test_the_fast_path_gives_what_the_full_check_gives(value) -> None:
+    import reference_agent.sessions.values as values
+
+    fast = _outcome({"k": value})
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(values, "_plainly_storable", lambda value: False)
+        assert fast == _outcome({"k": value})
+
+
+def test_the_fast_path_stops_at_a_cycle_and_at_the_depth_limit() -> None:
+    looped: list = []
+    looped.append(looped)
+    deep: list = []
+    for _ in range(MAX_DEPTH):
+        deep = [deep]
+    for value in (looped, deep):
+        with pytest.raises(StateValueError):
+            check_storable({"k": value})
