@@ -24,7 +24,7 @@ import tempfile
 import threading
 from typing import IO, Any
 
-from .process import kill_group
+from .process import kill_group, proc_stat
 
 SUPPORTED = sys.platform.startswith("linux") and hasattr(socket, "send_fds")
 _ANSWER_WAIT_S = 10.0  # how long the server may take to fork a worker before it counts as broken
@@ -204,13 +204,9 @@ def reaped_cpu_s() -> float:
     with _servers_lock:
         pids = [s.proc.pid for k, s in _servers.items() if k[0] == os.getpid()]
     for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2:].split()  # from field 3 (state) on
-        total += int(fields[13]) + int(fields[14])  # fields 16 and 17: cutime, cstime
+        fields = proc_stat(pid)
+        if fields is not None:
+            total += int(fields[13]) + int(fields[14])  # fields 16 and 17 of stat: cutime, cstime
     return total / os.sysconf("SC_CLK_TCK")
 
 

@@ -7,11 +7,11 @@ import os
 from pathlib import Path
 
 # One source: the executor package holds them, so Job_B's payload wheel ships the same code.
-from ..executor.process import CappedBuffer, PipeTap, kill_group, kill_group_except
+from ..executor.process import CappedBuffer, PipeTap, kill_group, kill_group_except, proc_stat
 from ..executor.sandbox import allowed_env
 
 __all__ = ["EXECUTOR_SITE_VARIABLE", "PACKAGE_PARENT", "CappedBuffer", "PipeTap", "kill_group", "kill_group_except",
-           "scrubbed_env"]
+           "proc_stat", "scrubbed_env"]
 
 # Where ``reference_agent`` is importable from: the child gets only this on PYTHONPATH (after the host's
 # EXECUTOR_SITE_VARIABLE folders, if any).

@@ -72,6 +72,18 @@ def kill_group(pid: int) -> None:
         pass
 
 
+def proc_stat(pid: int) -> list[bytes] | None:
+    """``/proc/<pid>/stat`` from its third field (state, ppid, pgrp, ...) on; None if the process is gone.
+
+    "pid (comm) state ...": comm may hold spaces and parentheses, so the split is after the last ')'."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return None
+    return stat[stat.rfind(b")") + 2:].split()
+
+
 def kill_group_except(pgid: int, keep: int) -> list[int]:
     """SIGKILL every process in group ``pgid`` but ``keep`` (Linux: read from /proc); returns the pids killed.
 
@@ -82,15 +94,9 @@ def kill_group_except(pgid: int, keep: int) -> list[int]:
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit() or int(entry.name) == keep:
             continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as handle:
-                stat = handle.read()
-        except OSError:  # gone meanwhile
-            continue
-        # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses, so split after the last ')'.
-        fields = stat[stat.rfind(b")") + 2:].split()
+        fields = proc_stat(int(entry.name))
         # Zombies (state Z) are dead already; their parent reaps them.
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
+        if fields is not None and len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
             try:
                 os.kill(int(entry.name), signal.SIGKILL)
                 killed.append(int(entry.name))

@@ -328,7 +328,6 @@ async def test_a_forked_worker_is_what_a_fresh_start_gives_but_its_parent(volume
     for probe in (forked, fresh):
         assert probe.pop("cwd") == probe.pop("path0") == probe.pop("home"), probe
         del probe["ppid"]
-    del again
     assert forked == fresh
     assert fresh["own_group"] and fresh["stdin"] == "/dev/null" and fresh["main"].endswith("executor/worker.py")
 
