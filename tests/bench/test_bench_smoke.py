@@ -88,6 +88,24 @@ def test_bare_adk_baseline_drives_the_same_events_as_the_harness(name):
     assert harness.terminations == bare.terminations == same_store.terminations
 
 
+@pytest.mark.parametrize("name, warm", [("executor_environment_one_shot", False), ("executor_environment", True)])
+def test_bare_baseline_runs_job_b_on_the_executor_the_harness_gives_the_scenario(name, warm, monkeypatch):
+    """A scenario pinned to one-shot Job_B processes (``executor: one-shot``) is one-shot in the baseline too: a
+    warm baseline made the harness look 1.8x slower on it."""
+    from harness.targets import registry
+
+    given = []
+    resolve = registry.resolve_target
+
+    def spy(spec):
+        factory = resolve(spec)
+        return lambda env: given.append(env.warm_executor) or factory(env)
+
+    monkeypatch.setattr(registry, "resolve_target", spy)
+    suite.run_baseline(_scenario(name), same_store=True)
+    assert given == [warm]
+
+
 def test_bare_baseline_plays_http_faults_like_the_client():
     scenario = _scenario("model_500_retries_exhausted")
     assert suite.run_baseline(scenario).terminations == ["model_error"]
