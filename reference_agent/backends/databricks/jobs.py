@@ -67,6 +67,9 @@ ENTRY_SOURCE = Path(__file__).with_name("jobb_entry.py")
 TASK_KEY = "job_b"
 _REQUEST_FILE = re.compile(r"^(\d+)\.request\.json$")
 _EXCHANGE_FILE = re.compile(r"^\d+\.(request|answer)\.json$")
+# How long a request file may stay unreadable (empty, half written) before it is answered as unreadable: Job_B
+# writes a few hundred bytes in one write, so seconds mean it never will be whole.
+UNREADABLE_REQUEST_GRACE_S = 5.0
 _TAIL = 4_000
 DEFAULT_BACKOFF = Backoff(initial_s=1.0, factor=1.5, max_s=15.0)
 
@@ -166,7 +169,7 @@ class DatabricksJobRunner:
         # A stale result from an earlier attempt must never pass for this run's.
         await asyncio.to_thread(self.volume.delete, result_path)
         exchange = SubLmExchange(self.volume, sublm_folder(request), LmBridge(
-            sub_lm, max_calls=request.max_sublm_calls, max_tokens=request.max_sublm_tokens)) \
+            sub_lm, max_calls=request.max_sublm_calls, max_tokens=request.max_sublm_tokens), clock=self._clock) \
             if self.sublm_exchange else None
         if exchange is not None:  # an earlier attempt's answers must never pass for this run's
             await asyncio.to_thread(exchange.clear)
@@ -313,11 +316,14 @@ class SubLmExchange:
     error texts are the LM bridge's, as on the local backend.
     """
 
-    def __init__(self, volume: UcVolumeStore, folder: str, bridge: LmBridge) -> None:
+    def __init__(self, volume: UcVolumeStore, folder: str, bridge: LmBridge, *,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.volume = volume
         self.folder = folder
         self.bridge = bridge
         self.answered: set[int] = set()
+        self._clock = clock
+        self._unreadable_since: dict[int, float] = {}  # request id -> when it was first read and not JSON
 
     def clear(self) -> None:
         """Remove what an earlier attempt of the same run left in the folder (the Files API deletes files only)."""
@@ -330,15 +336,22 @@ class SubLmExchange:
         names = await asyncio.to_thread(self.volume.list_names, self.folder)
         waiting = sorted(int(m.group(1)) for m in map(_REQUEST_FILE.match, names)
                          if m and int(m.group(1)) not in self.answered)
+        answered = 0
         for request_id in waiting:
             path = posixpath.join(self.folder, f"{request_id}.request.json")
             try:
                 message = json.loads(await asyncio.to_thread(self.volume.read_text, path))
             except ValueError as exc:
+                # The mount has no rename, so Job_B writes its request in place: a listing can show the file
+                # before its bytes. Read it again on the next serve; one still unreadable after the grace is.
+                since = self._unreadable_since.setdefault(request_id, self._clock())
+                if self._clock() - since < UNREADABLE_REQUEST_GRACE_S:
+                    continue
                 message = {"id": request_id, "prompts": None, "unreadable": str(exc)}
             reply = await self.bridge.reply(message)
             reply["id"] = request_id  # the file's number names the request, whatever its body says
             await asyncio.to_thread(self.volume.write_text, posixpath.join(self.folder, f"{request_id}.answer.json"),
                                     json.dumps(reply))
             self.answered.add(request_id)
-        return len(waiting)
+            answered += 1
+        return answered
