@@ -203,9 +203,9 @@ async def test_a_request_listed_before_its_bytes_is_read_again_not_answered_as_u
     folder = volume.path("artifacts", "sublm", "s1_iter1")
     exchange = SubLmExchange(volume, folder, LmBridge(sub_lm, max_calls=4), clock=lambda: now[0])
     volume.write_text(f"{folder}/1.request.json", "")  # created, not yet written
-    assert await exchange.serve() == 0 and not volume.exists(f"{folder}/1.answer.json")
+    assert await exchange.serve() == 0 and exchange.deferred == 1 and not volume.exists(f"{folder}/1.answer.json")
     volume.write_text(f"{folder}/1.request.json", json.dumps({"id": 1, "prompts": ["a"]}))
-    assert await exchange.serve() == 1
+    assert await exchange.serve() == 1 and exchange.deferred == 0
     assert json.loads(volume.read_text(f"{folder}/1.answer.json"))["responses"] == ["answer to a"]
 
     volume.write_text(f"{folder}/2.request.json", '{"id": 2, "prom')  # never finished

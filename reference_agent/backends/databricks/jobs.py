@@ -261,6 +261,8 @@ class DatabricksJobRunner:
             if exchange is not None and await exchange.serve():
                 delays = self.backoff.delays()  # Job_B is talking: poll briskly again while it does
                 continue
+            if exchange is not None and exchange.deferred:  # a request listed before its bytes: read it again soon
+                delays = self.backoff.delays()
             if self._clock() >= deadline:  # run() cancels the run on the way out
                 state, message = state_of(run)
                 raise DatabricksTimeoutError(
@@ -324,6 +326,7 @@ class SubLmExchange:
         self.answered: set[int] = set()
         self._clock = clock
         self._unreadable_since: dict[int, float] = {}  # request id -> when it was first read and not JSON
+        self.deferred = 0  # requests the last serve() left to read again (not whole yet)
 
     def clear(self) -> None:
         """Remove what an earlier attempt of the same run left in the folder (the Files API deletes files only)."""
@@ -336,7 +339,7 @@ class SubLmExchange:
         names = await asyncio.to_thread(self.volume.list_names, self.folder)
         waiting = sorted(int(m.group(1)) for m in map(_REQUEST_FILE.match, names)
                          if m and int(m.group(1)) not in self.answered)
-        answered = 0
+        answered = self.deferred = 0
         for request_id in waiting:
             path = posixpath.join(self.folder, f"{request_id}.request.json")
             try:
@@ -346,6 +349,7 @@ class SubLmExchange:
                 # before its bytes. Read it again on the next serve; one still unreadable after the grace is.
                 since = self._unreadable_since.setdefault(request_id, self._clock())
                 if self._clock() - since < UNREADABLE_REQUEST_GRACE_S:
+                    self.deferred += 1
                     continue
                 message = {"id": request_id, "prompts": None, "unreadable": str(exc)}
             reply = await self.bridge.reply(message)
