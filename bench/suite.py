@@ -194,6 +194,7 @@ async def _baseline_async(scenario: Any, same_store: bool = False) -> RunSummary
     from google.adk.sessions import InMemorySessionService
 
     from harness.scenario.script import SUB_LM
+    from harness.runner import runs_warm_executor
     from harness.targets.base import TargetEnvironment
     from harness.targets.choice import choose_target
     from harness.targets.registry import resolve_target
@@ -210,8 +211,7 @@ async def _baseline_async(scenario: Any, same_store: bool = False) -> RunSummary
             model_name="gemini-2.5-flash", sub_lm=_bench_sub_lm(scenario.script.get(SUB_LM, [])),
             count_tokens=ScriptedTokenCounter(), home=Path(tmp), max_iterations=scenario.max_iterations,
             context=scenario.context,
-            # The executor the harness gives the scenario: its pin (executor: one-shot) or the run's default.
-            warm_executor=(scenario.executor or harness_options().executor) == "warm",
+            warm_executor=runs_warm_executor(scenario, harness_options()),  # the executor the harness gives it
             session_service_factory=None if same_store else lambda env: InMemorySessionService(), **limits)
         built = resolve_target(choose_target(scenario).spec)(env)
         service = built.session_service

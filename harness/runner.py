@@ -206,7 +206,7 @@ async def _drive_on(scenario: Scenario, options: RunOptions, choice: TargetChoic
                 options.session_service, choice.profile.session_service_args if choice.profile else None),
             backend=options.backend,
             databricks=workspace,
-            warm_executor=(scenario.executor or options.executor) == "warm",  # a scenario may pin one
+            warm_executor=runs_warm_executor(scenario, options),
             profile=choice.profile,
             require_confinement=options.require_confinement,
             **_limits(scenario),
@@ -242,6 +242,11 @@ async def _drive_on(scenario: Scenario, options: RunOptions, choice: TargetChoic
         trace.script_problems = judge_script(scenario, llm, built.app.root_agent, target=choice.spec,
                                              record=options.record, refuse=not options.allow_script_misfit)
     return trace, built.profile
+
+
+def runs_warm_executor(scenario: Scenario, options: RunOptions) -> bool:
+    """Whether the scenario's local Job_B runs on the warm executor: its ``executor:`` pin, else the run's."""
+    return (scenario.executor or options.executor) == "warm"
 
 
 def _limits(scenario: Scenario) -> dict[str, Any]:
