@@ -111,6 +111,28 @@ def test_bare_baseline_plays_http_faults_like_the_client():
     assert suite.run_baseline(scenario).terminations == ["model_error"]
 
 
+def test_scenarios_are_shared_out_longest_first_to_the_least_loaded_process():
+    seconds = {"a": 3.0, "b": 2.0, "c": 2.0, "d": 1.0, "e": 0.5}
+    groups = suite.split_longest_first(seconds, 2)
+    assert groups == [["a", "d", "e"], ["b", "c"]]  # 4.5 s and 4.0 s
+    assert sorted(n for g in groups for n in g) == sorted(seconds)
+    assert suite.split_longest_first({"a": 1.0}, 2) == [["a"]]  # no empty process
+
+
+def test_the_bare_child_runs_its_scenarios_through_a_bare_runner(monkeypatch, capsys):
+    """``--bare``: the cold child runs ``run_baseline`` on the same store, not the harness (its JSON says which
+    scenarios ran and how long each took)."""
+    ran = []
+    baseline = suite.run_baseline
+    monkeypatch.setattr(suite, "run_baseline", lambda s, same_store=False: ran.append((s.name, same_store))
+                        or baseline(s, same_store=same_store))
+    suite._child(["--child", "--bare", "--scenario", "single_delegation"])
+    out = json.loads(capsys.readouterr().out)
+    assert ran == [("single_delegation", True)]
+    assert [(s["scenario"], s["ok"]) for s in out["scenarios"]] == [("single_delegation", True)]
+    assert out["run_s"] >= out["scenarios"][0]["seconds"] > 0
+
+
 def test_cuts_patch_and_restore():
     from harness import runner
     from harness.llm import modes
