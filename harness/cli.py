@@ -407,13 +407,12 @@ def _preflight(scenarios: list[Scenario], options: RunOptions) -> None:
 
 
 @contextlib.contextmanager
-def _workers(jobs: int | None, log_level: str) -> Iterator[WorkerPool | None]:
-    """The run's worker processes (None: ``-j 1``, in-process), started first, before the parent loads the
-    scenarios, reads profiles and runs its preflight, so their ADK imports overlap with all of it; the caller then
-    ``fit``s the pool to the scenarios it loaded. They leave when the block ends."""
+def _workers(scenarios: list[Scenario], jobs: int | None, log_level: str) -> Iterator[WorkerPool | None]:
+    """The run's worker processes (None: ``-j 1``, in-process), started now, before the parent reads profiles and
+    runs its preflight, so their ADK imports overlap with it; they leave when the block ends."""
     from .parallel import WorkerPool, default_jobs
 
-    count = jobs or default_jobs()
+    count = min(jobs or default_jobs(), len(scenarios))
     if count <= 1:
         yield None
         return
@@ -494,9 +493,8 @@ def _print_written(console: Console, written: dict[str, Path]) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     configure_logging(args.log_level)
-    with _workers(args.jobs, args.log_level) as pool:
-        scenarios = _load(args.scenarios_dir, args.scenario, args.substring)
-        pool = pool and pool.fit(len(scenarios))
+    scenarios = _load(args.scenarios_dir, args.scenario, args.substring)
+    with _workers(scenarios, args.jobs, args.log_level) as pool:
         # The renderers (jinja2 and the rest, ~0.15 s) load while the workers import: before, they delayed them.
         from .report import DEFAULT_FORMATS, render_terminal, write_reports
 
@@ -528,9 +526,8 @@ def cmd_record(args: argparse.Namespace) -> int:
 
     formats = _report_formats(args.formats, DEFAULT_FORMATS)
     configure_logging(args.log_level)
-    with _workers(args.jobs, args.log_level) as pool:
-        scenarios = _load(args.scenarios_dir, args.scenario, args.substring)
-        pool = pool and pool.fit(len(scenarios))
+    scenarios = _load(args.scenarios_dir, args.scenario, args.substring)
+    with _workers(scenarios, args.jobs, args.log_level) as pool:
         options = _options(args, record=True)
         _refuse_remote_snapshot_update(args, options)
         _preflight(scenarios, options)

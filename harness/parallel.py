@@ -2,9 +2,8 @@
 
 Why processes of the "spawn" context, not fork: the parent has threads (rich's progress bar, logging) and the
 harness runs event loops; a forked child would inherit locks held by threads that do not exist in it. Each
-worker is started before the parent has loaded the scenarios, read the run's profiles or run its preflight
-(``WorkerPool``: its ~2-3 s of ADK imports overlap the parent's work; ``fit`` then ends those the run has no use
-for), imports the harness once, takes the run over its pipe, then
+worker is started before the parent has loaded the run's profiles or run its preflight (``WorkerPool``: its
+~3 s of ADK imports overlap the parent's work), imports the harness once, takes the run over its pipe, then
 runs one scenario at a time exactly as ``-j 1`` does in-process
 (``run_scenario``, then its snapshot row), so each scenario still has its own temporary work dir, DuckDB
 file, volume and warm executor processes, and its ids are seeded by its own name (harness/determinism.py),
@@ -134,18 +133,6 @@ class WorkerPool:
         process.start()
         child.close()
         return WorkerProcess(process, parent)
-
-    def fit(self, scenarios: int) -> WorkerPool | None:
-        """Keep a worker per scenario, at most ``size``: the pool starts before the parent knows how many scenarios
-        the run has, and those a shorter run has no use for leave while still importing. None, with every worker
-        gone, for one scenario or none: the caller runs it in-process, as ``-j 1`` does."""
-        keep = scenarios if scenarios > 1 else 0
-        surplus, self._workers = self._workers[keep:], self._workers[:keep]
-        for worker in surplus:
-            worker.process.terminate()
-        stop_workers(surplus)
-        self.size = len(self._workers)
-        return self if self._workers else None
 
     def __enter__(self) -> WorkerPool:
         return self

@@ -182,44 +182,6 @@ def test_the_default_number_of_workers_comes_from_the_environment(monkeypatch) -
         default_jobs()
 
 
-def test_the_pool_keeps_a_worker_per_scenario_and_none_for_one() -> None:
-    """The workers start before the scenarios are loaded (their imports overlap the parent's loading); ``fit`` then
-    lets go of those the run has no use for, and of all of them for a single scenario, which runs in-process."""
-    from harness.parallel import WorkerPool
-
-    with WorkerPool(3) as pool:
-        started = [w.process for w in pool._workers]
-        assert pool.fit(2) is pool and pool.size == 2
-        assert [p.is_alive() for p in started] == [True, True, False]
-    with WorkerPool(2) as pool:
-        started = [w.process for w in pool._workers]
-        assert pool.fit(1) is None
-        assert not any(p.is_alive() for p in started)
-
-
-def test_one_scenario_with_minus_j_runs_in_process(tmp_path: Path, monkeypatch) -> None:
-    from harness import parallel
-
-    def no_workers(*args, **kwargs):
-        raise AssertionError("a single scenario went to a worker process")
-
-    monkeypatch.setattr(parallel.WorkerPool, "run", no_workers)
-    assert main(["run", "-j", "2", "--no-progress", "--scenarios-dir", str(ROOT / "scenarios"), "--cassette-dir",
-                 str(ROOT / "cassettes"), "--reports-dir", str(tmp_path), "--scenario", "app_state_two_users"]) \
-        == EXIT_OK
-
-
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table from /proc")
-def test_a_scenario_file_that_cannot_load_ends_the_workers_started_for_it(tmp_path: Path, capsys) -> None:
-    import os
-
-    (tmp_path / "bad.yaml").write_text("name: bad\ndescription: [unclosed\n", encoding="utf-8")
-    before = _children(os.getpid())
-    assert main(["run", "-j", "2", "--no-progress", "--scenarios-dir", str(tmp_path)]) != EXIT_OK
-    assert "bad.yaml:" in capsys.readouterr().err
-    assert _children(os.getpid()) <= before  # every worker started for the run has left
-
-
 def test_a_copy_of_the_suite_is_runnable_elsewhere(tmp_path: Path) -> None:
     """Guard for the fixtures above: the scenarios they name exist with their cassettes and snapshots."""
     for name in SCENARIOS:
