@@ -383,6 +383,8 @@ def bare_cold_run(seconds: dict[str, float], jobs: int) -> dict[str, Any]:
         stdout, stderr = child.communicate(timeout=600)
         outs.append((subprocess.CompletedProcess(child.args, child.returncode, stdout, stderr),
                      time.perf_counter() - started))
+    # Collected in turn, so a part's wall_s (and interpreter_s) runs to when it was collected: only the largest, the
+    # run's wall time, is a figure; each part's import and run times are its own.
     parts = [_child_result(out, wall) for out, wall in outs]
     return {"wall_s": max(p["wall_s"] for p in parts), "processes": len(parts), "parts": parts}
 
