@@ -347,8 +347,8 @@ class SubLmExchange:
             except ValueError as exc:
                 # The mount has no rename, so Job_B writes its request in place: a listing can show the file
                 # before its bytes. Read it again on the next serve; one still unreadable after the grace is.
-                since = self._unreadable_since.setdefault(request_id, self._clock())
-                if self._clock() - since < UNREADABLE_REQUEST_GRACE_S:
+                now = self._clock()
+                if now - self._unreadable_since.setdefault(request_id, now) < UNREADABLE_REQUEST_GRACE_S:
                     self.deferred += 1
                     continue
                 message = {"id": request_id, "prompts": None, "unreadable": str(exc)}
