@@ -43,10 +43,7 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> ScenarioResult:
 
 def _serve(conn: Connection, options: RunOptions, checks: frozenset[str], run: Run, log_level: str) -> None:
     """A worker: judge every ``(key, scenario)`` the parent sends until it sends None."""
-    import logging
-    import os
-    import sys
-
+    from ..parallel import leave_now
     from ..scenario_run import configure_logging
 
     configure_logging(log_level)
@@ -56,10 +53,7 @@ def _serve(conn: Connection, options: RunOptions, checks: frozenset[str], run: R
             conn.send((key, judge(run(scenario, options), checks)))
     except (KeyboardInterrupt, EOFError, BrokenPipeError):  # Ctrl-C, or the parent went away: stop quietly
         return
-    logging.shutdown()  # as harness/parallel.py's workers: skip the interpreter's slow teardown
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    leave_now()  # as harness/parallel.py's workers: the exit handlers, not the interpreter's slow teardown
 
 
 class Pool:

@@ -96,6 +96,21 @@ def _serial_and_parallel(tmp_path_factory: pytest.TempPathFactory) -> dict[int, 
     return runs
 
 
+def test_the_workers_leave_no_temporary_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each worker makes a clock folder and starts the reference Job_B's fork server in a folder of its own; both
+    go with the process's exit handlers, which a worker runs before its quick exit (``os._exit`` alone left them
+    behind: two folders per worker per run)."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))  # the workers' (spawned, they read it afresh), not this process's
+    monkeypatch.chdir(tmp_path)
+    code = main(["run", "-j", "2", "--no-progress", "--scenarios-dir", str(ROOT / "scenarios"), "--cassette-dir",
+                 str(ROOT / "cassettes"), "--snapshot-dir", str(ROOT / "snapshots"), "--reports-dir", "reports",
+                 "--format", "json", "--scenario", "single_delegation", "--scenario", "llm_query"])
+    assert code == EXIT_OK
+    assert sorted(p.name for p in scratch.iterdir()) == []
+
+
 def test_parallel_run_gives_the_serial_exit_code_and_verdicts(serial_and_parallel) -> None:
     (code1, reports1, _, _), (code2, reports2, _, _) = serial_and_parallel[1], serial_and_parallel[2]
     assert code1 == code2 == EXIT_OK
