@@ -96,21 +96,6 @@ def _serial_and_parallel(tmp_path_factory: pytest.TempPathFactory) -> dict[int, 
     return runs
 
 
-def test_the_workers_leave_no_temporary_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each worker makes a clock folder and starts the reference Job_B's fork server in a folder of its own; both
-    go with the process's exit handlers, which a worker runs before its quick exit (``os._exit`` alone left them
-    behind: two folders per worker per run)."""
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    monkeypatch.setenv("TMPDIR", str(scratch))  # the workers' (spawned, they read it afresh), not this process's
-    monkeypatch.chdir(tmp_path)
-    code = main(["run", "-j", "2", "--no-progress", "--scenarios-dir", str(ROOT / "scenarios"), "--cassette-dir",
-                 str(ROOT / "cassettes"), "--snapshot-dir", str(ROOT / "snapshots"), "--reports-dir", "reports",
-                 "--format", "json", "--scenario", "single_delegation", "--scenario", "llm_query"])
-    assert code == EXIT_OK
-    assert sorted(p.name for p in scratch.iterdir()) == []
-
-
 def test_parallel_run_gives_the_serial_exit_code_and_verdicts(serial_and_parallel) -> None:
     (code1, reports1, _, _), (code2, reports2, _, _) = serial_and_parallel[1], serial_and_parallel[2]
     assert code1 == code2 == EXIT_OK
@@ -252,11 +237,18 @@ def test_ctrl_c_stops_the_workers_and_exits_130(tmp_path: Path) -> None:
     assert not (tmp_path / "reports").exists()  # an interrupted run writes no report
 
 
-def test_record_in_two_workers_writes_cassettes_that_replay(tmp_path: Path, capsys) -> None:
+def test_record_in_two_workers_writes_cassettes_that_replay(tmp_path: Path, capsys, monkeypatch) -> None:
+    """... and the workers leave no temporary folder behind: each makes a clock folder and starts the reference
+    Job_B's fork server in one; both go with the exit handlers a worker runs before its quick exit (``os._exit``
+    alone left them: two folders per worker per run)."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))  # the workers' (spawned, they read it afresh), not this process's
     names = ["--scenario", "single_delegation", "--scenario", "app_state_two_users"]
     common = ["-j", "2", "--no-progress", "--scenarios-dir", str(ROOT / "scenarios"), "--cassette-dir",
               str(tmp_path / "cassettes"), "--reports-dir", str(tmp_path / "reports"), "--format", "json"]
     assert main(["record", *common, *names]) == EXIT_OK
+    assert sorted(p.name for p in scratch.iterdir()) == []
     assert sorted(p.name for p in (tmp_path / "cassettes").iterdir()) == ["app_state_two_users.yaml",
                                                                           "single_delegation.yaml"]
     assert "cassette written" in capsys.readouterr().out
