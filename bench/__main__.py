@@ -84,8 +84,8 @@ def _plots(results: dict[str, BenchResult], out: Path) -> list[str]:
         table = sorted(suite.details["per_scenario"], key=lambda t: -t["harness_s"])
         series = {"harness (replay)": [t["harness_s"] for t in table],
                   "bare ADK Runner": [t["bare_s"] for t in table]}
-        if all("cut_all_s" in t for t in table):
-            series["harness, all proposed cuts"] = [t["cut_all_s"] for t in table]
+        if all("harness_memory_s" in t for t in table):
+            series["harness on adk-memory"] = [t["harness_memory_s"] for t in table]
         path = out / "suite_per_scenario.svg"
         path.write_text(plots.bar_chart("Per-scenario wall time (median)", "seconds",
                                         [t["scenario"] for t in table], series), encoding="utf-8")
@@ -127,22 +127,16 @@ def _markdown(report: dict[str, Any], rows: list[Row], results: dict[str, BenchR
     for name, seconds in report["bench_timings_s"].items():
         lines.append(f"* {name}: {seconds:.1f} s")
     suite = results.get("suite")
-    if suite and suite.details.get("cuts"):
-        lines += ["", "## Proposed cuts (each measured in this run; not applied to the code)", ""]
-        for name, cut in suite.details["cuts"].items():
-            lines.append(f"* `{name}` — {cut['change']}. Unit: {cut['unit']}: {1000 * cut['as_is_s']:.1f} ms as is, "
-                         f"{1000 * cut['cut_s']:.1f} ms with the cut, x{cut['per_suite']} per suite ({cut['why']}) "
-                         f"= {cut['saving_per_suite_s']:.2f} s per suite.")
     if suite and suite.details.get("per_scenario"):
         lines += ["", "## Suite, per scenario (medians)", "",
                   "| scenario | harness s | bare s | ratio | bare, same store s | ratio, same store | "
-                  "harness, all cuts s | events (harness/bare) | same events |",
+                  "harness on adk-memory s | events (harness/bare) | same events |",
                   "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for t in sorted(suite.details["per_scenario"], key=lambda t: t["scenario"]):
-            cut = f"{t['cut_all_s']:.3f}" if "cut_all_s" in t else "—"
+            memory = f"{t['harness_memory_s']:.3f}" if "harness_memory_s" in t else "—"
             same = t["bare_same_store_s"]
             lines.append(f"| {t['scenario']} | {t['harness_s']:.3f} | {t['bare_s']:.3f} | {t['ratio']:.2f}x | "
-                         f"{same:.3f} | {t['harness_s'] / same:.2f}x | {cut} | "
+                         f"{same:.3f} | {t['harness_s'] / same:.2f}x | {memory} | "
                          f"{t['events']}/{t['bare_events']} | {'yes' if t['same_events'] else 'NO'} |")
     if report["files"]:
         lines += ["", "## Files", ""] + [f"* `{Path(f).name}`" for f in report["files"]]

@@ -20,9 +20,10 @@
 * **Cold against a bare cold run** — the same bare Runner on the same store, run cold in as many fresh processes
   at once as the CLI has ``-j`` workers (``bare_cold_run``): what any ADK process pays to start and warm up,
   which the computed floor counts once.
-* **Where the time goes** — a cProfile pass (``bench/results/profile.txt``), the
-  import time of ADK and the harness, and the *measured* effect of each proposed
-  cut in ``bench.cuts`` (same run, interleaved with plain runs).
+* **The store held equal on ADK's side** — the harness on ``--session-service adk-memory`` against the bare Runner
+  on ``InMemorySessionService`` (info): what the harness adds where neither run has the target's store.
+* **Where the time goes** — a cProfile pass (``bench/results/profile.txt``) and the import time of ADK and the
+  harness.
 """
 
 from __future__ import annotations
@@ -112,8 +113,6 @@ class _ScriptPlayer:
         from harness.runner import RETRY_OPTIONS
         from harness.scenario.script import FaultStep, TextStep
 
-        from .cuts import backoff_s
-
         attempt = 0
         while True:
             index, step = self._take()
@@ -130,6 +129,15 @@ class _ScriptPlayer:
                     continue
                 raise (errors.ClientError if status < 500 else errors.ServerError)(status, json.loads(body))
             return types.GenerateContentResponse.model_validate(json.loads(body))  # malformed bodies raise here
+
+
+def backoff_s(attempt: int, options: Any) -> float:
+    """One draw of google-genai's wait before retry ``attempt``: tenacity.wait_exponential_jitter, jitter 1 if unset."""
+    import random
+
+    jitter = 1.0 if options.jitter is None else options.jitter
+    delay = options.initial_delay * options.exp_base ** (attempt - 1) + random.uniform(0, jitter)
+    return max(0.0, min(delay, options.max_delay))
 
 
 def _bench_llm_class() -> type:
@@ -274,12 +282,13 @@ def summarize(result: Any, seconds: float) -> RunSummary:
 
 def _child(argv: list[str]) -> None:
     """``python -m bench.suite --child``: the conformance run in this fresh process; JSON on stdout. ``--bare``: the
-    same scenarios through a bare ADK Runner on the target's own store instead (``run_baseline``, same store)."""
+    same scenarios through a bare ADK Runner on the target's own store instead (``run_baseline``, same store).
+    ``--phases-only``: start, import and load the scenarios, run none (the phases the floor is made of)."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--child", action="store_true")
     parser.add_argument("--bare", action="store_true")
+    parser.add_argument("--phases-only", action="store_true")
     parser.add_argument("--scenario", action="append")
-    parser.add_argument("--cuts", default="")
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
     import google.adk.runners  # noqa: F401 - timed on its own: the biggest import
@@ -287,23 +296,20 @@ def _child(argv: list[str]) -> None:
     t1 = time.perf_counter()
     from harness.runner import run_scenario
 
-    from . import cuts
-
     t2 = time.perf_counter()
     scenarios = discover(tuple(args.scenario) if args.scenario else None)
     t3 = time.perf_counter()
     results = []
-    with cuts.applied([c for c in args.cuts.split(",") if c]):
-        for scenario in scenarios:
-            started = time.perf_counter()
-            if args.bare:
-                summary = run_baseline(scenario, same_store=True)
-            else:
-                with quiet():
-                    result = run_scenario(scenario, harness_options())
-                summary = summarize(result, time.perf_counter() - started)
-            results.append({"scenario": scenario.name, "seconds": summary.seconds, "ok": summary.ok,
-                            "error": summary.error})
+    for scenario in [] if args.phases_only else scenarios:
+        started = time.perf_counter()
+        if args.bare:
+            summary = run_baseline(scenario, same_store=True)
+        else:
+            with quiet():
+                result = run_scenario(scenario, harness_options())
+            summary = summarize(result, time.perf_counter() - started)
+        results.append({"scenario": scenario.name, "seconds": summary.seconds, "ok": summary.ok,
+                        "error": summary.error})
     t4 = time.perf_counter()
     json.dump({"import_adk_s": t1 - t0, "import_harness_s": t2 - t1, "load_scenarios_s": t3 - t2,
                "run_s": t4 - t3, "scenarios": results}, sys.stdout)
@@ -348,8 +354,8 @@ def _child_result(out: Any, wall: float) -> dict[str, Any]:
     return data
 
 
-def cold_run(names: tuple[str, ...] | None, cut_names: str = "") -> dict[str, Any]:
-    cmd, env = _child_command(names, *(("--cuts", cut_names) if cut_names else ()))
+def cold_run(names: tuple[str, ...] | None, *, run: bool = True) -> dict[str, Any]:
+    cmd, env = _child_command(names, *(() if run else ("--phases-only",)))
     started = time.perf_counter()
     out = subprocess.run(cmd, check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     return _child_result(out, time.perf_counter() - started)
@@ -461,8 +467,8 @@ def profile_pass(scenarios: list[Any], out_path: Path, extra: dict[str, Any]) ->
     buffer.write("Suite profile (cProfile; one warm in-process pass over the scenarios with cassettes)\n")
     buffer.write(f"scenarios: {len(scenarios)}; wall under the profiler: {wall:.2f} s; "
                  f"profiled total: {profiled_total:.2f} s\n")
-    buffer.write("Times under cProfile are inflated for Python-heavy code; the bench measures the real effect "
-                 "of each proposed cut without the profiler (see latest.md).\n\n")
+    buffer.write("Times under cProfile are inflated for Python-heavy code: the rows of latest.md are measured without "
+                 "the profiler.\n\n")
     buffer.write("Where the time goes (cumulative, overlapping categories are not subtracted):\n")
     for label, seconds in sorted(breakdown.items(), key=lambda kv: -kv[1]):
         buffer.write(f"  {seconds:7.2f} s  {100 * seconds / profiled_total:5.1f} %  {label}\n")
@@ -488,7 +494,6 @@ def profile_pass(scenarios: list[Any], out_path: Path, extra: dict[str, Any]) ->
 
 
 def run(quick: bool = False, results_dir: Path | None = None) -> BenchResult:
-    from . import cuts
     from .common import RESULTS_DIR
 
     results_dir = results_dir or RESULTS_DIR
@@ -501,24 +506,22 @@ def run(quick: bool = False, results_dir: Path | None = None) -> BenchResult:
         return result
     reps = 1 if quick else 2
 
-    # 1. Cold: a fresh process, as CI runs it: the CLI, and the bench's own child (which times the phases),
-    #    as is and (full run) with every proposed cut, back to back.
-    #    (The CLI and a bare run_scenario loop measured within 1 % of each other, so the full run times the loop
-    #    only with the cuts, against the CLI as is; its phases — interpreter, imports — do not depend on the cuts.)
+    # 1. Cold: a fresh process, as CI runs it: the CLI, and the bench's own child, which times the phases the floor
+    #    is made of (interpreter, imports, loading). The quick run's child runs its scenario too (a smoke test of the
+    #    loop); the full run's only starts, imports and loads (the CLI and a run_scenario loop measured within 1 %).
     cli = cli_run([s.name for s in scenarios])
     result.details["cli"] = cli
-    cold = cold_run(names, "" if quick else "all")
+    cold = cold_run(names, run=quick)
     failing = [s["scenario"] for s in cold["scenarios"] if not s["ok"]]
-    result.details["cold" if quick else "cold_with_cuts"] = cold
-    # 2. Warm, interleaved: harness vs bare ADK (and, full run, harness with every cut), same scenario, same process.
+    result.details["cold"] = cold
+    # 2. Warm, interleaved: harness vs bare ADK, same scenario, same process; the full run's first pass also runs the
+    #    harness on ADK's in-memory service, the bare Runner's store.
     run_harness(scenarios[0])  # warm the imports and caches of both paths once
     run_baseline(scenarios[0])
     per: dict[str, dict[str, Any]] = {}
-    with_cuts = not quick
     for rep in range(reps):
         for scenario in scenarios:
-            entry = per.setdefault(scenario.name, {"harness": [], "bare": [], "bare_same_store": [], "cuts": [],
-                                                   "cuts_memory": []})
+            entry = per.setdefault(scenario.name, {"harness": [], "bare": [], "bare_same_store": [], "memory": []})
             h = run_harness(scenario)
             b = run_baseline(scenario)
             entry["harness"].append(h.seconds)
@@ -526,11 +529,8 @@ def run(quick: bool = False, results_dir: Path | None = None) -> BenchResult:
             entry["bare_same_store"].append(run_baseline(scenario, same_store=True).seconds)
             entry.update(harness_events=h.events, bare_events=b.events, harness_terminations=h.terminations,
                          bare_terminations=b.terminations, harness_ok=h.ok, harness_error=h.error)
-            if with_cuts:
-                with cuts.applied(["all"]):
-                    entry["cuts"].append(run_harness(scenario).seconds)
-                    if rep == 0:  # what is left once the cuts are in: the session store (bare: ADK's in-memory one)
-                        entry["cuts_memory"].append(run_harness(scenario, "adk-memory").seconds)
+            if not quick and rep == 0:
+                entry["memory"].append(run_harness(scenario, "adk-memory").seconds)
     # A scenario over the worst-scenario target is measured again before it can be called the worst: with two runs
     # each, the worst of 45 ratios was as often a noisy minute as a slow scenario (a run's worst scenario changed
     # between runs, 1.36x in one and 1.78x in the next). A slow one stays slow over more runs; noise does not.
@@ -551,8 +551,7 @@ def run(quick: bool = False, results_dir: Path | None = None) -> BenchResult:
                       "events": entry["harness_events"], "bare_events": entry["bare_events"],
                       "terminations": entry["harness_terminations"], "bare_terminations": entry["bare_terminations"],
                       "harness_ok": entry["harness_ok"], "harness_error": entry["harness_error"],
-                      **({"cut_all_s": median(entry["cuts"]), "cut_all_memory_s": median(entry["cuts_memory"])}
-                         if entry["cuts"] else {})})
+                      **({"harness_memory_s": median(entry["memory"])} if entry["memory"] else {})})
     result.details["per_scenario"] = table
     harness_total = sum(t["harness_s"] for t in table)
     bare_total = sum(t["bare_s"] for t in table)
@@ -572,11 +571,6 @@ def run(quick: bool = False, results_dir: Path | None = None) -> BenchResult:
         rows.append(Row("suite", f"conformance run, cold process, run_scenario loop ({len(scenarios)} scenarios)",
                         cold["wall_s"], "s", cli["wall_s"], "rlm-conformance run", target=f"< {SUITE_TARGET_S:g} s",
                         met=cold["wall_s"] < SUITE_TARGET_S and not failing,
-                        note=f"{len(failing)} failing: {', '.join(failing)}" if failing else ""))
-    else:
-        rows.append(Row("suite", "conformance run, cold process, with all proposed cuts (run_scenario loop)",
-                        cold["wall_s"], "s", cli["wall_s"], "rlm-conformance run as is",
-                        target=f"< {SUITE_TARGET_S:g} s", met=cold["wall_s"] < SUITE_TARGET_S and not failing,
                         note=f"{len(failing)} failing: {', '.join(failing)}" if failing else ""))
     rows.append(Row("suite", "harness overhead, all scenarios (sum of medians)", harness_total, "s", bare_total,
                     "bare ADK Runner on InMemorySessionService",
@@ -618,31 +612,16 @@ def run(quick: bool = False, results_dir: Path | None = None) -> BenchResult:
                     + ("es at once" if bare_cold["processes"] > 1 else ""),
                     note="info: each process pays its own start, imports and first-invocation warm-up, as the "
                          "CLI's workers do; the bare processes write no reports"))
-    if with_cuts:
-        all_total = sum(t["cut_all_s"] for t in table)
-        rows.append(Row("suite", "harness with all proposed cuts, all scenarios (sum of medians)", all_total, "s",
-                        bare_total, "bare ADK Runner on InMemorySessionService",
-                        note=f"(as is: {harness_total:.2f} s); {IN_MEMORY_NOTE}"))
-        memory_total = sum(t["cut_all_memory_s"] for t in table)
-        rows.append(Row("suite", "  same, on ADK's InMemorySessionService (--session-service adk-memory)", memory_total,
-                        "s", bare_total, "bare ADK Runner on InMemorySessionService",
-                        note="(what is left once the session store is the bare run's)"))
+    if all("harness_memory_s" in t for t in table):
+        memory_total = sum(t["harness_memory_s"] for t in table)
+        rows.append(Row("suite", "harness on ADK's InMemorySessionService (--session-service adk-memory), all scenarios "
+                        "(one run each)", memory_total, "s", bare_total, "bare ADK Runner on InMemorySessionService",
+                        note="info: the other same-store comparison, on the bare Runner's store"))
     for t in sorted(table, key=lambda t: t["scenario"]):
         rows.append(Row("suite", f"  {t['scenario']}", t["harness_s"], "s", t["bare_s"], "bare",
                         note=("" if t["same_events"] else f"events {t['events']} vs {t['bare_events']}; ")
-                        + f"same store: {t['harness_s'] / t['bare_same_store_s']:.2f}x"
-                        + (f"; all cuts: {t['cut_all_s']:.3f} s" if "cut_all_s" in t else "")))
-    # 3. Each proposed cut on its own: the unit it removes, timed as is and with the cut (micro-benchmark).
-    if with_cuts:
-        with tempfile.TemporaryDirectory(prefix="rlm-bench-cuts-") as tmp:
-            units = cuts.micro(Path(tmp), scenarios)
-        result.details["cuts"] = {name: {**units[name], "change": text} for name, (_, text) in cuts.CUTS.items()}
-        for name, unit in units.items():
-            rows.append(Row("suite", f"proposed cut {name}: {unit['unit']}", 1000 * unit["cut_s"], "ms",
-                            1000 * unit["as_is_s"], "as is",
-                            note=f"x{unit['per_suite']} per suite ({unit['why']}): saves "
-                                 f"{unit['saving_per_suite_s']:.2f} s per suite"))
-    # 4. Profile (full run only).
+                        + f"same store: {t['harness_s'] / t['bare_same_store_s']:.2f}x"))
+    # 3. Profile (full run only).
     if not quick:
         profile_path = results_dir / "profile.txt"
         result.details["profile"] = profile_pass(scenarios, profile_path, {

@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from bench import __main__ as bench_main
-from bench import cuts, explore, plots, store, suite
+from bench import explore, plots, store, suite
 from bench.common import Row, geomean, loglog_slope, percentile
 
 # Left out of `tox -e fast` (end to end through other processes, or a long property run): tox.ini.
@@ -133,18 +133,13 @@ def test_the_bare_child_runs_its_scenarios_through_a_bare_runner(monkeypatch, ca
     assert out["run_s"] >= out["scenarios"][0]["seconds"] > 0
 
 
-def test_cuts_patch_and_restore():
-    from harness import runner
-    from harness.llm import modes
-
-    before = (modes.ModelEndpoint.gemini, modes.ModelEndpoint.genai_client, runner.RETRY_OPTIONS)
-    with cuts.applied(["all"]):
-        assert modes.ModelEndpoint.gemini is not before[0]
-        assert runner.RETRY_OPTIONS.jitter == 0.0
-        endpoint = modes.endpoint_for(modes.LlmMode.REPLAY, model="gemini-2.5-flash", env={})
-        client = endpoint.genai_client()
-        assert client._api_client._http_options.client_args["verify"] is cuts.shared_ssl_context()
-    assert (modes.ModelEndpoint.gemini, modes.ModelEndpoint.genai_client, runner.RETRY_OPTIONS) == before
+def test_the_phases_only_child_runs_no_scenario(monkeypatch, capsys):
+    """``--phases-only`` (the full bench's cold child): it starts, imports and loads the scenarios, and runs none."""
+    monkeypatch.setattr(suite, "run_baseline", lambda *a, **k: pytest.fail("a scenario ran"))
+    monkeypatch.setattr("harness.runner.run_scenario", lambda *a, **k: pytest.fail("a scenario ran"))
+    suite._child(["--child", "--phases-only", "--scenario", "single_delegation"])
+    out = json.loads(capsys.readouterr().out)
+    assert out["scenarios"] == [] and out["load_scenarios_s"] > 0 and out["import_adk_s"] > 0
 
 
 def test_plots_are_well_formed_svg():
