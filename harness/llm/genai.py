@@ -1,7 +1,8 @@
 """The run's sub-LM and token counter on a google-genai client (the client of the run's LLM mode).
 
-The caller creates the client (API key, base URL, the cassette around it), so nothing here reaches the
-network by itself. A target's Job_B gets ``sub_lm``; the target's context assembly gets ``count_tokens``.
+The caller gives the client (API key, base URL, the cassette around it) as a function that builds it, called at
+the first call: most scenarios make no sub-LM or countTokens call, and a client takes a few milliseconds to
+build. Nothing here reaches the network by itself. A target's Job_B gets ``sub_lm``; the target's context assembly gets ``count_tokens``.
 """
 
 from __future__ import annotations
@@ -29,22 +30,22 @@ class SubLmAnswer(str):
         return answer
 
 
-def genai_sub_lm(client: Client | Any, model: str) -> Callable[[str], Awaitable[str]]:
+def genai_sub_lm(client: Callable[[], Client | Any], model: str) -> Callable[[str], Awaitable[str]]:
     """Each prompt as one ``generate_content`` call; empty text for an answer without text."""
 
     async def sub_lm(prompt: str) -> str:
-        response = await client.aio.models.generate_content(model=model, contents=prompt)
+        response = await client().aio.models.generate_content(model=model, contents=prompt)
         usage = getattr(response, "usage_metadata", None)
         return SubLmAnswer(response.text or "", tokens=getattr(usage, "total_token_count", None))
 
     return sub_lm
 
 
-def genai_token_counter(client: Client | Any, model: str) -> Callable[[str], Awaitable[int]]:
+def genai_token_counter(client: Callable[[], Client | Any], model: str) -> Callable[[str], Awaitable[int]]:
     """``await count(text)``: the tokens of ``text`` from ``models/{model}:countTokens``."""
 
     async def count_tokens(text: str) -> int:
-        response = await client.aio.models.count_tokens(model=model, contents=text)
+        response = await client().aio.models.count_tokens(model=model, contents=text)
         return int(response.total_tokens or 0)
 
     return count_tokens

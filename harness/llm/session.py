@@ -11,6 +11,7 @@ ordinary model error and the scenario would look like a target failure.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections import Counter
 from collections.abc import Iterator
@@ -134,7 +135,9 @@ async def llm_session(scenario: "Scenario", options: "RunOptions", *, rerecord: 
             from .network_guard import NetworkGuard
 
             stack.enter_context(NetworkGuard(record_hint=f"re-record with: {rerecord}"))
-        client = endpoint.genai_client(http_options=types.HttpOptions(retry_options=_sub_lm_retries()))
+        # Built at the first sub-LM or countTokens call, inside the cassette and the guard like the rest of the run.
+        client = functools.cache(lambda: endpoint.genai_client(
+            http_options=types.HttpOptions(retry_options=_sub_lm_retries())))
         session._sub_lm = genai_sub_lm(client, options.model)
         session._count_tokens = genai_token_counter(client, options.model)
         yield session
@@ -154,7 +157,8 @@ def run_secrets(options: RunOptions, endpoint: ModelEndpoint | None = None) -> l
 
 
 def _sub_lm_retries() -> types.HttpRetryOptions:
-    from .. import run_options  # read at call time: bench/cuts.py swaps it for a measurement
+    """The agent's model's retry policy (harness/run_options.py) for the sub-LM client too."""
+    from .. import run_options
 
     return run_options.RETRY_OPTIONS
 

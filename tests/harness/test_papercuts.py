@@ -5,7 +5,8 @@
   ``scenarios/`` under the current directory, never into the installed package;
 * the Markdown table keeps one cell per column when a scenario is in error (no checks at all);
 * a green run logs no error: the model guard ends a blocked turn without raising out of a plugin;
-* ``record`` writes the same reports as ``run``.
+* ``record`` writes the same reports as ``run``;
+* a scenario's run pays for nothing it does not use: no repr of its whole result, no sub-LM client it never calls.
 """
 
 from __future__ import annotations
@@ -107,6 +108,29 @@ def test_a_blocked_answer_ends_the_turn_without_an_error_log(caplog: pytest.LogC
     assert turn.outcome.crash is None  # the model refused; nothing raised
     errors = [f"{r.name}: {r.getMessage()}" for r in caplog.records if r.levelno >= logging.ERROR]
     assert errors == []
+
+
+def test_run_scenario_never_writes_out_its_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On leaving, asyncio.run (Python 3.11) restores its SIGINT handler through signal's enum conversion, which
+    formats its main task's repr: a task that returned the ScenarioResult had it written out whole, twice (~2 ms
+    of every scenario). run_scenario's task returns None, the result boxed."""
+    written: list[str] = []
+    monkeypatch.setattr(ScenarioResult, "__repr__", lambda self: written.append(self.scenario) or "ScenarioResult")
+    result = run_scenario(load_scenario(ROOT / "scenarios" / "exit_loop.yaml"), RunOptions(llm_mode=LlmMode.SCRIPTED))
+    assert result.ok and written == []
+
+
+@pytest.mark.parametrize("name, clients", [("exit_loop", 0), ("llm_query", 1)])
+def test_the_sub_lm_client_is_built_only_for_a_scenario_that_calls_it(name: str, clients: int,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A google-genai client takes milliseconds to build, and most scenarios make no sub-LM or countTokens call."""
+    from harness.llm.modes import ModelEndpoint
+
+    built: list[object] = []
+    genai_client = ModelEndpoint.genai_client
+    monkeypatch.setattr(ModelEndpoint, "genai_client", lambda self, **kw: built.append(1) or genai_client(self, **kw))
+    result = run_scenario(load_scenario(ROOT / "scenarios" / f"{name}.yaml"), RunOptions(llm_mode=LlmMode.SCRIPTED))
+    assert result.ok and len(built) == clients
 
 
 # --- record writes reports ------------------------------------------------------------------------------------------
