@@ -2,7 +2,8 @@
 
 The caller gives the client (API key, base URL, the cassette around it) as a function that builds it, called at
 the first call: most scenarios make no sub-LM or countTokens call, and a client takes a few milliseconds to
-build. Nothing here reaches the network by itself. A target's Job_B gets ``sub_lm``; the target's context assembly gets ``count_tokens``.
+build. Nothing here reaches the network by itself. A target's Job_B gets ``sub_lm``; the target's context
+assembly gets ``count_tokens``.
 """
 
 from __future__ import annotations
