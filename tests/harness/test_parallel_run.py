@@ -237,18 +237,15 @@ def test_ctrl_c_stops_the_workers_and_exits_130(tmp_path: Path) -> None:
     assert not (tmp_path / "reports").exists()  # an interrupted run writes no report
 
 
-def test_record_in_two_workers_writes_cassettes_that_replay(tmp_path: Path, capsys, monkeypatch) -> None:
-    """... and the workers leave no temporary folder behind: each makes a clock folder and starts the reference
-    Job_B's fork server in one; both go with the exit handlers a worker runs before its quick exit (``os._exit``
-    alone left them: two folders per worker per run)."""
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    monkeypatch.setenv("TMPDIR", str(scratch))  # the workers' (spawned, they read it afresh), not this process's
+def test_record_in_two_workers_writes_cassettes_that_replay(tmp_path: Path, capsys, workers_tmp: Path) -> None:
+    """The cassettes two workers record replay; the workers leave no temporary folder behind: each makes a clock
+    folder and starts the reference Job_B's fork server in one, and both go with the exit handlers a worker runs
+    before its quick exit (``os._exit`` alone left them: two folders per worker per run)."""
     names = ["--scenario", "single_delegation", "--scenario", "app_state_two_users"]
     common = ["-j", "2", "--no-progress", "--scenarios-dir", str(ROOT / "scenarios"), "--cassette-dir",
               str(tmp_path / "cassettes"), "--reports-dir", str(tmp_path / "reports"), "--format", "json"]
     assert main(["record", *common, *names]) == EXIT_OK
-    assert sorted(p.name for p in scratch.iterdir()) == []
+    assert sorted(p.name for p in workers_tmp.iterdir()) == []
     assert sorted(p.name for p in (tmp_path / "cassettes").iterdir()) == ["app_state_two_users.yaml",
                                                                           "single_delegation.yaml"]
     assert "cassette written" in capsys.readouterr().out
