@@ -4,8 +4,6 @@ itself (tests/harness/test_parallel_run.py) pass ``-j`` explicitly."""
 
 import os
 
-import pytest
-
 os.environ.setdefault("RLM_CONFORMANCE_JOBS", "1")
 
 
@@ -28,13 +26,3 @@ def pytest_collection_modifyitems(config, items) -> None:
     # leaving one worker busy alone at the end, and a module's fixtures are still set up once.
     slow_modules = {item.path for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: item.path not in slow_modules)
-
-
-@pytest.fixture
-def workers_tmp(tmp_path, monkeypatch):
-    """An empty folder the worker processes a test starts take as their temporary folder: spawned, they read
-    ``TMPDIR`` afresh, where this process keeps the one it already has. What they leave behind is in it."""
-    folder = tmp_path / "workers-tmp"
-    folder.mkdir()
-    monkeypatch.setenv("TMPDIR", str(folder))
-    return folder

@@ -237,10 +237,15 @@ def test_ctrl_c_stops_the_workers_and_exits_130(tmp_path: Path) -> None:
     assert not (tmp_path / "reports").exists()  # an interrupted run writes no report
 
 
-def test_record_in_two_workers_writes_cassettes_that_replay(tmp_path: Path, capsys, workers_tmp: Path) -> None:
-    """The cassettes two workers record replay; the workers leave no temporary folder behind: each makes a clock
-    folder and starts the reference Job_B's fork server in one, and both go with the exit handlers a worker runs
-    before its quick exit (``os._exit`` alone left them: two folders per worker per run)."""
+def test_record_in_two_workers_writes_cassettes_that_replay(tmp_path: Path, capsys, monkeypatch) -> None:
+    """The cassettes two workers record replay; the workers, told to leave at the end, leave no temporary folder
+    behind: each makes a clock folder and starts the reference Job_B's fork server in one, and both go with the exit
+    handlers a worker runs before its quick exit (``os._exit`` alone left them: two folders per worker per run).
+    A worker interrupted mid-scenario (Ctrl-C, explore's runs ahead that are no longer needed) can still leave them:
+    explore's -j 2 proof found one clock folder left in about one run of ten, so it does not assert this."""
+    workers_tmp = tmp_path / "workers-tmp"
+    workers_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(workers_tmp))  # the workers' (spawned, they read it afresh), not this process's
     names = ["--scenario", "single_delegation", "--scenario", "app_state_two_users"]
     common = ["-j", "2", "--no-progress", "--scenarios-dir", str(ROOT / "scenarios"), "--cassette-dir",
               str(tmp_path / "cassettes"), "--reports-dir", str(tmp_path / "reports"), "--format", "json"]
