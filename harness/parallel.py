@@ -25,6 +25,7 @@ import dataclasses
 import logging
 import multiprocessing
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -96,8 +97,9 @@ def leave_now() -> None:
     The handlers are the process's clean-up, ours and the target's: the harness's clock folder, the reference
     Job_B's fork server and its folder, whatever a user's agent registered (a telemetry flush, its own temporary
     files); ~10 ms. What ``os._exit`` skips is the interpreter's teardown of ADK, pydantic and the rest of the
-    modules (~0.4 s that the parent would wait for after the last result). Skipping the handlers too left two
-    temporary folders per worker behind on every run.
+    modules (~0.4 s that the parent would wait for after the last result). What the handlers miss in the worker's
+    temporary folder the parent removes with the folder (``spawn_worker``); what they do elsewhere (a flush, a
+    child process stopped) only they do.
     """
     import atexit
 
@@ -110,12 +112,49 @@ def leave_now() -> None:
 
 @dataclass
 class WorkerProcess:
-    """One spawned worker, its pipe and the scenario it runs (explore's pool, harness/explore/pool.py, too)."""
+    """One spawned worker, its pipe, its temporary folder and the scenario it runs (explore's pool,
+    harness/explore/pool.py, too)."""
 
     process: BaseProcess
     conn: Connection
+    temp_folder: str
     index: int | None = None  # the scenario it is running
     started: float = 0.0
+
+    def ended(self) -> None:
+        """After the process is gone (joined): close the pipe and remove the worker's temporary folder, with what
+        a worker that was killed or interrupted left in it (a scenario's work folder, the clock's, Job_B's)."""
+        self.conn.close()
+        shutil.rmtree(self.temp_folder, ignore_errors=True)
+
+
+def spawn_worker(context: multiprocessing.context.SpawnContext, target: Callable[..., None], args: tuple,
+                 *, name: str) -> WorkerProcess:
+    """Start ``target(conn, *args)`` in a process of ``context``, with a temporary folder of its own.
+
+    The parent makes the folder and removes it once the worker is gone (``WorkerProcess.ended``): a worker's exit
+    handlers remove what it made, but a worker killed (a segfault, the OOM killer, the dying-worker tests) or
+    interrupted (Ctrl-C, explore's runs ahead that are no longer needed) may not run them, and only the parent
+    knows where to look. The worker's ``TMPDIR`` is that folder, for its own temporary files and its children's
+    (the executor's)."""
+    folder = tempfile.mkdtemp(prefix="rlm-worker-")
+    parent, child = context.Pipe()
+    process = context.Process(target=_in_temp_folder, args=(folder, target, child, *args), name=name, daemon=True)
+    try:
+        process.start()
+    except BaseException:
+        parent.close()
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    finally:
+        child.close()
+    return WorkerProcess(process, parent, folder)
+
+
+def _in_temp_folder(folder: str, target: Callable[..., None], *args: object) -> None:
+    os.environ["TMPDIR"] = folder
+    tempfile.tempdir = folder  # in case something of the start-up asked tempfile already
+    target(*args)
 
 
 class WorkerPool:
@@ -140,12 +179,7 @@ class WorkerPool:
             raise
 
     def _start(self) -> WorkerProcess:
-        parent, child = self._context.Pipe()
-        process = self._context.Process(target=_worker, args=(child, self._log_level),
-                                        name="rlm-conformance-worker", daemon=True)
-        process.start()
-        child.close()
-        return WorkerProcess(process, parent)
+        return spawn_worker(self._context, _worker, (self._log_level,), name="rlm-conformance-worker")
 
     def __enter__(self) -> WorkerPool:
         return self
@@ -222,7 +256,7 @@ class WorkerPool:
                         worker.process.join()
                         reason = death_reason(worker.process.exitcode)
                         yield index, crashed(scenarios[index], reason, time.perf_counter() - worker.started)
-                        worker.conn.close()
+                        worker.ended()
                         if pending:  # a replacement only when a scenario is left for it
                             workers[workers.index(worker)] = fresh = self._start()
                             feed(fresh, setup)
@@ -275,4 +309,4 @@ def stop_workers(workers: list[WorkerProcess]) -> None:
         if worker.process.is_alive():
             worker.process.kill()
             worker.process.join()
-        worker.conn.close()
+        worker.ended()

@@ -4,6 +4,8 @@ itself (tests/harness/test_parallel_run.py) pass ``-j`` explicitly."""
 
 import os
 
+import pytest
+
 os.environ.setdefault("RLM_CONFORMANCE_JOBS", "1")
 
 
@@ -26,3 +28,23 @@ def pytest_collection_modifyitems(config, items) -> None:
     # leaving one worker busy alone at the end, and a module's fixtures are still set up once.
     slow_modules = {item.path for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: item.path not in slow_modules)
+
+
+@pytest.fixture
+def temp_leftovers(tmp_path, monkeypatch):
+    """Point every temporary folder of a test's run at an empty one (this process's, which the parent of ``-j``
+    workers makes theirs in, and the spawned workers' own, which read ``TMPDIR`` afresh); return a function naming
+    what is left in it. The parent's trace spool goes when the report holding it is collected: collected first."""
+    import gc
+    import tempfile
+
+    folder = tmp_path / "temp"
+    folder.mkdir()
+    monkeypatch.setenv("TMPDIR", str(folder))
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+
+    def leftovers() -> list[str]:
+        gc.collect()
+        return sorted(p.name for p in folder.iterdir())
+
+    return leftovers

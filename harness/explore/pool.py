@@ -74,14 +74,9 @@ class Pool:
         self._workers: list[WorkerProcess] = [self._start() for _ in range(jobs)]
 
     def _start(self) -> WorkerProcess:
-        from ..parallel import WorkerProcess
+        from ..parallel import spawn_worker
 
-        parent, child = self._context.Pipe()
-        process = self._context.Process(target=_serve, args=(child, *self._args), name="rlm-conformance-explore",
-                                        daemon=True)
-        process.start()
-        child.close()
-        return WorkerProcess(process, parent)
+        return spawn_worker(self._context, _serve, self._args, name="rlm-conformance-explore")
 
     def _known(self, key: str) -> bool:
         return key in self._ready or key in self._busy.values() or any(
@@ -150,7 +145,7 @@ class Pool:
                                        f"(the last {death_reason(worker.process.exitcode).split(' (')[0]}). Run with -j 1 "
                                        f"to see why.")
                 self._ready[self._busy.pop(slot)] = Verdict(discarded=death_reason(worker.process.exitcode)[:200])
-                worker.conn.close()
+                worker.ended()
                 self._workers[slot] = self._start()
         self._feed()
 

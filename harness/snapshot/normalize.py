@@ -67,8 +67,11 @@ def _temp_roots() -> list[str]:
 
 
 def _path_rules(home: Path | None) -> list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]]:
-    roots = "|".join(re.escape(r.rstrip("/")) for r in _temp_roots())
-    homes = [rf"(?:{roots})/rlm-conformance-[^/\s'\"]+"]  # the runner's TemporaryDirectory(prefix=...)
+    # A -j worker's temporary folder (harness/parallel.py's spawn_worker) holds its runs' folders: the same
+    # trace normalizes alike in the worker, whose temporary folder it is, and in the parent.
+    temp = "|".join(re.escape(r.rstrip("/")) for r in _temp_roots())
+    temp = rf"(?:{temp})(?:/rlm-worker-[^/\s'\"]+)?"
+    homes = [rf"{temp}/rlm-conformance-[^/\s'\"]+"]  # the runner's TemporaryDirectory(prefix=...)
     if home is not None:
         homes.insert(0, "|".join(re.escape(str(p).rstrip("/")) for p in {home, home.resolve()}))
     home_or_volume = re.compile(rf"(?:{'|'.join(homes)})(?P<volume>/volume{_PATH_END})?{_PATH_END}")
@@ -77,7 +80,7 @@ def _path_rules(home: Path | None) -> list[tuple[re.Pattern[str], Callable[[re.M
         # A Unity Catalog volume root: the Databricks backend's twin of the local volume folder.
         (re.compile(rf"/Volumes/[^/\s'\"]+/[^/\s'\"]+/[^/\s'\"]+{_PATH_END}"), lambda m: "<volume>"),
         # Any other temporary folder: its (random) first component goes.
-        (re.compile(rf"(?:{roots})/[^/\s'\"]+{_PATH_END}"), lambda m: "<tmp>"),
+        (re.compile(rf"{temp}/[^/\s'\"]+{_PATH_END}"), lambda m: "<tmp>"),
     ]
 
 

@@ -79,10 +79,12 @@ def test_nothing_is_found_on_the_seed004_example(tmp_path: Path, capsys: pytest.
     assert "Nothing found." in capsys.readouterr().out
 
 
-def test_legacy_defects_are_found_shrunk_and_fail_run(tmp_path: Path) -> None:
-    """In two worker processes (-j 2): the runs ahead of the search, on a real target, find what -j 1 finds."""
+def test_legacy_defects_are_found_shrunk_and_fail_run(tmp_path: Path, temp_leftovers) -> None:
+    """In two worker processes (-j 2): the runs ahead of the search, on a real target, find what -j 1 finds. The
+    workers leave no temporary folder behind, those interrupted in runs ahead that the search no longer needs too."""
     checks = ["stage_gating", "summary_persisted", "artifacts_consumed", "no_unpersisted_mutation"]
     assert explore(tmp_path, "--target", "legacy", *[f"--check={c}" for c in checks], examples=8, jobs=2) == 1
+    assert temp_leftovers() == []
     assert_found(tmp_path, checks)
 
 

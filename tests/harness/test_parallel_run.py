@@ -22,13 +22,14 @@ ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ("single_delegation", "app_state_two_users", "llm_query", "executor_environment_one_shot",
              "model_safety_block")
 # What differs between any two runs, serial or not: timings and timestamps; ids the target draws (ADK's
-# invocation ids, artifact ids), the temporary work dir, and the state sizes that hold its path.
+# invocation ids, artifact ids), the temporary work dir (in a -j worker's temporary folder), and the state sizes
+# that hold its path.
 RUN_SPECIFIC = [
     (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00"), "TIMESTAMP"),
     (re.compile(r'time="[\d.]+"'), 'time=""'),
     (re.compile(r">\d+\.\ds<"), ">Ts<"),
     (re.compile(r"\d+\.\d+ ?s\b"), "T s"),
-    (re.compile(r"rlm-conformance-[A-Za-z0-9_]{8}"), "rlm-conformance-TMP"),
+    (re.compile(r"(rlm-worker-[A-Za-z0-9_]{8}/)?rlm-conformance-[A-Za-z0-9_]{8}"), "rlm-conformance-TMP"),
     (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "UUID"),
     (re.compile(r"-[0-9a-f]{4,8}(-[0-9a-f])?…"), "-ID…"),
     (re.compile(r"\b[a-z]+-[0-9a-f]{8}\b"), "invocation-ID"),
@@ -36,6 +37,7 @@ RUN_SPECIFIC = [
     (re.compile(r"\d+ bytes"), "N bytes"),
     (re.compile(r"\b\d+\.\d{3,}\b"), "SECONDS"),  # execution_time_s in the state the timeline shows
     (re.compile(r">[^<>]*…<"), ">VALUE…<"),  # a value the HTML cuts short, where a timing made it longer
+    (re.compile(r">[^<>]*rlm-conformance-TMP[^<>]*<"), ">VALUE…<"),  # ... or the path of a -j worker's folder
 ]
 
 
@@ -148,8 +150,11 @@ def _scenarios_with_dying_ones(tmp_path: Path) -> Path:
     return folder
 
 
-def test_a_worker_that_dies_is_that_scenarios_error_and_the_others_go_on(tmp_path: Path, capsys) -> None:
-    """Two workers die, one killed and one exiting: each is replaced while scenarios are left, in one run."""
+def test_a_worker_that_dies_is_that_scenarios_error_and_the_others_go_on(tmp_path: Path, capsys,
+                                                                        temp_leftovers) -> None:
+    """Two workers die, one killed and one exiting: each is replaced while scenarios are left, in one run. What
+    they had made in their temporary folder (the scenario's work folder) goes with them: no exit handler of theirs
+    ran, so the parent removes the folder it gave each worker."""
     folder = _scenarios_with_dying_ones(tmp_path)
     code = main(["run", "-j", "2", "--no-progress", "--scenarios-dir", str(folder), "--llm-mode", "scripted",
                  "--reports-dir", str(tmp_path / "reports"), "--snapshot-dir", str(tmp_path / "snapshots"),
@@ -162,6 +167,7 @@ def test_a_worker_that_dies_is_that_scenarios_error_and_the_others_go_on(tmp_pat
         assert DYING[result["scenario"]][1] in result["error"] and "-j 1" in result["error"]
     out = capsys.readouterr().out
     assert "b_killed" in out and "c_exits" in out
+    assert temp_leftovers() == []
 
 
 def test_jobs_must_be_a_positive_number(capsys) -> None:
@@ -237,23 +243,33 @@ def test_ctrl_c_stops_the_workers_and_exits_130(tmp_path: Path) -> None:
     assert not (tmp_path / "reports").exists()  # an interrupted run writes no report
 
 
-def test_record_in_two_workers_writes_cassettes_that_replay(tmp_path: Path, capsys, monkeypatch) -> None:
-    """The cassettes two workers record replay; the workers, told to leave at the end, leave no temporary folder
-    behind: each makes a clock folder and starts the reference Job_B's fork server in one, and both go with the exit
-    handlers a worker runs before its quick exit (``os._exit`` alone left them: two folders per worker per run).
-    A worker interrupted mid-scenario (Ctrl-C, explore's runs ahead that are no longer needed) can still leave them:
-    explore's -j 2 proof found one clock folder left in about one run of ten, so it does not assert this."""
-    workers_tmp = tmp_path / "workers-tmp"
-    workers_tmp.mkdir()
-    monkeypatch.setenv("TMPDIR", str(workers_tmp))  # the workers' (spawned, they read it afresh), not this process's
+def test_record_in_two_workers_writes_cassettes_that_replay(tmp_path: Path, capsys, temp_leftovers) -> None:
+    """The cassettes two workers record replay; the workers leave no temporary folder behind (each makes a clock
+    folder and starts the reference Job_B's fork server in one)."""
     names = ["--scenario", "single_delegation", "--scenario", "app_state_two_users"]
     common = ["-j", "2", "--no-progress", "--scenarios-dir", str(ROOT / "scenarios"), "--cassette-dir",
               str(tmp_path / "cassettes"), "--reports-dir", str(tmp_path / "reports"), "--format", "json"]
     assert main(["record", *common, *names]) == EXIT_OK
-    assert sorted(p.name for p in workers_tmp.iterdir()) == []
+    assert temp_leftovers() == []
     assert sorted(p.name for p in (tmp_path / "cassettes").iterdir()) == ["app_state_two_users.yaml",
                                                                           "single_delegation.yaml"]
     assert "cassette written" in capsys.readouterr().out
     # Replayed in this process (-j 1): what is under test is what the two workers wrote.
     replay = [a if a != "2" else "1" for a in common]
     assert main(["run", *replay, *names, "--snapshot-dir", str(ROOT / "snapshots")]) == EXIT_OK
+
+
+def test_a_worker_told_to_leave_runs_the_exit_handlers(tmp_path: Path) -> None:
+    """``leave_now`` skips the interpreter's teardown, not the process's exit handlers: ours (the clock folder,
+    Job_B's fork server) and a user's agent's (a telemetry flush, its own files)."""
+    import subprocess
+    import sys
+
+    marker = tmp_path / "flushed"
+    code = ("import atexit, pathlib, harness.parallel as parallel\n"
+            f"atexit.register(pathlib.Path({str(marker)!r}).touch)\n"
+            "parallel.leave_now()\n"
+            "raise SystemExit(9)  # not reached: leave_now ends the process")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert marker.is_file()
