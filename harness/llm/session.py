@@ -22,7 +22,8 @@ from google.genai import types
 
 from ..errors import CassetteError
 from ..trace.model import TokenCountRecord
-from .cassettes import Provenance, assert_all_played, make_vcr, origin_of, pass_by, use_cassette
+from .cassettes import (Provenance, assert_all_played, filter_each_request_once, make_vcr, origin_of, pass_by,
+                        use_cassette)
 from .drift import Drift, watch_drift
 from .genai import genai_sub_lm, genai_token_counter
 from .identity import CassetteIdentity
@@ -193,6 +194,7 @@ def _cassette(name: str, options: "RunOptions", endpoint: ModelEndpoint, session
     with use_cassette(recorder, name) as cassette:
         _spy_on_misses(cassette, session)
         if cassette.write_protected:
+            filter_each_request_once(cassette)
             watch_drift(cassette, session.drift.append)
             replay_recorded_delays(cassette)
         if workspace is not None:

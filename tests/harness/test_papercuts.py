@@ -6,7 +6,8 @@
 * the Markdown table keeps one cell per column when a scenario is in error (no checks at all);
 * a green run logs no error: the model guard ends a blocked turn without raising out of a plugin;
 * ``record`` writes the same reports as ``run``;
-* a scenario's run pays for nothing it does not use: no repr of its whole result, no sub-LM client it never calls.
+* a scenario's run pays for nothing it does not use: no repr of its whole result, no sub-LM client it never calls,
+  no second scrubbing of a replayed request.
 """
 
 from __future__ import annotations
@@ -131,6 +132,22 @@ def test_the_sub_lm_client_is_built_only_for_a_scenario_that_calls_it(name: str,
     monkeypatch.setattr(ModelEndpoint, "genai_client", lambda self, **kw: built.append(1) or genai_client(self, **kw))
     result = run_scenario(load_scenario(ROOT / "scenarios" / f"{name}.yaml"), RunOptions(llm_mode=LlmMode.SCRIPTED))
     assert result.ok and len(built) == clients
+
+
+def test_replay_scrubs_each_request_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each recorded request is scrubbed once as the cassette loads (vcrpy's), each replayed one once more: vcrpy
+    alone would filter a replayed request four times (harness/llm/cassettes.py's filter_each_request_once)."""
+    import yaml
+
+    from harness.llm import cassettes
+
+    scrubbed: list[object] = []
+    scrub = cassettes.scrub_request
+    monkeypatch.setattr(cassettes, "scrub_request", lambda request, **kw: scrubbed.append(1) or scrub(request, **kw))
+    result = run_scenario(load_scenario(ROOT / "scenarios" / "llm_query.yaml"), RunOptions())
+    interactions = yaml.safe_load((ROOT / "cassettes" / "llm_query.yaml").read_text(encoding="utf-8"))["interactions"]
+    assert result.ok and len(interactions) > 1
+    assert len(scrubbed) == 2 * len(interactions)
 
 
 # --- record writes reports ------------------------------------------------------------------------------------------
