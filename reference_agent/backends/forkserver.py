@@ -178,18 +178,22 @@ def start_worker(python: str, args: list[str], *, cwd: str, env: dict[str, str],
     if not SUPPORTED:
         return None
     key = _server_key(python, env)
+    dead: ForkServer | None = None
     with _servers_lock:
         if key in _unservable:
             return None
         server = _servers.get(key)
         if server is not None and not server.alive:
-            del _servers[key]
-            server = None
+            dead, server = _servers.pop(key), None
         if server is None:
             try:
                 server = _servers[key] = ForkServer(python, env)
             except OSError:
-                return None
+                server = None
+    if dead is not None:  # reaped, its socket closed and its folder removed (close_all no longer knows it)
+        dead.close()
+    if server is None:
+        return None
     worker = server.spawn(args, cwd=cwd, env=env, request_r=request_r, reply_w=reply_w)
     if worker is None and not server.forked_any:
         with _servers_lock:

@@ -291,8 +291,10 @@ def test_a_worker_exits_when_its_host_dies_however_it_dies(tmp_path: Path) -> No
 
         asyncio.run(main())
     """)
+    host_tmp = tmp_path / "host-tmp"  # what the killed host cannot remove (its fork server's, its worker's folder)
+    host_tmp.mkdir()
     proc = subprocess.run([sys.executable, "-c", host], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+                          env={**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(host_tmp)})
     assert proc.returncode == -9, proc.stderr
     assert _wait_gone(int(proc.stdout.strip()), within_s=10)
 
@@ -365,12 +367,16 @@ async def test_a_fork_server_that_dies_takes_its_workers_and_the_session_carries
     session = Session(volume, runner)
     worker, server = map(int, (await session.run("import os\nx = 1\nprint(os.getpid(), os.getppid())\n"))["stdout"]
                          .split())
+    from reference_agent.backends import forkserver
+
+    folder = next(Path(s.folder) for s in forkserver._servers.values() if s.proc.pid == server)
     os.kill(server, signal.SIGKILL)
     assert _wait_gone(worker)  # killed with its server, not left orphaned
     after = await session.run("import os\nprint(x, os.getppid())\n")
     value, new_server = after["stdout"].split()
     assert value == "1" and after["namespace"]["source"] == "snapshot"
     assert int(new_server) not in (server, os.getpid())  # a new server
+    assert not folder.exists()  # the dead server's folder went when the new one took its place
 
 
 def test_an_interpreter_that_cannot_serve_is_not_asked_again(tmp_path: Path, monkeypatch) -> None:
