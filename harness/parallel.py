@@ -137,7 +137,7 @@ def spawn_worker(context: multiprocessing.context.SpawnContext, target: Callable
     interrupted (Ctrl-C, explore's runs ahead that are no longer needed) may not run them, and only the parent
     knows where to look. The worker's ``TMPDIR`` is that folder, for its own temporary files and its children's
     (the executor's)."""
-    folder = tempfile.mkdtemp(prefix="rlm-worker-")
+    folder = tempfile.mkdtemp(prefix="rlm-worker-")  # the prefix harness/snapshot/normalize.py knows
     parent, child = context.Pipe()
     process = context.Process(target=_in_temp_folder, args=(folder, target, child, *args), name=name, daemon=True)
     try:

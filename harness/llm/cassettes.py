@@ -486,7 +486,7 @@ def filter_each_request_once(cassette: Cassette) -> None:
     last: list[Any] = [None, None]  # the request, what the filter made of it
 
     def before_record_request(request: Request) -> Request | None:
-        if request is last[0] or (request is last[1] and request is not None):
+        if request is last[0] or request is last[1]:
             return last[1]
         filtered = original(request)
         last[:] = [request, filtered]

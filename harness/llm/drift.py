@@ -68,7 +68,7 @@ def watch_drift(cassette: Any, on_drift: Callable[[Drift], None]) -> None:
             recorded_request = cassette.data[played[0]][0]
             # As vcrpy matched it: after the cassette's before_record_request (loopback rewrite, scrubbing).
             sent_request = cassette._before_record_request(request)
-            # Equal bodies (half the calls of the suite: the ids are seeded, the prompt holds no path) need no
+            # Equal bodies (half the calls of the suite: the ids are seeded by the scenario's name) need no
             # normalizing, which parses, re-encodes and masks both.
             if sent_request is not None and is_model_call(recorded_request.path) \
                     and recorded_request.body != sent_request.body:
