@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
+import functools
 import os
 import platform
 import sys
@@ -421,12 +422,15 @@ def _workers(scenarios: list[Scenario], jobs: int | None, log_level: str) -> Ite
 
 
 def _run_all(scenarios: list[Scenario], options: RunOptions, *, progress: bool, pool: WorkerPool | None,
-             extra: dict[str, str], snapshots: tuple[Path, bool] | None = None) -> RunReport:
+             extra: dict[str, str], snapshots: tuple[Path, bool] | None = None,
+             reports: tuple[Sequence[str], dict[str, str]] = ((), {})) -> RunReport:
     """Run ``scenarios`` (in-process without a ``pool``, else in its worker processes: harness/parallel.py) and
-    return the report, its results in scenario order whatever order they finished in."""
+    return the report, its results in scenario order whatever order they finished in. ``reports``: the formats
+    and check titles the reports will be written with; each result's parts of them are rendered as it arrives."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+    from .report.write import render_pieces
     from .scenario_run import run_one
     from .result import RunReport
     from .trace_spool import TraceSpool
@@ -434,7 +438,9 @@ def _run_all(scenarios: list[Scenario], options: RunOptions, *, progress: bool, 
     started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     err = Console(stderr=True)
     results: list[ScenarioResult | None] = [None] * len(scenarios)
-    spool = TraceSpool()  # full traces on disk, light ones in memory: flat memory however many scenarios
+    formats, titles = reports
+    # Full traces on disk, light ones in memory: flat memory however many scenarios.
+    spool = TraceSpool(functools.partial(render_pieces, formats=formats, titles=titles) if formats else None)
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn())
     with Progress(*columns, console=err, transient=True, disable=not progress or not err.is_terminal) as bar:
@@ -453,7 +459,7 @@ def _run_all(scenarios: list[Scenario], options: RunOptions, *, progress: bool, 
     machine = (f"{platform.node() or 'unknown'} ({platform.system()} {platform.machine()}, "
                f"Python {platform.python_version()})")
     return RunReport(results=tuple(r for r in results if r is not None), started_at=started, machine=machine,
-                     tool_version=_tool_version(), extra=extra, full_traces=spool.load)
+                     tool_version=_tool_version(), extra=extra, full_traces=spool.load, pieces=spool.piece)
 
 
 def _crashed(scenario: Scenario, options: RunOptions, reason: str, duration_s: float) -> ScenarioResult:
@@ -502,13 +508,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         options = _options(args, record=False)
         _refuse_remote_snapshot_update(args, options)
         _preflight(scenarios, options)
+        titles = _titles()
         report = _run_all(scenarios, options, progress=not args.no_progress, pool=pool, extra={
             "command": "run", "target": args.target or "(each scenario's own)", "llm_mode": args.llm_mode,
             "session_service": args.session_service, "backend": args.backend, "executor": args.executor,
-            "scenarios_dir": ", ".join(args.scenarios_dir)}, snapshots=(Path(args.snapshot_dir), args.snapshot_update))
+            "scenarios_dir": ", ".join(args.scenarios_dir)}, snapshots=(Path(args.snapshot_dir), args.snapshot_update),
+            reports=(formats, titles))
     console = _stdout_console()
     render_terminal(report, console, wide=args.wide, details_in=_details_in(args.reports_dir, formats))
-    written = write_reports(report, args.reports_dir, formats, titles=_titles())
+    written = write_reports(report, args.reports_dir, formats, titles=titles)
     _print_written(console, written)
     return EXIT_OK if report.ok else EXIT_FAILED
 
@@ -534,13 +542,15 @@ def cmd_record(args: argparse.Namespace) -> int:
         paths = {s.name: cassette_dir_for(options.cassette_dir, _choice(s, options).name, options.backend)
                  / f"{s.name}.yaml" for s in scenarios}
         before = {name: _stamp(path) for name, path in paths.items()}
+        titles = _titles()
         report = _run_all(scenarios, options, progress=not args.no_progress, pool=pool, extra={
             "command": "record", "target": args.target or "(each scenario's own)", "llm_mode": args.llm_mode,
             "session_service": args.session_service, "backend": args.backend, "executor": args.executor,
-            "scenarios_dir": ", ".join(args.scenarios_dir)}, snapshots=(Path(args.snapshot_dir), args.snapshot_update))
+            "scenarios_dir": ", ".join(args.scenarios_dir)}, snapshots=(Path(args.snapshot_dir), args.snapshot_update),
+            reports=(formats, titles))
     console = _stdout_console()
     render_terminal(report, console, wide=args.wide, details_in=_details_in(args.reports_dir, formats))
-    _print_written(console, write_reports(report, args.reports_dir, formats, titles=_titles()))
+    _print_written(console, write_reports(report, args.reports_dir, formats, titles=titles))
     console.print()
     missing = 0
     for result in report.results:

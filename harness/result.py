@@ -68,6 +68,10 @@ class RunReport:
     # The CLI keeps each result with a light trace and the full one on disk (harness/trace_spool.py): this reads
     # the full trace of results[i] back. None: every result holds its full trace.
     full_traces: Callable[[int], Trace | None] | None = field(default=None, compare=False, repr=False)
+    # results[i]'s part of a report format ("json", "junit", "html"), rendered by the CLI as the result arrived
+    # (harness/trace_spool.py, harness/report/write.py): the reports then only join the parts after the run.
+    # None, or None for a part: the renderer makes it from the result.
+    pieces: Callable[[int, str], str | None] | None = field(default=None, compare=False, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -78,3 +82,7 @@ class RunReport:
         if self.full_traces is not None and self.results[index].trace is not None:
             return self.full_traces(index)
         return self.results[index].trace
+
+    def piece_at(self, index: int, format_name: str) -> str | None:
+        """``results[index]``'s part of the ``format_name`` report if it was rendered as the result arrived."""
+        return self.pieces(index, format_name) if self.pieces is not None else None

@@ -22,6 +22,7 @@ from .summary import abbreviations, check_columns, counts, error_lines, scenario
 from .timeline import build_timeline
 
 TEMPLATE = "report.html.j2"
+SECTION = "scenario.html.j2"  # one scenario's section: rendered alone, as its result arrives or with the report
 TEMPLATES = Path(__file__).parent / "templates"
 STATUS_CLASS = {Status.PASS: "pass", Status.FAIL: "fail", Status.NOT_APPLICABLE: "na"}
 STATUS_SYMBOL = {Status.PASS: "✓", Status.FAIL: "✗", Status.NOT_APPLICABLE: "–"}
@@ -43,11 +44,15 @@ class _ScenarioView(dict):
     """A scenario's template values; the ones from its full trace are read when the template asks for them, so
     a spooled run (harness/trace_spool.py) holds one full trace at a time, not all of them."""
 
-    def __init__(self, values: dict[str, Any], trace: Callable[[], Trace | None]) -> None:
+    def __init__(self, values: dict[str, Any], trace: Callable[[], Trace | None],
+                 section: Callable[[], str] | None = None) -> None:
         super().__init__(values)
         self._trace = trace
+        self._section = section
 
     def __missing__(self, key: str) -> Any:
+        if key == "section" and self._section is not None:  # the summary table's row needs none of the trace
+            return self._section()
         trace = self._trace()
         if key == "timeline":
             return build_timeline(trace) if trace is not None else []
@@ -60,14 +65,29 @@ class _ScenarioView(dict):
         raise KeyError(key)
 
 
-def _scenario_view(index: int, result: ScenarioResult, columns: list[str], report: RunReport) -> dict[str, Any]:
-    status = scenario_status(result)
-    return _ScenarioView({
-        "anchor": _anchor(index, result.scenario), "result": result, "status": status,
-        "cells": [(name, result.check(name)) for name in columns],
-        "failed": sum(1 for c in result.checks if c.status is Status.FAIL),
-        "errors": error_lines(result),
-    }, lambda: report.trace_at(index))
+def _section_values(index: int, result: ScenarioResult) -> dict[str, Any]:
+    return {"anchor": _anchor(index, result.scenario), "result": result, "status": scenario_status(result),
+            "failed": sum(1 for c in result.checks if c.status is Status.FAIL), "errors": error_lines(result)}
+
+
+def scenario_section(index: int, result: ScenarioResult, trace: Callable[[], Trace | None], *,
+                     titles: Mapping[str, str], subject: str) -> str:
+    """The ``<details>`` section of ``results[index]``, HTML (``trace`` reads its full trace when the section shows
+    it); report.html.j2 places it as it is (``|safe``): its values were escaped as it was rendered."""
+    view = _ScenarioView(_section_values(index, result), trace)
+    return _environment().get_template(SECTION).render(
+        s=view, titles=titles, subject=subject, status_class=STATUS_CLASS, status_symbol=STATUS_SYMBOL)
+
+
+def _scenario_view(index: int, result: ScenarioResult, columns: list[str], report: RunReport,
+                   titles: Mapping[str, str]) -> dict[str, Any]:
+    def section() -> str:
+        piece = report.piece_at(index, "html")
+        return scenario_section(index, result, lambda: report.trace_at(index), titles=titles,
+                                subject=report.subject) if piece is None else piece
+
+    return _ScenarioView({**_section_values(index, result), "cells": [(name, result.check(name)) for name in columns]},
+                         lambda: report.trace_at(index), section=section)
 
 
 def render_html(report: RunReport, *, titles: Mapping[str, str] | None = None) -> str:
@@ -78,10 +98,11 @@ def iter_html(report: RunReport, *, titles: Mapping[str, str] | None = None) -> 
     """``render_html``'s text in pieces as the template produces them (Jinja2's ``generate``), so a writer that
     streams them to a file holds neither the text nor more than one scenario's full trace."""
     columns = check_columns(report)
+    titles = dict(titles or {})
     context = {
-        "report": report, "columns": columns, "short": abbreviations(columns), "titles": dict(titles or {}),
+        "report": report, "columns": columns, "short": abbreviations(columns), "titles": titles,
         "counts": counts(report), "summary": summary_line(report),
-        "scenarios": [_scenario_view(i, r, columns, report) for i, r in enumerate(report.results)],
+        "scenarios": [_scenario_view(i, r, columns, report, titles) for i, r in enumerate(report.results)],
         "status_class": STATUS_CLASS, "status_symbol": STATUS_SYMBOL,
     }
     return _environment().get_template(TEMPLATE).generate(context)

@@ -77,9 +77,15 @@ def iter_json(report: RunReport) -> Iterator[str]:
     for i, result in enumerate(report.results):
         if i:
             yield ",\n    "
-        yield textwrap.indent(json.dumps(_result_dict(result, report.trace_at(i)), indent=2, ensure_ascii=False,
-                                         default=repr), "    ").lstrip(" ")
+        piece = report.piece_at(i, "json")
+        yield result_piece(result, report.trace_at(i)) if piece is None else piece
     yield after + "\n"
+
+
+def result_piece(result: ScenarioResult, trace: Trace | None) -> str:
+    """One entry of the report's ``results`` list as ``iter_json`` writes it (indented to its depth)."""
+    return textwrap.indent(json.dumps(_result_dict(result, trace), indent=2, ensure_ascii=False, default=repr),
+                           "    ").lstrip(" ")
 
 
 def _result_from(data: dict[str, Any]) -> ScenarioResult:

@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 
 from ..checks.base import CheckResult, Status
-from ..result import RunReport
+from ..result import RunReport, ScenarioResult
 from .summary import counts
 
 SUITE_NAME = "rlm-conformance"
@@ -43,8 +43,9 @@ def render_junit(report: RunReport) -> str:
 
 
 def iter_junit(report: RunReport) -> Iterator[str]:
-    """The JUnit XML in pieces, one ``<testcase>`` at a time: the text ``ET.indent`` + ``ET.tostring`` of the whole
-    tree gives, without holding the tree (about 60 KB of elements per scenario)."""
+    """The JUnit XML in pieces, one result's ``<testcase>``s at a time (``testcases_piece``, or the part the run
+    rendered as the result arrived): the text ``ET.indent`` + ``ET.tostring`` of the whole tree gives, without
+    holding the tree (about 60 KB of elements per scenario)."""
     c = counts(report)
     errors = sum((r.error is not None) + len(r.crashed_turns) for r in report.results)
     tests = sum(len(r.checks) for r in report.results) + errors
@@ -62,52 +63,62 @@ def iter_junit(report: RunReport) -> Iterator[str]:
     ET.indent(root)
     head, tail = ET.tostring(root, encoding="unicode", xml_declaration=True).split(f'<testcase name="{_SLOT}" />')
     first = True
-    for case in _testcases(report):
-        ET.indent(case, level=2)  # as deep as under the whole tree
-        yield (head if first else "\n    ") + ET.tostring(case, encoding="unicode")
-        first = False
+    for index, result in enumerate(report.results):
+        piece = report.piece_at(index, "junit")
+        piece = testcases_piece(result) if piece is None else piece
+        if piece:
+            yield (head if first else "\n    ") + piece
+            first = False
     yield (head.removesuffix("\n    ") if first else "") + tail + "\n"
 
 
-def _testcases(report: RunReport) -> Iterator[ET.Element]:
-    for result in report.results:
-        for check in result.checks:
-            case = ET.Element("testcase", classname=xml_safe(result.scenario),
-                              name=xml_safe(f"{result.scenario}::{check.name}"), time="0.000")
-            if check.status is Status.FAIL:
-                failure = ET.SubElement(case, "failure", message=xml_safe(check.explanation), type="CheckFailed")
-                failure.text = _evidence_text(check)
-            elif check.status is Status.NOT_APPLICABLE:
-                ET.SubElement(case, "skipped", message=xml_safe(check.explanation))
-            else:
-                ET.SubElement(case, "system-out").text = _evidence_text(check)
-            yield case
-        if result.declared is not None:  # a strict xfail, as pytest writes one: skipped, or a failure if it passed
-            case = ET.Element("testcase", classname=xml_safe(result.scenario),
-                              name=xml_safe(f"{result.scenario}::declared"), time="0.000")
-            if result.status == "xfail":
-                ET.SubElement(case, "skipped", type="pytest.xfail", message=xml_safe(result.declared))
-            else:
-                ET.SubElement(case, "failure", type="XPASS(strict)",
-                              message=xml_safe(f"passed, but declared to fail: {result.declared}"))
-            yield case
-        if result.error is not None:
-            case = ET.Element("testcase", classname=xml_safe(result.scenario),
-                              name=xml_safe(f"{result.scenario}::{ERROR_CASE}"), time=f"{result.duration_s:.3f}")
-            first_line = result.error.strip().splitlines()[0] if result.error.strip() else "the scenario could not run"
-            error = ET.SubElement(case, "error", message=xml_safe(first_line), type="HarnessError")
-            error.text = xml_safe(f"{result.error}\n(target {result.target}, LLM mode {result.llm_mode}, "
-                                  f"session service {result.session_service})")
-            yield case
-        for turn in result.crashed_turns:
-            crash = turn.outcome.crash
-            case = ET.Element("testcase", classname=xml_safe(result.scenario),
-                              name=xml_safe(f"{result.scenario}::turn {turn.turn}"), time="0.000")
-            error = ET.SubElement(case, "error", message=xml_safe(crash.describe().splitlines()[0]),
-                                  type=xml_safe(crash.type))
-            error.text = xml_safe("\n".join([
-                f"turn {turn.turn} (session {turn.session_id}) raised {crash.describe()}",
-                *([f"caused by {crash.cause}"] if crash.cause else []),
-                f"termination {turn.outcome.termination}; target {result.target}, LLM mode {result.llm_mode}",
-                *crash.traceback]))
-            yield case
+def testcases_piece(result: ScenarioResult) -> str:
+    """``result``'s ``<testcase>`` elements as ``iter_junit`` writes them (indented, one per line; "" if none)."""
+    cases = []
+    for case in _testcases(result):
+        ET.indent(case, level=2)  # as deep as under the whole tree
+        cases.append(ET.tostring(case, encoding="unicode"))
+    return "\n    ".join(cases)
+
+
+def _testcases(result: ScenarioResult) -> Iterator[ET.Element]:
+    for check in result.checks:
+        case = ET.Element("testcase", classname=xml_safe(result.scenario),
+                          name=xml_safe(f"{result.scenario}::{check.name}"), time="0.000")
+        if check.status is Status.FAIL:
+            failure = ET.SubElement(case, "failure", message=xml_safe(check.explanation), type="CheckFailed")
+            failure.text = _evidence_text(check)
+        elif check.status is Status.NOT_APPLICABLE:
+            ET.SubElement(case, "skipped", message=xml_safe(check.explanation))
+        else:
+            ET.SubElement(case, "system-out").text = _evidence_text(check)
+        yield case
+    if result.declared is not None:  # a strict xfail, as pytest writes one: skipped, or a failure if it passed
+        case = ET.Element("testcase", classname=xml_safe(result.scenario),
+                          name=xml_safe(f"{result.scenario}::declared"), time="0.000")
+        if result.status == "xfail":
+            ET.SubElement(case, "skipped", type="pytest.xfail", message=xml_safe(result.declared))
+        else:
+            ET.SubElement(case, "failure", type="XPASS(strict)",
+                          message=xml_safe(f"passed, but declared to fail: {result.declared}"))
+        yield case
+    if result.error is not None:
+        case = ET.Element("testcase", classname=xml_safe(result.scenario),
+                          name=xml_safe(f"{result.scenario}::{ERROR_CASE}"), time=f"{result.duration_s:.3f}")
+        first_line = result.error.strip().splitlines()[0] if result.error.strip() else "the scenario could not run"
+        error = ET.SubElement(case, "error", message=xml_safe(first_line), type="HarnessError")
+        error.text = xml_safe(f"{result.error}\n(target {result.target}, LLM mode {result.llm_mode}, "
+                              f"session service {result.session_service})")
+        yield case
+    for turn in result.crashed_turns:
+        crash = turn.outcome.crash
+        case = ET.Element("testcase", classname=xml_safe(result.scenario),
+                          name=xml_safe(f"{result.scenario}::turn {turn.turn}"), time="0.000")
+        error = ET.SubElement(case, "error", message=xml_safe(crash.describe().splitlines()[0]),
+                              type=xml_safe(crash.type))
+        error.text = xml_safe("\n".join([
+            f"turn {turn.turn} (session {turn.session_id}) raised {crash.describe()}",
+            *([f"caused by {crash.cause}"] if crash.cause else []),
+            f"termination {turn.outcome.termination}; target {result.target}, LLM mode {result.llm_mode}",
+            *crash.traceback]))
+        yield case

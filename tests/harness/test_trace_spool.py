@@ -4,6 +4,7 @@ writes from such a run is the one it would write with every full trace in memory
 from __future__ import annotations
 
 import dataclasses
+import functools
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from harness.report.html import render_html
 from harness.report.json_report import render_json
 from harness.report.junit import render_junit
 from harness.report.markdown import render_markdown
+from harness.report.write import DEFAULT_FORMATS, render_pieces
 from harness.result import RunReport
 from harness.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenarios
@@ -42,6 +44,41 @@ def test_a_spooled_report_renders_every_format_as_the_full_one(report: RunReport
     assert sorted(p.name for p in folder.iterdir()) == ["0.pickle", "1.pickle"]
     spool.close()
     assert not folder.exists()
+
+
+def test_the_reports_join_the_parts_rendered_as_each_result_arrived(report: RunReport) -> None:
+    """The CLI renders each result's parts of the reports (its JSON entry, HTML section, JUnit test cases) as it
+    arrives, while the workers run on: the reports then read those parts, not the full traces, and come out as the
+    report rendered whole."""
+    titles = {"stage_gating": "A <title> to escape"}
+    spool = TraceSpool(functools.partial(render_pieces, formats=DEFAULT_FORMATS, titles=titles))
+    light = tuple(spool.keep(i, r) for i, r in enumerate(report.results))
+
+    def no_trace(index: int) -> None:
+        raise AssertionError(f"the full trace of result {index} was read: its parts were rendered already")
+
+    joined = dataclasses.replace(report, results=light, full_traces=no_trace, pieces=spool.piece)
+    assert sorted(p.name for p in spool.folder.iterdir()) == [
+        f"{i}.{kind}" for i in (0, 1) for kind in ("html.piece", "json.piece", "junit.piece", "pickle")]
+    assert render_json(joined) == render_json(report)
+    assert render_html(joined, titles=titles) == render_html(report, titles=titles)
+    assert render_junit(joined) == render_junit(report)
+    assert render_markdown(joined, titles=titles) == render_markdown(report, titles=titles)
+    spool.close()
+
+
+def test_a_part_that_fails_to_render_early_is_rendered_with_the_report(report: RunReport) -> None:
+    """A renderer that raises on a result while the run goes on stops nothing: the part is not kept, and writing
+    the report renders it again, where its error is reported as before."""
+    def broken(index: int, result: object) -> dict[str, str]:
+        raise RuntimeError("a renderer's bug")
+
+    spool = TraceSpool(broken)
+    light = tuple(spool.keep(i, r) for i, r in enumerate(report.results))
+    spooled = dataclasses.replace(report, results=light, full_traces=spool.load, pieces=spool.piece)
+    assert sorted(p.name for p in spool.folder.iterdir()) == ["0.pickle", "1.pickle"]
+    assert render_json(spooled) == render_json(report)
+    spool.close()
 
 
 def test_without_a_spool_the_report_reads_the_results_own_traces(report: RunReport) -> None:
