@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
 from .evidence import capped, name_event, name_request, name_row, show
-from .timeline import appended_events, request_positions, rows_by_event, session_of_request
+from .timeline import appended_events, processor_runs, request_positions, rows_by_event, session_of_request
 
 NAME = "summary_reaches_prompt"
 LONG_SUMMARY = 500
@@ -32,8 +32,13 @@ def summary_reaches_prompt(ctx: CheckContext) -> CheckResult:
     def writes_summary(event) -> bool:
         return key in event.emitted_delta and (writer_name is None or event.author == writer_name)
 
-    def triggers(event) -> bool:  # after this, the analyst's next request must show the summary
-        return event.author == processor if processor is not None else writes_summary(event)
+    # After one of these, the analyst's next request must show the summary. A processor's run, as stage_gating
+    # counts them: an event of it that holds no text or call (its callback gated it, a plugin wrote a delta) is
+    # the processor not running, and no summary is owed.
+    ran = {e.index for run in processor_runs(trace, profile) for e in run.events}
+
+    def triggers(event) -> bool:
+        return event.index in ran if processor is not None else writes_summary(event)
 
     after = (f"a {processor} run" if processor is not None
              else f"a {writer_name} write of {key!r}" if writer_name is not None else f"a write of {key!r}")

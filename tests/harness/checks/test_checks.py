@@ -302,6 +302,27 @@ def test_summary_reaches_prompt_passes_and_is_na_without_processor() -> None:
     assert_na(run("summary_reaches_prompt", b.build()), "No databricks_analyst request follows")
 
 
+def test_summary_reaches_prompt_owes_no_summary_after_a_gated_processor() -> None:
+    """A processor its callback skipped leaves an empty event (no model call, no text): it did not run, so the
+    analyst's next request owes no summary. A run that answered without writing one still fails."""
+    p = reference_profile()
+
+    def turn(processor_text: str) -> Trace:
+        b = TraceBuilder()
+        b.start_turn()
+        b.analyst_text("Nothing to run; the answer is in the data.")
+        b.event(p.results_processor, text=processor_text)
+        b.analyst_text("Still nothing to run.")
+        b.exit_loop()
+        b.end_turn()
+        return b.build()
+
+    assert_na(run("summary_reaches_prompt", turn("")), "No databricks_analyst request follows")
+    trace = turn("I summarised nothing.")
+    assert_fail(run("summary_reaches_prompt", trace), f"request #{trace.requests_of(p.analyst)[1].index}",
+                "follows a results_processor run, but no 'rlm:last_results_summary' was written")
+
+
 def test_summary_reaches_prompt_fails_on_verbatim_placeholder() -> None:
     trace = happy_trace()
     after = trace.requests_of("databricks_analyst")[1]
