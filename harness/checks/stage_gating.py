@@ -42,7 +42,7 @@ def stage_gating(ctx: CheckContext) -> CheckResult:
     by_turn: dict[tuple[str, int], list[EventRecord]] = defaultdict(list)
     for event in events:
         by_turn[(event.session_id, event.turn)].append(event)
-    run_starts = {run.first.index for run in processor_runs(trace, profile)}
+    run_starts = {run.first.index: run for run in processor_runs(trace, profile)}
     processor_has_tools = any(a.tools for a in trace.agents if a.name == processor)
     turn_sessions = session_of_turn(trace)
 
@@ -72,8 +72,9 @@ def stage_gating(ctx: CheckContext) -> CheckResult:
                 if unprocessed:
                     unprocessed.pop()
                 else:
-                    problems.append(f"{name_event(event)}: {processor} ran again without a new "
-                                    f"execution before it in turn {turn} (stale trigger)")
+                    problems.append(f"{name_event(event)}: {processor} ran{' again' if runs > 1 else ''} without a "
+                                    f"new execution before it in turn {turn} (stale trigger)"
+                                    f"{_overwrites(run_starts[event.index].events, profile.summary_key)}")
         for delegation in pending:
             problems.append(f"{name_event(delegation)}: a fresh {delegate} that {executor} never "
                             f"executed in turn {turn}")
@@ -110,3 +111,11 @@ def stage_gating(ctx: CheckContext) -> CheckResult:
     if processor is None:
         return passed(NAME, f"Each execution followed a fresh delegation: {summary}.")
     return passed(NAME, f"Each execution followed a fresh delegation and was processed at most once: {summary}.")
+
+
+def _overwrites(run: tuple[EventRecord, ...], summary_key: str | None) -> str:
+    """What a run with nothing to process wrote over: the summary, which its output_key or a callback replaces with
+    whatever the run said (a skip callback's text is saved under output_key as a model answer would be)."""
+    wrote = next((e for e in run if summary_key is not None and summary_key in e.emitted_delta), None)
+    return "" if wrote is None else (f"; it wrote {summary_key!r} all the same ({name_event(wrote)}), over the "
+                                     f"summary of the last execution")

@@ -167,6 +167,23 @@ def test_stage_gating_names_an_extra_processor_run_and_an_unexecuted_delegation(
                 "never executed", "sent 2 model requests")
 
 
+def test_stage_gating_says_what_a_processor_run_with_nothing_to_process_overwrote() -> None:
+    """A gate that answers with text (a skip callback returning a message) is a run: ADK saves the text under the
+    processor's output_key. The evidence says it ran with no execution (not "again": it is the turn's first) and
+    that it wrote the summary key, which is where the damage is."""
+    p = reference_profile()
+    b = TraceBuilder()
+    b.start_turn()
+    b.analyst_text("Nothing to run.")
+    skip = b.event(p.results_processor, text="Skipped: nothing new.", delta={p.summary_key: "Skipped: nothing new."})
+    b.exit_loop()
+    b.end_turn()
+    text = assert_fail(run("stage_gating", b.build()), f"event #{skip.index} (author results_processor",
+                       "results_processor ran without a new execution before it in turn 0",
+                       f"it wrote {p.summary_key!r} all the same (event #{skip.index}")
+    assert "ran again" not in text
+
+
 # --- (e) artifacts_consumed ------------------------------------------------------
 
 
