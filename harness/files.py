@@ -10,7 +10,7 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["StagedFile", "write_atomic"]
+__all__ = ["StagedFile", "default_mode", "write_atomic"]
 
 
 class StagedFile:
@@ -18,17 +18,18 @@ class StagedFile:
 
     For output too large to hold whole (a report of hundreds of scenarios): written as it is produced, and
     readers of ``path`` see the old content until ``commit()``. ``discard()`` removes it (safe to repeat).
-    ``mode``: the file's permissions (mkstemp makes 0600; a file others review wants 0644).
+    ``mode``: the file's permissions; None: the replaced file's own, else what ``open()`` would give a new file
+    (``default_mode``) — not mkstemp's 0600, which hid the scenarios and profiles ``init`` wrote from a team.
     """
 
     def __init__(self, path: Path, *, mode: int | None = None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        mode = mode if mode is not None else _mode_of(path)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         self.tmp = Path(tmp)
         try:
-            if mode is not None:
-                os.fchmod(fd, mode)
+            os.fchmod(fd, mode)
             self._handle = os.fdopen(fd, "wb")
         except BaseException:
             os.close(fd)
@@ -56,10 +57,29 @@ class StagedFile:
         self.tmp.unlink(missing_ok=True)
 
 
+def default_mode() -> int:
+    """What ``open()`` gives a new file: 0666 less the process's umask (read from /proc where it can be: setting
+    the umask to read it back would change it for a moment for every thread)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            umask = next(int(line.split()[1], 8) for line in status if line.startswith("Umask:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        umask = os.umask(0o022)
+        os.umask(umask)
+    return 0o666 & ~umask
+
+
+def _mode_of(path: Path) -> int:
+    try:
+        return path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        return default_mode()
+
+
 def write_atomic(path: Path, data: bytes, *, mode: int | None = None, durable: bool = False) -> None:
     """A temporary file beside ``path``, then ``os.replace``; nothing is left behind if the write fails.
 
-    ``mode``: the file's permissions (mkstemp makes 0600; a file others review wants 0644).
+    ``mode``: the file's permissions (None: as ``StagedFile``: the old file's, else ``default_mode``).
     ``durable``: fsync before the rename, for files that must survive a crash of the machine.
     """
     staged = StagedFile(path, mode=mode)

@@ -42,6 +42,7 @@ from typing import Any, Callable
 
 import yaml
 
+from . import files
 from .errors import HarnessError
 
 PROFILE_FILE = "rlm-profile.yaml"
@@ -526,24 +527,9 @@ def merged_pyproject(path: Path, spec: str, *, force: bool) -> tuple[str, str]:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder renamed over it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o777 if path.exists() else None
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    """Write ``text`` to ``path`` through a temporary file in the same folder renamed over it: a file it replaces
+    keeps its permissions, a new one gets what ``open()`` would give it (harness/files.py)."""
+    files.write_atomic(path, text.encode("utf-8"), durable=True)
 
 
 @dataclass

@@ -282,6 +282,20 @@ def test_write_atomic_keeps_the_old_file_when_writing_fails(tmp_path: Path, monk
     assert path.read_text(encoding="utf-8") == "new = 2\n" and path.stat().st_mode & 0o777 == 0o640
 
 
+def test_new_files_get_the_permissions_open_would_give_them(tmp_path: Path) -> None:
+    """init, import and explore write through a temporary file (mkstemp: 0600); the files they make are for the
+    team to review and commit, so they get 0666 less the umask, as any editor would make them."""
+    old = os.umask(0o027)
+    try:
+        write_atomic(tmp_path / "scenarios" / "smoke.yaml", "name: smoke\n")
+        os.umask(0o022)
+        write_atomic(tmp_path / "rlm-profile.yaml", "name: x\n")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "scenarios" / "smoke.yaml").stat().st_mode & 0o777 == 0o640
+    assert (tmp_path / "rlm-profile.yaml").stat().st_mode & 0o777 == 0o644
+
+
 def test_a_failure_midway_leaves_whole_files_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     real_replace = os.replace
 
