@@ -232,7 +232,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     doctor = commands.add_parser(
         "doctor", help="check the setup before recording; --databricks checks the workspace",
-        description="Check what a recording needs and say what to fix. Without --databricks: the local install. "
+        description="Check what a recording needs and say what to fix. Without --databricks: the local install "
+                    "and the project in the working folder ([tool.rlm-conformance], profile, scenarios, targets, "
+                    "cassettes). "
                     "With --databricks: the workspace of DATABRICKS_HOST / DATABRICKS_TOKEN (or "
                     "DATABRICKS_CONFIG_PROFILE) and the backend's RLM_DATABRICKS_* settings — identity, warehouse, "
                     "catalog, schema, tables, volume, privileges, Job_B compute and payload, the llm_query secret — "

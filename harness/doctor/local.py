@@ -1,4 +1,4 @@
-"""``rlm-conformance doctor`` without ``--databricks``: the local setup, minimally."""
+"""``rlm-conformance doctor`` without ``--databricks``: the local install, and the project in the working folder."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import importlib.util
 import sys
 
 from .findings import DoctorReport, Finding, error, ok, skipped, warning
+from .project import project_findings
 
 TITLE = "rlm-conformance doctor"
 
@@ -33,4 +34,5 @@ def run_local_doctor() -> DoctorReport:
                                                   "need it", "pip install 'rlm-conformance[databricks]'"))
     findings.append(skipped("workspace checks", "not run: pass --databricks to check the workspace of "
                                                 "DATABRICKS_HOST / DATABRICKS_TOKEN / RLM_DATABRICKS_*"))
+    findings += project_findings()
     return DoctorReport(TITLE, tuple(findings))
