@@ -24,6 +24,7 @@ _HARNESS_BUG_TEXT = "the harness (a bug"
 @dataclass(frozen=True)
 class Verdict:
     failing: dict[str, str] = field(default_factory=dict)  # check -> shape of its evidence
+    evidence: dict[str, str] = field(default_factory=dict)  # check -> its first line of evidence, as written
     discarded: str | None = None  # why the example says nothing about the target
     raised: tuple[str, ...] = ()  # how each turn that raised ended (type and origin)
     used_steps: dict[str, int] = field(default_factory=dict)
@@ -48,8 +49,14 @@ def judge(result: ScenarioResult, checks: frozenset[str]) -> Verdict:
     problems = list(result.trace.script_problems) if result.trace is not None else []
     if overran(problems):
         return Verdict(discarded="the target asked a model more often than the generated script had answers")
-    failing = {c.name: shape(c.explanation, c.evidence) for c in result.checks
-               if c.status is Status.FAIL and c.name in checks and c.name not in NOT_FINDINGS}
+    failed = [c for c in result.checks if c.status is Status.FAIL and c.name in checks and c.name not in NOT_FINDINGS]
     raised = tuple(f"{t.outcome.crash.type} from {t.outcome.crash.origin}" for t in result.crashed_turns
                    if t.outcome.crash is not None)
-    return Verdict(failing=failing, raised=raised, used_steps=steps_used(problems))
+    return Verdict(failing={c.name: shape(c.explanation, c.evidence) for c in failed},
+                   evidence={c.name: first_line(c.evidence[0] if c.evidence else c.explanation) for c in failed},
+                   raised=raised, used_steps=steps_used(problems))
+
+
+def first_line(text: str, limit: int = 300) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -99,6 +99,7 @@ def _write(report: Report, explorer: Explorer, settings: ExploreSettings, *, nam
     retry = [i for i, (f, v) in enumerate(zip(report.findings, trimmed)) if f.check not in v.failing]
     whole = dict(zip(retry, explorer.judge_all([pairs[i][1] for i in retry])))
     for i, finding in enumerate(report.findings):
+        verdict = trimmed[i] if i not in whole else whole[i]
         chosen, reproduced = (pairs[i][0], True) if i not in whole else (pairs[i][1], finding.check in whole[i].failing)
         write_finding(finding, chosen, reproduced=reproduced, seed=settings.seed, out_dir=settings.out_dir,
-                      explore_command=settings.command_line())
+                      explore_command=settings.command_line(), evidence=verdict.evidence.get(finding.check))

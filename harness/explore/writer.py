@@ -45,13 +45,16 @@ def _profile_ref(profile_path: Path | None, out_dir: Path) -> str | None:
     return relative.as_posix() if relative.parts.count(os.pardir) <= 2 else profile_path.resolve().as_posix()
 
 
-def render(scenario: Scenario, finding: Finding, *, seed: int, out_dir: Path, explore_command: str) -> str:
+def render(scenario: Scenario, finding: Finding, *, seed: int, out_dir: Path, explore_command: str,
+           evidence: str | None = None) -> str:
+    """The scenario file: a header (the check, the evidence of the written scenario's own run — else the kind of
+    evidence the search saw —, what it shrank to, how to reproduce and keep it), then the scenario."""
     data = scenario.model_dump(mode="json", exclude_defaults=True)
     data["sessions"] = [{"user": spec.user, **dumped} for spec, dumped in zip(scenario.sessions, data["sessions"])]
     reproduce = shlex.join([PROG, "run", "--scenario", scenario.name, "--scenarios-dir", str(out_dir),
                             "--llm-mode", "scripted"])
     header = [f"# Found by `{PROG} explore` (seed {seed}): this scenario fails the check {finding.check}.",
-              f"#   evidence: {finding.shape}",
+              f"#   evidence: {evidence}" if evidence else f"#   kind of evidence: {finding.shape}",
               f"#   shrunk to: {finding.plan.describe()}",
               f"# Reproduce: {reproduce}",
               f"# Found with: {explore_command}",
@@ -73,11 +76,13 @@ def candidates(finding: Finding, model: TargetModel, library: Library, *, out_di
 
 
 def write_finding(finding: Finding, scenario: Scenario, *, reproduced: bool, seed: int, out_dir: Path,
-                  explore_command: str) -> Path:
-    """Write ``scenario`` for ``finding`` into ``out_dir`` (``reproduced``: a re-run failed the same check)."""
+                  explore_command: str, evidence: str | None = None) -> Path:
+    """Write ``scenario`` for ``finding`` into ``out_dir`` (``reproduced``: a re-run failed the same check;
+    ``evidence``: that run's first line of the check's evidence)."""
     path = out_dir / f"{scenario.name}.yaml"
     finding.reproduced = reproduced
-    write_atomic(path, render(scenario, finding, seed=seed, out_dir=out_dir, explore_command=explore_command))
+    write_atomic(path, render(scenario, finding, seed=seed, out_dir=out_dir, explore_command=explore_command,
+                              evidence=evidence))
     finding.path = path
     finding.written_turns = sum(len(s.turns) for s in scenario.sessions)
     finding.written_steps = sum(len(steps) for steps in scenario.script.values())

@@ -10,12 +10,14 @@ branch) and ``--max-examples`` is small. The defaults (100 examples) are what a 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 import yaml
 
 from harness.cli import main
+from harness.explore.findings import first_line, shape
 
 pytestmark = pytest.mark.slow
 
@@ -38,16 +40,23 @@ def written(tmp_path: Path) -> dict[str, dict]:
     return out
 
 
-def failing_in_run(tmp_path: Path, scenario: str) -> set[str]:
-    """The checks ``rlm-conformance run`` fails on a written scenario (snapshots written, so only checks count)."""
+def failing_in_run(tmp_path: Path, scenario: str) -> dict[str, str]:
+    """The checks ``rlm-conformance run`` fails on a written scenario (snapshots written, so only checks count),
+    each with its first line of evidence."""
     reports = tmp_path / "reports"
     code = main(["run", "--scenario", scenario, "--scenarios-dir", str(tmp_path / "found"), "--llm-mode",
                  "scripted", "--reports-dir", str(reports), "--format", "json", "--snapshot-dir",
                  str(tmp_path / "snapshots"), "--snapshot-update", "--no-progress"])
     result = json.loads((reports / "conformance.json").read_text(encoding="utf-8"))["results"][0]
-    failing = {c["name"] for c in result["checks"] if c["status"] == "fail"}
+    failing = {c["name"]: first_line((c["evidence"] or [c["explanation"]])[0])
+               for c in result["checks"] if c["status"] == "fail"}
     assert code == (1 if failing or result["status"] != "pass" else 0)
     return failing
+
+
+def kind(evidence: str) -> str:
+    """What stays of a line of evidence from run to run: invocation ids (``e-1196098c-e…``) and numbers go."""
+    return shape(re.sub(r"\be-[0-9a-f]+(-[0-9a-f]*)?…?", "e-…", evidence), ())
 
 
 def turns(data: dict) -> int:
@@ -61,7 +70,13 @@ def assert_found(tmp_path: Path, checks: list[str]) -> None:
         entry = found[check]
         assert turns(entry["data"]) <= 2, entry["text"]
         assert "# Reproduce: rlm-conformance run --scenario" in entry["text"]
-        assert check in failing_in_run(tmp_path, entry["data"]["name"]), entry["text"]
+        failing = failing_in_run(tmp_path, entry["data"]["name"])
+        assert check in failing, entry["text"]
+        # The header quotes the evidence of the written scenario's own run, not the search's masked kind of it
+        # (ids and timings differ from run to run: compared by kind, and unmasked).
+        quoted = next(line for line in entry["text"].splitlines() if line.startswith("#   evidence: "))
+        quoted = quoted.removeprefix("#   evidence: ")
+        assert kind(quoted) == kind(failing[check]) and "'…'" not in quoted, (quoted, failing[check])
 
 
 def test_nothing_is_found_on_the_reference_agent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
