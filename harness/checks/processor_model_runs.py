@@ -29,7 +29,7 @@ def processor_model_runs(ctx: CheckContext) -> CheckResult:
     compare = key is not None and profile.summary_writer == processor
     windows = execution_windows(trace, profile)
     if not windows:
-        return not_applicable(NAME, f"No execution happened (no {execution_source(profile)}).")
+        return not_applicable(NAME, f"No execution happened (looked for {execution_source(profile)}).")
     positions = request_positions(trace)
     rows = rows_by_event(trace)
     requests = sorted(trace.requests_of(processor), key=lambda r: r.index)

@@ -101,7 +101,8 @@ def scenario_expectations(ctx: CheckContext) -> CheckResult:
                         + ", ".join(f"{k!r} = {show(merged[k], 60)}" for k in extra[:8])
                         + (" ..." if len(extra) > 8 else ""))
     if problems:
-        return failed(NAME, f"{len(problems)} expectation(s) not met.", problems + met + unjudged)
+        return failed(NAME, f"{len(problems)} expectation(s) not met.",
+                      problems + [f"(met) {line}" for line in met] + [f"(not judged) {line}" for line in unjudged])
     if not met:
         return not_applicable(NAME, "No expectation could be judged: " + "; ".join(unjudged))
     return passed(NAME, f"All {len(met)} expectation(s) met" + (f"; {len(unjudged)} not judged" if unjudged else "")

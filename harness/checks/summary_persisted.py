@@ -27,7 +27,7 @@ def summary_persisted(ctx: CheckContext) -> CheckResult:
     writer, key = profile.summary_writer, profile.summary_key
     windows = execution_windows(trace, profile)
     if not windows:
-        return not_applicable(NAME, f"No execution happened (no {execution_source(profile)}).")
+        return not_applicable(NAME, f"No execution happened (looked for {execution_source(profile)}).")
     if profile.results_processor is not None:
         # The processor summarises: executions it never ran after are stage_gating's and processor_model_runs'.
         judged = [w for w in windows if w.runs]

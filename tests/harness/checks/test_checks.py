@@ -576,6 +576,16 @@ def test_scenario_expectations_fail() -> None:
                 "outcome_error: expected an error containing 'retries exhausted'; turn 0 (session s1) has no error")
 
 
+def test_scenario_expectations_tells_the_met_from_the_unmet() -> None:
+    """A failure lists what was not met first, then what was met, marked so (a reader took the met line listed
+    under "1 expectation(s) not met" for a second problem)."""
+    scenario = make_scenario(executions=1, final_answer="41")
+    result = run("scenario_expectations", final_answer_trace(), scenario=scenario)
+    assert_fail(result, "final_answer: expected '41'")
+    assert result.explanation == "1 expectation(s) not met."
+    assert result.evidence[1] == "(met) executions: expected 1, the trace has 1"
+
+
 def test_scenario_expectations_exact_state_fails_on_a_key_it_does_not_name() -> None:
     """state_match: exact (an imported ADK final_session_state): the session holds nothing else."""
     trace = final_answer_trace()
