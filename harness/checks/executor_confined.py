@@ -12,9 +12,10 @@ this machine (``Trace.executor_confinement``): listed always, a failure under ``
 
 from __future__ import annotations
 
-from ..trace.model import EscapeProbeRecord, ExecutionRecord, Trace
+from ..trace.model import EscapeProbeRecord, Trace
 from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
 from .evidence import capped
+from .printed import Printed, printed_outputs, unseen_reason
 
 NAME = "executor_confined"
 LINE_PREFIX = "rlm-escape "
@@ -30,10 +31,10 @@ ATTEMPTS = {
 """What the probe tries, by the name it prints."""
 
 
-def probe_lines(record: ExecutionRecord) -> dict[str, tuple[str, str]]:
-    """attempt -> (outcome, how) for each ``rlm-escape`` line this execution printed (the last one wins)."""
+def probe_lines(text: str) -> dict[str, tuple[str, str]]:
+    """attempt -> (outcome, how) for each ``rlm-escape`` line in what an execution printed (the last one wins)."""
     found: dict[str, tuple[str, str]] = {}
-    for line in f"{record.stdout_head or ''}\n{record.stdout_tail or ''}".splitlines():
+    for line in text.splitlines():
         if not line.startswith(LINE_PREFIX):
             continue
         attempt, _, rest = line[len(LINE_PREFIX):].partition(":")
@@ -43,13 +44,7 @@ def probe_lines(record: ExecutionRecord) -> dict[str, tuple[str, str]]:
     return found
 
 
-def _label(record: ExecutionRecord | None) -> str:
-    if record is None:
-        return "no execution"
-    return f"artifact {record.artifact_id} (session {record.session_id}, iteration {record.iteration})"
-
-
-def _observed(probe: EscapeProbeRecord, trace: Trace, where: str) -> list[str]:
+def _observed(probe: EscapeProbeRecord, runs: list[Printed], where: str) -> list[str]:
     """Escapes the harness saw from outside, whatever the code reported."""
     seen = []
     if probe.connections:
@@ -57,8 +52,7 @@ def _observed(probe: EscapeProbeRecord, trace: Trace, where: str) -> list[str]:
                     f"{probe.connections} connection(s) during the run")
     for path in probe.written:
         seen.append(f"{where}: write_outside: {path} appeared while the scenario ran")
-    printed = "\n".join(f"{r.stdout_head or ''}{r.stdout_tail or ''}" for r in trace.executions)
-    if probe.secret in printed:
+    if any(probe.secret in run.text for run in runs):
         seen.append(f"{where}: read_outside: the code printed the secret planted in {probe.folder}")
     return seen
 
@@ -91,14 +85,24 @@ def executor_confined(ctx: CheckContext) -> CheckResult:
                                     "scenarios do where Job_B runs on this machine: the local backend, the "
                                     "databricks backend's workspace fake; scenarios/executor_escape_probe.yaml)."
                               + said)
+    runs = printed_outputs(trace, ctx.profile)
     reports: dict[str, tuple[str, str]] = {}
-    prober: ExecutionRecord | None = None  # the execution that ran the probe: the evidence names it
-    for record in sorted(trace.executions, key=lambda r: (r.session_id, r.iteration)):
-        found = probe_lines(record)
+    prober: Printed | None = None  # the execution that ran the probe: the evidence names it
+    for run in runs or []:
+        found = probe_lines(run.text)
         if found:
             reports.update(found)
-            prober = record
-    where = _label(prober or next(iter(trace.executions), None))
+            prober = run
+    where = (prober or next(iter(runs or []), None) or Printed("no execution", "")).label
+    if runs is None:  # the code's own reports are out of sight: only what the harness saw from outside counts
+        problems += _observed(probe, [], where)
+        if problems:
+            return failed(NAME, f"{len(problems)} escape(s) seen from outside, or protections required and "
+                                f"missing: the executor does not confine the code it runs "
+                                f"(docs/executor-confinement.md).{said}", capped(problems))
+        return not_applicable(NAME, f"Nothing reached the harness's targets from outside, but what the code "
+                                    f"reported of each attempt cannot be read, and memory, file size and processes "
+                                    f"leave no trace outside: {unseen_reason(ctx.profile)}.{said}")
     stopped = []
     for attempt, what in ATTEMPTS.items():
         outcome, how = reports.get(attempt, (None, ""))
@@ -109,7 +113,7 @@ def executor_confined(ctx: CheckContext) -> CheckResult:
             problems.append(f"{where}: {attempt}: the code could {what}: {how}")
         else:
             stopped.append(f"{where}: {attempt}: stopped ({how})")
-    problems += _observed(probe, trace, where)
+    problems += _observed(probe, runs, where)
     if not probe.listening:
         stopped.append(f"note: the harness could not listen on 127.0.0.1:{probe.port} ({probe.listen_error}); "
                        f"connect_local was judged by the code's report alone")

@@ -11,9 +11,9 @@ Job_B wrote), on whichever kind of process ran it: ``executor_environment`` on t
 from __future__ import annotations
 
 from ..canaries import CANARY_PREFIX
-from ..trace.model import ExecutionRecord
 from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
 from .evidence import capped
+from .printed import Printed, printed_outputs, unseen_reason
 
 NAME = "executor_env_clean"
 NAMES_LINE = "rlm-env names:"
@@ -23,9 +23,9 @@ LOCALE_PREFIX = "LC_"  # the probe leaves locale variables out: Python's C-local
 SHOWN_NAMES = 12
 
 
-def _probe(record: ExecutionRecord) -> tuple[list[str], list[str]] | None:
-    """(names, canary-holding names) the probe printed in this execution, or None if it printed none."""
-    lines = (record.stdout_head or "").splitlines()
+def _probe(text: str) -> tuple[list[str], list[str]] | None:
+    """(names, canary-holding names) the probe printed in ``text``, or None if it printed none."""
+    lines = text.splitlines()
     names = next((line[len(NAMES_LINE):].split() for line in lines if line.startswith(NAMES_LINE)), None)
     if names is None:
         return None
@@ -33,31 +33,27 @@ def _probe(record: ExecutionRecord) -> tuple[list[str], list[str]] | None:
     return names, [n for n in canaries if n != "-"]
 
 
-def _label(record: ExecutionRecord) -> str:
-    process = record.metrics.get("executor_process") if isinstance(record.metrics, dict) else None
-    mode = process.get("mode") if isinstance(process, dict) else None
-    how = f", {mode} Job_B" if mode else ""
-    return f"artifact {record.artifact_id} (session {record.session_id}, iteration {record.iteration}{how})"
+def _label(run: Printed) -> str:
+    return run.label if run.mode is None else f"{run.label.removesuffix(')')}, {run.mode} Job_B)"
 
 
-def _judge(record: ExecutionRecord, allowed: set[str]) -> tuple[str | None, str | None]:
+def _judge(run: Printed, allowed: set[str]) -> tuple[str | None, str | None]:
     """(problem, clean evidence) for one execution; both None when it neither probed nor showed a canary."""
-    printed = f"{record.stdout_head or ''}\n{record.stdout_tail or ''}"
-    probe = _probe(record)
-    if probe is None and CANARY_PREFIX not in printed:
+    probe = _probe(run.text)
+    if probe is None and CANARY_PREFIX not in run.text:
         return None, None
     names, canaries = probe or ([], [])
     extra = [n for n in names if n not in allowed and not n.startswith(LOCALE_PREFIX)]
     parts = []
-    if canaries or CANARY_PREFIX in printed:
+    if canaries or CANARY_PREFIX in run.text:
         held = f" of {', '.join(sorted(canaries))}" if canaries else " (a value the code printed)"
         parts.append(f"holds the canary credential(s) planted in the host{held}")
     if extra:
         more = f" … ({len(extra) - SHOWN_NAMES} more)" if len(extra) > SHOWN_NAMES else ""
         parts.append(f"sees variable(s) outside the allow-list: {', '.join(extra[:SHOWN_NAMES])}{more}")
     if parts:
-        return f"{_label(record)}: the code's environment " + "; ".join(parts), None
-    return None, f"{_label(record)}: sees only {', '.join(names) or 'no variable'}"
+        return f"{_label(run)}: the code's environment " + "; ".join(parts), None
+    return None, f"{_label(run)}: sees only {', '.join(names) or 'no variable'}"
 
 
 @check(
@@ -72,9 +68,12 @@ def _judge(record: ExecutionRecord, allowed: set[str]) -> tuple[str | None, str 
 )
 def executor_env_clean(ctx: CheckContext) -> CheckResult:
     allowed = set(ctx.profile.executor_env_allowed)
+    runs = printed_outputs(ctx.trace, ctx.profile)
+    if runs is None:
+        return not_applicable(NAME, f"Nothing the executed code printed can be read: {unseen_reason(ctx.profile)}.")
     problems, clean = [], []
-    for record in sorted(ctx.trace.executions, key=lambda r: (r.session_id, r.iteration)):
-        problem, fine = _judge(record, allowed)
+    for run in runs:
+        problem, fine = _judge(run, allowed)
         problems += [problem] if problem else []
         clean += [fine] if fine else []
     planted = ", ".join(ctx.trace.planted_credentials) or "none (live mode, or no Job_B run here: replay or a real workspace)"

@@ -9,6 +9,7 @@ from harness.checks.base import CheckResult, Status
 from harness.checks.executor_confined import ATTEMPTS
 from harness.checks.testing import happy_trace, make_context
 from harness.escape_probe import ESCAPE_PORT, SECRET
+from harness.targets.profile import TargetProfile
 from harness.trace.model import EscapeProbeRecord, Trace
 
 ALL_BLOCKED = "".join(f"rlm-escape {attempt}: blocked PermissionError (EACCES)\n" for attempt in ATTEMPTS)
@@ -119,3 +120,36 @@ def test_two_watches_of_one_user_take_turns_and_each_counts_only_its_own_escape(
     thread.join(10)
     assert first.written and second["entered"] >= left
     assert second["record"].written == [] and second["record"].connections == 0
+
+
+def _users_agent_trace(printed: str | None, **watched: object) -> tuple[Trace, TargetProfile]:
+    """An agent without an executor record: its tool stores what the code printed under 'exec_output'."""
+    profile = TargetProfile(name="mine", analyst="planner", delegate_tool="run_python", execution_key="exec_output",
+                            preview_keys={"exec_output": "stdout"} if printed is not None else {})
+    trace = _trace("", **watched)
+    trace.executions.clear()
+    trace.events[2].emitted_delta = {"exec_output": printed or "whatever"}
+    return trace, profile
+
+
+def _run_on(trace: Trace, profile: TargetProfile) -> CheckResult:
+    [result] = run_checks(make_context(trace, profile=profile), only=["executor_confined"])
+    return result
+
+
+def test_on_an_agent_without_an_executor_record_the_stdout_preview_is_read() -> None:
+    """The probe's lines are read from the agent's stdout preview (profile preview_keys). Without one, the code's
+    reports cannot be seen: an escape the harness saw from outside still fails, and otherwise the check says what
+    it cannot judge instead of calling every attempt unreported (a false alarm on a confined executor)."""
+    result = _run_on(*_users_agent_trace(ALL_BLOCKED))
+    assert result.status is Status.PASS, result.evidence
+    assert result.evidence[0].startswith("event #2 (author databricks_analyst")
+    assert "its 'exec_output' preview: write_outside: stopped" in result.evidence[0]
+    escaped = ALL_BLOCKED.replace("memory: blocked PermissionError (EACCES)", "memory: escaped allocated 2 GB")
+    assert _run_on(*_users_agent_trace(escaped)).status is Status.FAIL
+    unseen = _run_on(*_users_agent_trace(None))
+    assert unseen.status is Status.NOT_APPLICABLE, unseen.evidence
+    assert "no record of what its executed code printed" in unseen.explanation
+    seen_outside = _run_on(*_users_agent_trace(None, written=["/tmp/rlm-conformance-escape-0/escaped-write.txt"]))
+    assert seen_outside.status is Status.FAIL
+    assert "write_outside: /tmp/rlm-conformance-escape-0/escaped-write.txt appeared" in seen_outside.evidence[0]

@@ -56,3 +56,28 @@ def test_a_canary_value_fails_wherever_the_code_saw_it(stdout: str) -> None:
 
 def test_without_a_probe_the_check_does_not_apply() -> None:
     assert _run(_trace("200\n")).status is Status.NOT_APPLICABLE
+
+
+def _users_agent_trace(printed: str | None) -> tuple[Trace, TargetProfile]:
+    """An agent without an executor record: its tool stores what the code printed under 'exec_output'."""
+    profile = TargetProfile(name="mine", analyst="planner", delegate_tool="run_python", execution_key="exec_output",
+                            preview_keys={"exec_output": "stdout"} if printed is not None else {})
+    trace = happy_trace()
+    trace.executions.clear()
+    execution = trace.events[2]
+    execution.emitted_delta = {"exec_output": printed or "whatever"}
+    return trace, profile
+
+
+def test_on_an_agent_without_an_executor_record_the_stdout_preview_is_read() -> None:
+    """Another agent keeps what its code printed in state (profile preview_keys): the probe is judged there, and
+    where neither that nor an executor record exists, the check says it cannot see the code's output."""
+    trace, profile = _users_agent_trace(CLEAN.replace("PATH ", "PATH AWS_SECRET_ACCESS_KEY ", 1))
+    result = _run(trace, profile)
+    assert result.status is Status.FAIL, result.evidence
+    assert "its 'exec_output' preview: the code's environment sees variable(s) outside the allow-list: " \
+           "AWS_SECRET_ACCESS_KEY" in result.evidence[0]
+    assert _run(*_users_agent_trace(CLEAN)).status is Status.PASS
+    unseen = _run(*_users_agent_trace(None))
+    assert unseen.status is Status.NOT_APPLICABLE
+    assert "no record of what its executed code printed" in unseen.explanation
