@@ -125,8 +125,12 @@ def _cli(home: Path, label: str, *args: str) -> dict[str, Any]:
     return {"wall_s": wall, "exit": measured["exit"], "parent_peak_mib": measured["maxrss_kib"] / 1024,
             "scenarios": len(durations), "sum_durations_s": sum(durations),
             "not_passed": len(statuses) - statuses.count("pass"),
-            "failing": [f"{r['scenario']}: {', '.join(c['name'] for c in r['checks'] if c['status'] == 'fail')}"
-                        f"{' error: ' + r['error'][:300] if r['error'] else ''}"
+            # With each failed row's first line: a rare failure (one cassette row in ~20 runs, see README) must
+            # say what it saw the one time it shows.
+            "failing": [f"{r['scenario']}: "
+                        + "; ".join(f"{c['name']} ({c['explanation'].strip().splitlines()[0][:300]})"
+                                    for c in r["checks"] if c["status"] == "fail")
+                        + (f" error: {r['error'][:300]}" if r["error"] else "")
                         for r in report["results"] if r["status"] != "pass"][:5],
             "stderr_tail": done.stderr[-500:]}
 
