@@ -6,7 +6,8 @@ code that tries each way out and prints one line per attempt, ``rlm-escape <atte
 Outside: the harness planted the targets and watched them (``harness/escape_probe.py``): a connection its
 listener accepted, a file that appeared in its folder, or its secret's text in anything the code printed is
 an escape whatever the code said. An attempt the code never reported (it crashed or was killed first) fails
-too: an unproven stop is not a stop. Independently, a target may say which protections its executor lacks on
+too: an unproven stop is not a stop — where the harness can read what the code printed at all (``printed.py``:
+the executor's record, or the agent's stdout preview key); where it cannot, only what it saw outside is judged. Independently, a target may say which protections its executor lacks on
 this machine (``Trace.executor_confinement``): listed always, a failure under ``--require-confinement``.
 """
 

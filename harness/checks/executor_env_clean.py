@@ -5,7 +5,8 @@ the name of every variable in its environment (``os.environ`` and the environmen
 with, ``/proc/self/environ``) and the names whose value holds a canary credential the harness planted in the
 host (``harness/canaries.py``). The check reads that output from each execution's result (the result JSON
 Job_B wrote), on whichever kind of process ran it: ``executor_environment`` on the run's (warm by default),
-``executor_environment_one_shot`` on a one-shot process, so a leak in either path fails every run.
+``executor_environment_one_shot`` on a one-shot process, so a leak in either path fails every run. On another
+agent it reads the output from the state key the profile maps to stdout (``printed.py``).
 """
 
 from __future__ import annotations
