@@ -3,7 +3,7 @@
 Without it the doctor said "ready to record" on a project whose profile misspelled a field or whose target did not
 import; ``run`` says so too, but only once it is run. Each error here is the one ``run`` would stop with (it names
 the file, the line and the fix), found by the same loaders: the ``[tool.rlm-conformance]`` table, the profile, the
-scenarios, the targets they name. The cassettes a replay needs are a warning: before a first recording there are
+session service it names, the scenarios, the targets they choose. The cassettes a replay needs are a warning: before a first recording there are
 none, which is what the doctor is run for.
 """
 
@@ -26,7 +26,8 @@ def project_findings(start: Path | None = None) -> list[Finding]:
     except HarnessError as exc:
         return [error(CHECK, str(exc), "fix the [tool.rlm-conformance] table of pyproject.toml")]
     here = project.path.parent if project.path is not None else (start or Path.cwd())
-    configured = project.target or project.profile or project.scenarios
+    configured = any(getattr(project, name) is not None for name in (
+        "target", "profile", "scenarios", "cassettes", "snapshots", "llm_mode", "session_service", "backend"))
     if not configured and not (here / "scenarios").is_dir():
         where = f"in {project.path}" if project.path is not None else "in a pyproject.toml here or above"
         return [skipped(CHECK, f"no [tool.rlm-conformance] table {where} and no ./scenarios folder: nothing of a "
@@ -44,6 +45,14 @@ def project_findings(start: Path | None = None) -> list[Finding]:
         except HarnessError as exc:
             return [*findings, error("profile", str(exc), "fix the profile, then run the doctor again")]
         findings.append(ok("profile", f"{project.profile} (target profile {profile.name!r})"))
+    if project.session_service not in (None, "delta-databricks"):  # run maps that one to --backend databricks
+        from ..targets.session_services import resolve_session_service
+
+        try:
+            resolve_session_service(project.session_service)
+        except HarnessError as exc:
+            return [*findings, error("session service", str(exc), "fix session-service in [tool.rlm-conformance]")]
+        findings.append(ok("session service", f"{project.session_service} resolves"))
     scenario_dirs = list(project.scenarios or (here / "scenarios",))
     from ..scenario.loader import load_scenarios
 

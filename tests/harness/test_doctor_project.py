@@ -49,6 +49,12 @@ def test_each_problem_run_would_stop_on_is_an_error_naming_it(tmp_path: Path) ->
     [finding] = [f for f in unimportable if f.level is Level.ERROR]
     assert finding.check == "target" and "no_such_module_of_yours" in finding.message
 
+    service = _project(tmp_path / "d")
+    (service / "pyproject.toml").write_text('[tool.rlm-conformance]\nsession-service = "no_such_store_mod:make"\n',
+                                            encoding="utf-8")
+    [finding] = [f for f in project_findings(service) if f.level is Level.ERROR]
+    assert finding.check == "session service" and "no_such_store_mod" in finding.message
+
     broken = _project(tmp_path / "c")
     (broken / "scenarios" / "bad.yaml").write_text("name: bad\nsessions: [\n", encoding="utf-8")
     [finding] = [f for f in project_findings(broken) if f.level is Level.ERROR]
