@@ -295,7 +295,8 @@ def delegation_count(event: EventRecord, profile: TargetProfile) -> int:
 
     With ``delegate_tool``: its responses in an event that wrote state (opened a stage), in the analyst's events
     when the analyst is mapped (any author's otherwise). With ``delegation_key``: one when the event's delta
-    writes that key (any author). Neither mapped: none.
+    writes that key a value (the analyst's events when it is mapped): the executor clearing it (None, "") after
+    running the code is the cleanup the checks ask for, not a new delegation. Neither mapped: none.
     """
     if event.partial or not event.emitted_delta:
         return 0
@@ -304,7 +305,10 @@ def delegation_count(event: EventRecord, profile: TargetProfile) -> int:
             return 0
         return event.function_responses.count(profile.delegate_tool)
     if profile.delegation_key is not None:
-        return 1 if profile.delegation_key in event.emitted_delta else 0
+        if profile.analyst is not None and event.author != profile.analyst:
+            return 0
+        value = event.emitted_delta.get(profile.delegation_key)
+        return 0 if value is None or (isinstance(value, str) and not value.strip()) else 1
     return 0
 
 

@@ -661,3 +661,19 @@ def test_outcome_from_storage_skips_turns_whose_runner_crashed() -> None:
     b.exit_loop()
     b.end_turn(outcome=TurnOutcome(), run_error="RuntimeError: the runner crashed")
     assert_pass(run("outcome_from_storage", b.build()))
+
+
+def test_a_delegation_key_cleared_by_the_executor_is_no_new_delegation() -> None:
+    """With delegation_key, the executor clearing the key (None) after running the code is the cleanup the checks
+    ask for: stage_gating counted it as 'a fresh delegation never executed' on a healthy agent (a newcomer's)."""
+    from harness.targets.profile import TargetProfile
+
+    profile = TargetProfile(name="mine", analyst="analyst", delegation_key="pending_code", job_builder="runner",
+                            execution_key="last_output")
+    b = TraceBuilder(profile=profile)
+    b.start_turn()
+    b.event("analyst", text="print(1)", delta={"pending_code": "print(1)"})
+    b.event("runner", delta={"pending_code": None, "last_output": "1\n"})
+    b.event("analyst", text="", delta={"pending_code": ""})
+    b.end_turn()
+    assert_pass(run("stage_gating", b.build(), profile=profile))
