@@ -10,7 +10,7 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["StagedFile", "default_mode", "write_atomic"]
+__all__ = ["StagedFile", "write_atomic"]
 
 
 class StagedFile:
@@ -19,7 +19,7 @@ class StagedFile:
     For output too large to hold whole (a report of hundreds of scenarios): written as it is produced, and
     readers of ``path`` see the old content until ``commit()``. ``discard()`` removes it (safe to repeat).
     ``mode``: the file's permissions; None: the replaced file's own, else what ``open()`` would give a new file
-    (``default_mode``) — not mkstemp's 0600, which hid the scenarios and profiles ``init`` wrote from a team.
+    (``_default_mode``) — not mkstemp's 0600, which hid the scenarios and profiles ``init`` wrote from a team.
     """
 
     def __init__(self, path: Path, *, mode: int | None = None) -> None:
@@ -57,7 +57,7 @@ class StagedFile:
         self.tmp.unlink(missing_ok=True)
 
 
-def default_mode() -> int:
+def _default_mode() -> int:
     """What ``open()`` gives a new file: 0666 less the process's umask (read from /proc where it can be: setting
     the umask to read it back would change it for a moment for every thread)."""
     try:
@@ -73,13 +73,13 @@ def _mode_of(path: Path) -> int:
     try:
         return path.stat().st_mode & 0o777
     except FileNotFoundError:
-        return default_mode()
+        return _default_mode()
 
 
 def write_atomic(path: Path, data: bytes, *, mode: int | None = None, durable: bool = False) -> None:
     """A temporary file beside ``path``, then ``os.replace``; nothing is left behind if the write fails.
 
-    ``mode``: the file's permissions (None: as ``StagedFile``: the old file's, else ``default_mode``).
+    ``mode``: the file's permissions (None: as ``StagedFile``: the old file's, else ``_default_mode``).
     ``durable``: fsync before the rename, for files that must survive a crash of the machine.
     """
     staged = StagedFile(path, mode=mode)

@@ -71,25 +71,26 @@ def _targets_and_cassettes(scenarios: list, project, profile, cassettes: Path) -
 
     findings: list[Finding] = []
     missing: list[str] = []
-    resolved: dict[str, str | None] = {}  # target spec -> the error resolving it, if any
+    tried: set[str] = set()  # target specs resolved already
+    resolved: list[str] = []  # those that resolve
     for scenario in scenarios:
         try:
             choice = choose_target(scenario, target=project.target, profile=profile, profile_path=project.profile)
         except HarnessError as exc:
             findings.append(error("target", f"scenario {scenario.name!r}: {exc}", "fix the profile it names"))
             continue
-        if choice.spec not in resolved:
+        if choice.spec not in tried:
+            tried.add(choice.spec)
             try:
                 resolve_target(choice.spec)
-                resolved[choice.spec] = None
+                resolved.append(choice.spec)
             except HarnessError as exc:
-                resolved[choice.spec] = str(exc)
                 findings.append(error("target", str(exc), "fix the target's module:attr, or the import error "
                                                           "it raises (run `python -c 'import <module>'`)"))
         if not (cassette_dir_for(cassettes, choice.name, project.backend or "local") / f"{scenario.name}.yaml"
                 ).is_file():
             missing.append(scenario.name)
-    findings += [ok("target", f"{spec} resolves") for spec, problem in resolved.items() if problem is None]
+    findings += [ok("target", f"{spec} resolves") for spec in resolved]
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         findings.append(warning("cassettes", f"{len(missing)} of {len(scenarios)} scenario(s) have no cassette "
