@@ -19,7 +19,8 @@ The heuristics (kept simple, and only called "inferred" when the tree says so):
 * ``analyst``: the LlmAgent of the loop with a tool whose name suggests handing code over or running it
   (delegat, exec, run_code, python, repl, sandbox, ...) or an ``output_key`` naming code; else the loop's first
   LlmAgent (said so);
-* ``delegate_tool``: that tool; else ``delegation_key``: the analyst's ``output_key``;
+* ``delegate_tool``: that tool; else ``delegation_key``: the analyst's ``output_key``, with ``delegation_pattern``
+  a fenced block (an output_key holds plain answers too);
 * ``job_builder``: the first agent after the analyst in the loop that is neither an LlmAgent nor a workflow agent;
 * ``results_processor``: the first LlmAgent after the executor (with no executor: after the analyst, with an
   output_key); ``summary_key``: its ``output_key``;
@@ -255,6 +256,12 @@ def infer_profile(spec: str, app: Any) -> Draft:
                                               "tool that looks like delegation)",
               todo="not needed while delegate_tool is set (the alternative: the state key whose write hands code "
                    "over)" if delegate else "the state key whose write hands code over (or set delegate_tool)")
+    draft.add("delegation_pattern", "```" if key else None,
+              inferred=f"{analyst.name if analyst else '?'} writes its output_key on every answer, plain text "
+                       "too; a value counts as code when it holds a fenced block — change it if your executor "
+                       "takes code in another form",
+              todo="not needed while delegate_tool is set" if delegate else
+              "with delegation_key: a regex a written value must match to hand code over (null: any value)")
 
     after = members[members.index(_top_member(analyst, members)) + 1:] if analyst is not None else []
     executor = next((a for a in after if not _is_llm(a) and not _is_workflow(a)), None)
@@ -417,6 +424,17 @@ def render_profile(draft: Draft, directory: Path) -> str:
 SMOKE_QUESTION = "Hello! This is a smoke test: please answer in one sentence."
 
 
+def _delegation_step(draft: Draft) -> str:
+    """How the analyst's script hands code over, in this agent's own terms (the smoke scenario's hint)."""
+    if draft.value("delegate_tool"):
+        return f"`- call: {draft.value('delegate_tool')}` with its `args:`"
+    if draft.value("delegation_key"):
+        pattern = draft.value("delegation_pattern")
+        return (f"a `- text:` answer holding the code (written to {draft.value('delegation_key')!r}"
+                + (f", matching delegation_pattern {pattern!r})" if pattern else ")"))
+    return "`- call: <the tool that hands code over>` (map it as delegate_tool in the profile)"
+
+
 def render_smoke(draft: Draft, directory: Path) -> str:
     from .scenario.schema import SCHEMA_PATH
 
@@ -428,7 +446,8 @@ def render_smoke(draft: Draft, directory: Path) -> str:
     lines = [f"# yaml-language-server: $schema={ref}"] if ref else []
     lines += ["# A first scenario drafted by `rlm-conformance init`: one turn, one loop iteration, every LlmAgent",
               "# the turn reaches answers in plain text (no code is delegated), so a correct agent runs it green",
-              "# in scripted mode without a key. Copy it to script a delegation: `- call: <delegate tool>`.",
+              "# in scripted mode without a key. Copy it to script a delegation:",
+              f"#   {_delegation_step(draft)}.",
               "name: smoke",
               "description: One turn, one loop iteration; each LlmAgent answers in plain text and no code is "
               "delegated.",

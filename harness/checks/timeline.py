@@ -87,15 +87,21 @@ def is_execution(event: EventRecord, profile: TargetProfile) -> bool:
     """One execution of delegated code.
 
     With ``execution_key``: an event (of any author) whose delta writes that key. Otherwise an event of the
-    executor (``job_builder``) that carries a state delta (a gated no-op carries none). Neither mapped: none.
+    executor (``job_builder``) that carries a state delta (a gated no-op carries none) other than only clearing
+    ``delegation_key`` (an executor consuming a plain answer without running it). Neither mapped: none.
     """
     if event.partial:
         return False
     if profile.execution_key is not None:
         return profile.execution_key in event.emitted_delta
     if profile.job_builder is not None:
-        return event.author == profile.job_builder and bool(event.emitted_delta)
+        return event.author == profile.job_builder and bool(event.emitted_delta) and not _only_consumes(event, profile)
     return False
+
+
+def _only_consumes(event: EventRecord, profile: TargetProfile) -> bool:
+    delta = event.emitted_delta
+    return set(delta) == {profile.delegation_key} and not profile.hands_over_code(delta[profile.delegation_key])
 
 
 def executions(trace: Trace, profile: TargetProfile) -> list[EventRecord]:
@@ -295,8 +301,10 @@ def delegation_count(event: EventRecord, profile: TargetProfile) -> int:
 
     With ``delegate_tool``: its responses in an event that wrote state (opened a stage), in the analyst's events
     when the analyst is mapped (any author's otherwise). With ``delegation_key``: one when the event's delta
-    writes that key a value (the analyst's events when it is mapped): the executor clearing it (None, "") after
-    running the code is the cleanup the checks ask for, not a new delegation. Neither mapped: none.
+    writes that key a value that hands code over (``TargetProfile.hands_over_code``: not blank, and matching
+    ``delegation_pattern`` when set — an output_key holds plain answers too), in the analyst's events when it is
+    mapped: the executor clearing it (None, "") after running the code is cleanup, not a new delegation.
+    Neither mapped: none.
     """
     if event.partial or not event.emitted_delta:
         return 0
@@ -307,8 +315,9 @@ def delegation_count(event: EventRecord, profile: TargetProfile) -> int:
     if profile.delegation_key is not None:
         if profile.analyst is not None and event.author != profile.analyst:
             return 0
-        value = event.emitted_delta.get(profile.delegation_key)
-        return 0 if value is None or (isinstance(value, str) and not value.strip()) else 1
+        if profile.delegation_key not in event.emitted_delta:
+            return 0
+        return int(profile.hands_over_code(event.emitted_delta[profile.delegation_key]))
     return 0
 
 

@@ -18,6 +18,8 @@ from ..errors import HarnessError
 if TYPE_CHECKING:
     from ..targets.profile import TargetProfile
     from .engine import Explorer, Report
+    from .library import Library
+    from .target_model import TargetModel
 
 PROG = "rlm-conformance"
 DEFAULT_DB = Path(".rlm-conformance") / "explore-db"
@@ -76,6 +78,7 @@ def explore(settings: ExploreSettings, *, profile: TargetProfile | None = None,
     resolve_target(spec)  # a target that does not import: a usage error naming it
     library = load_library(settings.behaviours)
     model = describe_target(spec, profile)
+    _delegation_text_counts(model, library, settings)
     options = RunOptions(target=spec, llm_mode=LlmMode.SCRIPTED, session_service=settings.session_service,
                          profile=model.profile if profile is not None else None,
                          profile_path=settings.profile_path, executor=settings.executor,
@@ -86,6 +89,18 @@ def explore(settings: ExploreSettings, *, profile: TargetProfile | None = None,
         report = explorer.explore()
         _write(report, explorer, settings, name=target_name(spec, profile))
     return report
+
+
+def _delegation_text_counts(model: TargetModel, library: Library, settings: ExploreSettings) -> None:
+    """Code explore hands over through delegation_key must be what the profile counts as a delegation: else every
+    generated delegation would be judged a plain answer, and the search would find nothing it could name."""
+    if model.delegation_key is None or model.profile.hands_over_code(library.wrap("print(1)")):
+        return
+    where = settings.behaviours or "harness/explore/behaviours.yaml"
+    raise HarnessError(f"{where}: delegation_text {library.delegation_text!r} does not match the profile's "
+                       f"delegation_pattern {model.profile.delegation_pattern!r}, so no generated answer would hand "
+                       f"code over. Fix: set delegation_text in a --behaviours file to how your analyst writes code, "
+                       f"or correct delegation_pattern in the profile.")
 
 
 def _write(report: Report, explorer: Explorer, settings: ExploreSettings, *, name: str) -> None:

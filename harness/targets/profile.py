@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import HarnessError
 
@@ -50,6 +50,10 @@ class TargetProfile(BaseModel):
                                                                 "(one delegation per call whose event writes state).")
     delegation_key: str | None = Field(default=None, description="Or: the state key whose write hands code over (e.g. "
                                                                  "the analyst's output_key holding the code).")
+    delegation_pattern: str | None = Field(
+        default=None, description="With delegation_key: a regular expression (Python re.search) a written value must "
+                                  "match to hand code over, e.g. '```' when the key is an output_key the analyst "
+                                  "writes on every answer, code or plain text (null: every non-blank value does).")
     job_builder: str | None = Field(default=None, validation_alias=AliasChoices("executor", "job_builder"),
                                     description="The agent that executes the code (alias: executor); an event of it "
                                                 "with a state delta is one execution.")
@@ -142,6 +146,27 @@ class TargetProfile(BaseModel):
         description="The only environment variables the code the executor runs may see (locale variables LC_* "
                     "aside); any other name, and any value holding a planted canary credential, fails "
                     "executor_env_clean.")
+
+    @field_validator("delegation_pattern")
+    @classmethod
+    def _pattern_compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"not a regular expression ({exc}); quote it in YAML and escape what re "
+                                 f"treats as special, e.g. '```' or '^SELECT'") from None
+        return value
+
+    def hands_over_code(self, value: Any) -> bool:
+        """Whether a write of ``value`` to ``delegation_key`` is a delegation: a non-blank value (clearing the key
+        after running it is cleanup) that matches ``delegation_pattern`` when one is set."""
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return False
+        if self.delegation_pattern is None:
+            return True
+        text = value if isinstance(value, str) else json.dumps(value, default=str)
+        return re.search(self.delegation_pattern, text) is not None
 
     @property
     def summary_writer(self) -> str | None:

@@ -189,3 +189,20 @@ def test_transfers_are_those_adk_allows_and_become_transfer_calls() -> None:
 
     collect()
     assert drawn <= {"a", "b"} and drawn
+
+
+def test_a_delegation_text_the_profile_would_not_count_is_a_usage_error(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """With delegation_pattern, code explore writes through the key must match it: else every generated delegation
+    is judged a plain answer and the search runs blind. The error names the file, both settings and the fix."""
+    profile = tmp_path / "rlm-profile.yaml"
+    profile.write_text("name: output_key_rlm\ntarget: tests.user_agents.output_key_rlm.agent:app\nanalyst: analyst\n"
+                       "delegation_key: pending_code\ndelegation_pattern: '```'\njob_builder: runner\n",
+                       encoding="utf-8")
+    behaviours = tmp_path / "mine.yaml"
+    behaviours.write_text("delegation_text: \"CODE:\\n{code}\"\nbehaviours: []\n", encoding="utf-8")
+    argv = ["explore", "--no-progress", "--no-database", "--profile", str(profile), "--out", str(tmp_path)]
+    assert main([*argv, "--behaviours", str(behaviours)]) == 2
+    err = capsys.readouterr().err
+    assert f"{behaviours}: delegation_text 'CODE:\\n{{code}}' does not match" in err
+    assert "delegation_pattern '```'" in err and "Fix: " in err

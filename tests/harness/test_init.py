@@ -26,6 +26,7 @@ APP = "tests.init_fixture_agent:app"
 ROOT_AGENT = "tests.init_fixture_agent:root_agent"
 FACTORY = "tests.init_fixture_agent:build_app"
 TOOL_RLM = "tests.user_agents.tool_rlm.agent:app"
+OUTPUT_KEY_RLM = "tests.user_agents.output_key_rlm.agent:app"
 
 
 def _profile_lines(directory: Path) -> dict[str, str]:
@@ -38,7 +39,7 @@ def _no_temp_files(directory: Path) -> None:
     assert not [p for p in directory.rglob("*.tmp")], "a temporary file was left behind"
 
 
-def _run_green(directory: Path, target: str) -> None:
+def _run_green(directory: Path, target: str):
     scenario = load_scenario(directory / "scenarios" / "smoke.yaml")
     path = scenario_profile_path(scenario)
     assert path == (directory / PROFILE_FILE).resolve()
@@ -47,6 +48,7 @@ def _run_green(directory: Path, target: str) -> None:
     failed = [f"{c.name}: {c.explanation} {c.evidence}" for c in result.checks if c.status.value == "fail"]
     assert result.status == "pass", result.error or failed or [str(t.outcome) for t in result.crashed_turns]
     assert next(c for c in result.checks if c.name == "script").status.value == "pass"
+    return result
 
 
 # --- the artifacts ---------------------------------------------------------------------------------------------
@@ -140,6 +142,29 @@ def test_a_tool_delegating_agent_without_an_executor(tmp_path: Path) -> None:
     verdicts = {c.name: c.status.value for c in result.checks}
     assert result.error is None and not result.crashed_turns
     assert verdicts["script"] == "pass" and verdicts["stage_gating"] == "fail"
+
+
+def test_an_output_key_delegating_agent_gets_a_pattern_and_a_green_smoke(tmp_path: Path) -> None:
+    """tests/user_agents/output_key_rlm: the analyst's output_key holds every answer and its runner consumes a
+    plain one without running it. Without delegation_pattern the smoke's plain answer counted as a delegation
+    never executed — init's own smoke failed stage_gating on a healthy agent (a newcomer's report)."""
+    init_project(OUTPUT_KEY_RLM, tmp_path)
+    profile = load_profile(tmp_path / PROFILE_FILE)
+    assert (profile.analyst, profile.delegate_tool, profile.delegation_key, profile.delegation_pattern) == (
+        "analyst", None, "pending_code", "```")
+    assert profile.job_builder == "runner" and profile.execution_key is None
+    assert "# inferred: analyst writes its output_key on every answer" in _profile_lines(tmp_path)["delegation_pattern"]
+    text = (tmp_path / "scenarios" / "smoke.yaml").read_text(encoding="utf-8")
+    assert "a `- text:` answer holding the code (written to 'pending_code'" in text
+    _run_green(tmp_path, OUTPUT_KEY_RLM)
+
+    # A scripted delegation in the agent's own terms is one delegation, one execution, one processor run.
+    code = "```python\\nprint('FINAL: 4')\\n```"  # YAML escapes: the fence needs its newlines
+    delegating = text.replace('- text: "Hello! No code is needed to answer this."', f'- text: "{code}"')
+    delegating += '  processor:\n    - text: "It printed the answer, 4."\n'
+    (tmp_path / "scenarios" / "smoke.yaml").write_text(delegating, encoding="utf-8")
+    gating = next(c for c in _run_green(tmp_path, OUTPUT_KEY_RLM).checks if c.name == "stage_gating")
+    assert "1 fresh delegation(s), 1 execution(s), 1 processor run(s)" in gating.explanation
 
 
 def test_builtin_targets_are_refused(tmp_path: Path) -> None:

@@ -677,3 +677,57 @@ def test_a_delegation_key_cleared_by_the_executor_is_no_new_delegation() -> None
     b.event("analyst", text="", delta={"pending_code": ""})
     b.end_turn()
     assert_pass(run("stage_gating", b.build(), profile=profile))
+
+
+def _output_key_profile(**fields):
+    """A newcomer's shape: the analyst's output_key holds every answer; a BaseAgent runs fenced code and clears it."""
+    from harness.targets.profile import TargetProfile
+
+    return TargetProfile(name="mine", analyst="analyst", delegation_key="pending_code", job_builder="runner",
+                         **fields)
+
+
+def test_a_plain_answer_through_an_output_key_is_no_delegation_with_a_pattern() -> None:
+    """The analyst writes its output_key on every answer: without delegation_pattern a plain answer counted as a
+    delegation 'never executed' (init's smoke failed on a healthy agent), and the executor consuming it without
+    running it counted as an execution. With the pattern both are what they are; a fenced answer left unexecuted
+    still fails."""
+    profile = _output_key_profile(delegation_pattern="```")
+    b = TraceBuilder(profile=profile)
+    b.start_turn()
+    b.event("analyst", text="Hello, no code needed.", delta={"pending_code": "Hello, no code needed."})
+    b.event("runner", delta={"pending_code": None})  # consumed without running
+    b.end_turn()
+    assert_pass(run("stage_gating", b.build(), profile=profile))
+
+    unpatterned = _output_key_profile()
+    assert_fail(run("stage_gating", b.build(), profile=unpatterned), "never executed")
+
+    b = TraceBuilder(profile=profile)
+    b.start_turn()
+    b.event("analyst", text="```python\nprint(1)\n```", delta={"pending_code": "```python\nprint(1)\n```"})
+    b.event("runner", delta={"pending_code": None})  # a broken runner: consumed the code, never ran it
+    b.end_turn()
+    assert_fail(run("stage_gating", b.build(), profile=profile), "never executed")
+
+
+def test_the_executor_running_fenced_code_is_one_execution_per_delegation() -> None:
+    profile = _output_key_profile(delegation_pattern="```")
+    b = TraceBuilder(profile=profile)
+    b.start_turn()
+    b.event("analyst", text="```python\nprint(1)\n```", delta={"pending_code": "```python\nprint(1)\n```"})
+    b.event("runner", delta={"pending_code": None, "last_output": "1\n"})
+    b.event("runner", delta={"last_output": "1\n"})  # a stale re-run: no fresh delegation before it
+    b.end_turn()
+    assert_fail(run("stage_gating", b.build(), profile=profile), "runner ran Job_B without a fresh delegation")
+
+
+def test_a_delegation_pattern_that_is_no_regex_is_a_clear_profile_error(tmp_path) -> None:
+    from harness.targets.profile import ProfileError, load_profile
+
+    path = tmp_path / "rlm-profile.yaml"
+    path.write_text("name: mine\ndelegation_key: pending_code\ndelegation_pattern: '(```'\n", encoding="utf-8")
+    with pytest.raises(ProfileError) as caught:
+        load_profile(path)
+    assert f"{path}:3: field 'delegation_pattern'" in str(caught.value)
+    assert "not a regular expression" in str(caught.value)
