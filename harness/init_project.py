@@ -19,8 +19,8 @@ The heuristics (kept simple, and only called "inferred" when the tree says so):
 * ``analyst``: the LlmAgent of the loop with a tool whose name suggests handing code over or running it
   (delegat, exec, run_code, python, repl, sandbox, ...) or an ``output_key`` naming code; else the loop's first
   LlmAgent (said so);
-* ``delegate_tool``: that tool; else ``delegation_key``: the analyst's ``output_key``, with ``delegation_pattern``
-  a fenced block (an output_key holds plain answers too);
+* ``delegate_tool``: that tool; else ``delegation_key``: the analyst's ``output_key`` (``delegation_pattern`` is left
+  to the user: whether a plain answer is handed to the executor is the agent's choice);
 * ``job_builder``: the first agent after the analyst in the loop that is neither an LlmAgent nor a workflow agent;
 * ``results_processor``: the first LlmAgent after the executor (with no executor: after the analyst, with an
   output_key); ``summary_key``: its ``output_key``;
@@ -256,12 +256,11 @@ def infer_profile(spec: str, app: Any) -> Draft:
                                               "tool that looks like delegation)",
               todo="not needed while delegate_tool is set (the alternative: the state key whose write hands code "
                    "over)" if delegate else "the state key whose write hands code over (or set delegate_tool)")
-    draft.add("delegation_pattern", "```" if key else None,
-              inferred=f"{analyst.name if analyst else '?'} writes its output_key on every answer, plain text "
-                       "too; a value counts as code when it holds a fenced block — change it if your executor "
-                       "takes code in another form",
+    draft.add("delegation_pattern", None,
               todo="not needed while delegate_tool is set" if delegate else
-              "with delegation_key: a regex a written value must match to hand code over (null: any value)")
+              "with delegation_key: a regex only code matches (e.g. '```'), if the key also holds plain answers "
+              "(an output_key does) — null: every value hands code over, and one the executor clears unrun is "
+              "counted as declined")
 
     after = members[members.index(_top_member(analyst, members)) + 1:] if analyst is not None else []
     executor = next((a for a in after if not _is_llm(a) and not _is_workflow(a)), None)

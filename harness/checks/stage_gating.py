@@ -7,8 +7,8 @@ from collections import defaultdict
 from ..trace.model import EventRecord
 from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
 from .evidence import capped, name_event, name_request
-from .timeline import (appended_events, delegation_count, delegation_source, delegations_unmapped, execution_source,
-                       executions_unmapped, is_execution, processor_runs, session_of_turn)
+from .timeline import (appended_events, consumes_unrun, delegation_count, delegation_source, delegations_unmapped,
+                       execution_source, executions_unmapped, is_execution, processor_runs, session_of_turn)
 
 NAME = "stage_gating"
 
@@ -46,8 +46,11 @@ def stage_gating(ctx: CheckContext) -> CheckResult:
     processor_has_tools = any(a.tools for a in trace.agents if a.name == processor)
     turn_sessions = session_of_turn(trace)
 
+    # Without delegation_pattern, a delegation_key write the executor only clears may have been a plain answer (an
+    # output_key holds every answer): it is declined, not "never executed" — said in the verdict, never a failure.
+    may_decline = pair and profile.delegation_key is not None and profile.delegation_pattern is None
     problems: list[str] = []
-    total_executions = total_delegations = total_runs = 0
+    total_executions = total_delegations = total_runs = declined = 0
     for (sid, turn), turn_events in sorted(by_turn.items(), key=lambda kv: kv[1][0].index):
         pending: list[EventRecord] = []  # delegation events not yet executed
         unprocessed: list[EventRecord] = []  # executions not yet processed
@@ -57,6 +60,9 @@ def stage_gating(ctx: CheckContext) -> CheckResult:
             ran_now = fresh if no_execution else int(is_execution(event, profile))
             if pair:
                 pending.extend([event] * fresh)
+            if may_decline and pending and consumes_unrun(event, profile):
+                pending.pop(0)
+                declined += 1
             if ran_now:
                 executions += ran_now
                 if pair and pending:
@@ -106,6 +112,10 @@ def stage_gating(ctx: CheckContext) -> CheckResult:
     else:
         summary = (f"{total_delegations} fresh delegation(s), {total_executions} execution(s), "
                    f"{total_runs} {processor} run(s) ({how})")
+    if declined:
+        summary += (f"; {declined} {profile.delegation_key!r} write(s) {executor} cleared without running, counted "
+                    f"as declined (plain answers?): set delegation_pattern in the profile, a regex only code "
+                    f"matches, to judge them")
     if problems:
         return failed(NAME, f"Stage gating is broken: {summary}.", capped(problems))
     if processor is None:

@@ -95,13 +95,17 @@ def is_execution(event: EventRecord, profile: TargetProfile) -> bool:
     if profile.execution_key is not None:
         return profile.execution_key in event.emitted_delta
     if profile.job_builder is not None:
-        return event.author == profile.job_builder and bool(event.emitted_delta) and not _only_consumes(event, profile)
+        return event.author == profile.job_builder and bool(event.emitted_delta) and not consumes_unrun(event, profile)
     return False
 
 
-def _only_consumes(event: EventRecord, profile: TargetProfile) -> bool:
+def consumes_unrun(event: EventRecord, profile: TargetProfile) -> bool:
+    """An event of the executor whose delta only clears ``delegation_key``: it took the analyst's answer without
+    running it (a plain answer an output_key holds, or code an executor dropped)."""
     delta = event.emitted_delta
-    return set(delta) == {profile.delegation_key} and not profile.hands_over_code(delta[profile.delegation_key])
+    return (profile.job_builder is not None and event.author == profile.job_builder and not event.partial
+            and profile.delegation_key is not None and set(delta) == {profile.delegation_key}
+            and not profile.hands_over_code(delta[profile.delegation_key]))
 
 
 def executions(trace: Trace, profile: TargetProfile) -> list[EventRecord]:

@@ -144,19 +144,27 @@ def test_a_tool_delegating_agent_without_an_executor(tmp_path: Path) -> None:
     assert verdicts["script"] == "pass" and verdicts["stage_gating"] == "fail"
 
 
-def test_an_output_key_delegating_agent_gets_a_pattern_and_a_green_smoke(tmp_path: Path) -> None:
+def test_an_output_key_delegating_agent_gets_a_green_smoke(tmp_path: Path) -> None:
     """tests/user_agents/output_key_rlm: the analyst's output_key holds every answer and its runner consumes a
-    plain one without running it. Without delegation_pattern the smoke's plain answer counted as a delegation
-    never executed — init's own smoke failed stage_gating on a healthy agent (a newcomer's report)."""
+    plain one without running it (clears the key). The smoke's plain answer counted as a delegation never
+    executed — init's own smoke failed stage_gating on a healthy agent (a newcomer's report). Now, with
+    delegation_pattern left null (examples/seed004_rlm executes a plain answer as 'no code': init cannot know which
+    an agent does), the cleared answer is declined, and said so; with a pattern, it is no delegation at all."""
     init_project(OUTPUT_KEY_RLM, tmp_path)
     profile = load_profile(tmp_path / PROFILE_FILE)
     assert (profile.analyst, profile.delegate_tool, profile.delegation_key, profile.delegation_pattern) == (
-        "analyst", None, "pending_code", "```")
+        "analyst", None, "pending_code", None)
     assert profile.job_builder == "runner" and profile.execution_key is None
-    assert "# inferred: analyst writes its output_key on every answer" in _profile_lines(tmp_path)["delegation_pattern"]
+    assert "# TODO: with delegation_key: a regex only code matches" in _profile_lines(tmp_path)["delegation_pattern"]
     text = (tmp_path / "scenarios" / "smoke.yaml").read_text(encoding="utf-8")
-    assert "a `- text:` answer holding the code (written to 'pending_code'" in text
-    _run_green(tmp_path, OUTPUT_KEY_RLM)
+    assert "a `- text:` answer holding the code (written to 'pending_code')" in text
+    gating = next(c for c in _run_green(tmp_path, OUTPUT_KEY_RLM).checks if c.name == "stage_gating")
+    assert "1 'pending_code' write(s) runner cleared without running, counted as declined" in gating.explanation
+    profile_text = (tmp_path / PROFILE_FILE).read_text(encoding="utf-8")
+    (tmp_path / PROFILE_FILE).write_text(profile_text.replace("delegation_pattern: null", 'delegation_pattern: "```"'),
+                                         encoding="utf-8")
+    gating = next(c for c in _run_green(tmp_path, OUTPUT_KEY_RLM).checks if c.name == "stage_gating")
+    assert "0 fresh delegation(s), 0 execution(s)" in gating.explanation and "declined" not in gating.explanation
 
     # A scripted delegation in the agent's own terms is one delegation, one execution, one processor run.
     code = "```python\\nprint('FINAL: 4')\\n```"  # YAML escapes: the fence needs its newlines

@@ -688,10 +688,9 @@ def _output_key_profile(**fields):
 
 
 def test_a_plain_answer_through_an_output_key_is_no_delegation_with_a_pattern() -> None:
-    """The analyst writes its output_key on every answer: without delegation_pattern a plain answer counted as a
-    delegation 'never executed' (init's smoke failed on a healthy agent), and the executor consuming it without
-    running it counted as an execution. With the pattern both are what they are; a fenced answer left unexecuted
-    still fails."""
+    """The analyst writes its output_key on every answer: a plain answer counted as a delegation 'never executed'
+    (init's smoke failed on a healthy agent), and the executor consuming it without running it counted as an
+    execution. With the pattern both are what they are, and a fenced answer left unexecuted still fails."""
     profile = _output_key_profile(delegation_pattern="```")
     b = TraceBuilder(profile=profile)
     b.start_turn()
@@ -700,8 +699,11 @@ def test_a_plain_answer_through_an_output_key_is_no_delegation_with_a_pattern() 
     b.end_turn()
     assert_pass(run("stage_gating", b.build(), profile=profile))
 
+    # Without a pattern the harness cannot tell the plain answer from code: declined, said so, not failed.
     unpatterned = _output_key_profile()
-    assert_fail(run("stage_gating", b.build(), profile=unpatterned), "never executed")
+    result = run("stage_gating", b.build(), profile=unpatterned)
+    assert_pass(result)
+    assert "1 'pending_code' write(s) runner cleared without running, counted as declined" in result.explanation
 
     b = TraceBuilder(profile=profile)
     b.start_turn()
