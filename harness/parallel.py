@@ -140,7 +140,10 @@ def worker_context() -> multiprocessing.context.BaseContext:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["harness.worker_preload"])  # read when the server starts, once per process
         try:
-            with _socket_safe_temp_dir():
+            # The server is a `python -c`: the first entry of its sys.path is its working folder, where a package of
+            # a user's project named like ours (harness/) would be what it preloads. It starts in the folder this
+            # harness was imported from; each worker is then given the parent's folder and sys.path, as spawned.
+            with _socket_safe_temp_dir(), contextlib.chdir(Path(__file__).resolve().parents[1]):
                 forkserver.ensure_running()
         except OSError as exc:  # its socket cannot be made: spawned workers are slower, not wrong
             logging.getLogger(__name__).info("fork server unavailable (%s): spawning the workers", exc)
