@@ -140,10 +140,7 @@ def worker_context() -> multiprocessing.context.BaseContext:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["harness.worker_preload"])  # read when the server starts, once per process
         try:
-            # The server is a `python -c`: the first entry of its sys.path is its working folder, where a package of
-            # a user's project named like ours (harness/) would be what it preloads. It starts in the folder this
-            # harness was imported from; each worker is then given the parent's folder and sys.path, as spawned.
-            with _socket_safe_temp_dir(), contextlib.chdir(Path(__file__).resolve().parents[1]):
+            with _socket_safe_temp_dir():
                 forkserver.ensure_running()
         except OSError as exc:  # its socket cannot be made: spawned workers are slower, not wrong
             logging.getLogger(__name__).info("fork server unavailable (%s): spawning the workers", exc)

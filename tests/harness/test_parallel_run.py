@@ -328,33 +328,3 @@ def test_the_fork_servers_imports_start_no_thread() -> None:
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["1", "1"]
-
-
-def test_a_users_package_named_harness_does_not_shadow_ours_in_the_workers(tmp_path: Path) -> None:
-    """The fork server is a `python -c`, whose sys.path starts with its working folder: started in a user's
-    project that has a harness/ package of its own, it preloaded that one, and every worker forked from it ran with
-    it. The server starts in the folder our harness came from; the workers still get the parent's folder."""
-    import subprocess
-    import sys
-
-    project = tmp_path / "project"
-    (project / "harness").mkdir(parents=True)
-    (project / "harness" / "__init__.py").write_text("raise SystemExit('the project harness was imported')\n")
-    script = tmp_path / "bin" / "run_pool.py"
-    script.parent.mkdir()
-    script.write_text(
-        f"import sys\nsys.path.insert(0, {str(ROOT)!r})\n"
-        "from harness.parallel import spawn_worker, stop_workers, worker_context\n"
-        "def report(conn):\n"
-        "    import os, harness\n"
-        "    conn.send((harness.__file__, os.getcwd()))\n"
-        "    conn.recv()\n"
-        "if __name__ == '__main__':\n"
-        "    worker = spawn_worker(worker_context(), report, (), name='probe')\n"
-        "    print(*worker.conn.recv(), sep='\\n')\n"
-        "    stop_workers([worker])\n", encoding="utf-8")
-    done = subprocess.run([sys.executable, str(script)], cwd=project, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    harness_file, cwd = done.stdout.split("\n")[:2]
-    assert Path(harness_file).resolve() == ROOT / "harness" / "__init__.py"
-    assert Path(cwd).resolve() == project.resolve()
