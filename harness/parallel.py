@@ -1,12 +1,9 @@
 """``rlm-conformance run -j N``: whole scenarios in N worker processes, results handed back as they finish.
 
-Why workers are not forked from the parent: it has threads (rich's progress bar, logging) and the harness runs
-event loops; a forked child would inherit locks held by threads that do not exist in it. They are forked from
-multiprocessing's fork server instead — a fresh single-threaded process that imported the harness, ADK and the
-modules ADK loads on a Runner's first invocation once (harness/worker_preload.py), so N workers no longer pay
-those ~1.7 s of CPU each; where the platform has no fork server, they are spawned. Each
-worker is started before the parent has loaded the run's profiles or run its preflight (``WorkerPool``: the fork
-server's imports overlap the parent's work), takes the run over its pipe, then
+Why processes of the "spawn" context, not fork: the parent has threads (rich's progress bar, logging) and the
+harness runs event loops; a forked child would inherit locks held by threads that do not exist in it. Each
+worker is started before the parent has loaded the run's profiles or run its preflight (``WorkerPool``: its
+~3 s of ADK imports overlap the parent's work), imports the harness once, takes the run over its pipe, then
 runs one scenario at a time exactly as ``-j 1`` does in-process
 (``run_scenario``, then its snapshot row), so each scenario still has its own temporary work dir, DuckDB
 file, volume and warm executor processes, and its ids are seeded by its own name (harness/determinism.py),
@@ -24,11 +21,9 @@ them.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import multiprocessing
-import multiprocessing.forkserver as forkserver
 import os
 import shutil
 import signal
@@ -133,43 +128,7 @@ class WorkerProcess:
         shutil.rmtree(self.temp_folder, ignore_errors=True)
 
 
-def worker_context() -> multiprocessing.context.BaseContext:
-    """The fork server, its workers' imports preloaded (harness/worker_preload.py), where the platform has one
-    (Linux, macOS) and it starts; spawn otherwise."""
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["harness.worker_preload"])  # read when the server starts, once per process
-        try:
-            with _socket_safe_temp_dir():
-                forkserver.ensure_running()
-        except OSError as exc:  # its socket cannot be made: spawned workers are slower, not wrong
-            logging.getLogger(__name__).info("fork server unavailable (%s): spawning the workers", exc)
-        else:
-            return context
-    return multiprocessing.get_context("spawn")
-
-
-SOCKET_DIR_MAX = 64
-"""The fork server listens on a Unix socket in multiprocessing's temporary folder, ``<tmp>/pymp-*/listener-*``
-(~34 characters more); AF_UNIX paths end at 104-108 bytes."""
-
-
-@contextlib.contextmanager
-def _socket_safe_temp_dir() -> Iterator[None]:
-    """While the fork server starts, a short temporary folder when ``TMPDIR`` is long (macOS's per-user one, a test's
-    ``tmp_path``): where multiprocessing makes its folder, once per process (as Python 3.12+ does itself)."""
-    if len(tempfile.gettempdir()) <= SOCKET_DIR_MAX:
-        yield
-        return
-    short = next((d for d in ("/tmp", "/var/tmp", "/usr/tmp") if os.path.isdir(d) and os.access(d, os.W_OK)), None)
-    saved, tempfile.tempdir = tempfile.tempdir, short or tempfile.tempdir
-    try:
-        yield
-    finally:
-        tempfile.tempdir = saved
-
-
-def spawn_worker(context: multiprocessing.context.BaseContext, target: Callable[..., None], args: tuple,
+def spawn_worker(context: multiprocessing.context.SpawnContext, target: Callable[..., None], args: tuple,
                  *, name: str) -> WorkerProcess:
     """Start ``target(conn, *args)`` in a process of ``context``, with a temporary folder of its own.
 
@@ -177,12 +136,10 @@ def spawn_worker(context: multiprocessing.context.BaseContext, target: Callable[
     handlers remove what it made, but a worker killed (a segfault, the OOM killer, the dying-worker tests) or
     interrupted (Ctrl-C, explore's runs ahead that are no longer needed) may not run them, and only the parent
     knows where to look. The worker's ``TMPDIR`` is that folder, for its own temporary files and its children's
-    (the executor's). Its environment is the parent's as it is now, as a spawned process's would be: a worker
-    forked from the fork server would otherwise have the server's, from the parent's first pool."""
+    (the executor's)."""
     folder = tempfile.mkdtemp(prefix="rlm-worker-")  # the prefix harness/snapshot/normalize.py knows
     parent, child = context.Pipe()
-    process = context.Process(target=_in_temp_folder, args=(folder, dict(os.environ), target, child, *args),
-                              name=name, daemon=True)
+    process = context.Process(target=_in_temp_folder, args=(folder, target, child, *args), name=name, daemon=True)
     try:
         process.start()
     except BaseException:
@@ -194,9 +151,7 @@ def spawn_worker(context: multiprocessing.context.BaseContext, target: Callable[
     return WorkerProcess(process, parent, folder)
 
 
-def _in_temp_folder(folder: str, environ: dict[str, str], target: Callable[..., None], *args: object) -> None:
-    os.environ.clear()
-    os.environ.update(environ)
+def _in_temp_folder(folder: str, target: Callable[..., None], *args: object) -> None:
     os.environ["TMPDIR"] = folder
     tempfile.tempdir = folder  # in case something of the start-up asked tempfile already
     target(*args)
@@ -205,14 +160,13 @@ def _in_temp_folder(folder: str, environ: dict[str, str], target: Callable[..., 
 class WorkerPool:
     """``jobs`` worker processes, started before the parent knows what they will run.
 
-    The fork server spends its first ~1.5 s importing ADK, google-genai and the harness before it forks the
-    workers; the parent, meanwhile, loads the scenarios, reads the profiles and runs its preflight (none of which
-    imports ADK), then hands the run over (``run``). A preflight that fails ``close``s the pool: the workers leave
-    without running anything.
+    A worker spends its first ~3 s importing ADK, google-genai and the harness; the parent, meanwhile, loads the
+    scenarios, reads the profiles and runs its preflight (none of which imports ADK), then hands the run over
+    (``run``). A preflight that fails ``close``s the pool: the workers leave without running anything.
     """
 
     def __init__(self, jobs: int, *, log_level: str = "error") -> None:
-        self._context = worker_context()
+        self._context = multiprocessing.get_context("spawn")
         self._log_level = log_level
         self._workers: list[WorkerProcess] = []
         self.size = max(1, jobs)

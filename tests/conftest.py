@@ -45,8 +45,6 @@ def temp_leftovers(tmp_path, monkeypatch):
 
     def leftovers() -> list[str]:
         gc.collect()
-        # pymp-*: multiprocessing's own folder for the fork server's socket, made once per process by the first
-        # pool (in this test's folder when this test started the server), removed by multiprocessing at exit.
-        return sorted(p.name for p in folder.iterdir() if not p.name.startswith("pymp-"))
+        return sorted(p.name for p in folder.iterdir())
 
     return leftovers

@@ -7,8 +7,8 @@ plans it can predict (the round's coming examples with ``ahead``, the structural
 never used, so ``-j 2`` finds what ``-j 1`` finds, from the same runs counted the same way; only the wall time
 differs.
 
-Workers are forked from the fork server with the harness and ADK preloaded, or spawned where there is none, for the
-reasons harness/parallel.py (``run -j``) gives (its ``worker_context``), and are stopped the same way (its ``stop_workers``); each runs one scenario at a time through ``run_scenario`` and sends back only
+Workers are processes of the "spawn" context, for the reasons harness/parallel.py (``run -j``) gives, and are
+stopped the same way (its ``stop_workers``); each runs one scenario at a time through ``run_scenario`` and sends back only
 its ``Verdict`` (findings.py), not the whole trace. A worker that dies gives its plan a discarded verdict naming the
 exit, and a fresh worker takes its place.
 """
@@ -16,13 +16,13 @@ exit, and a fresh worker takes its place.
 from __future__ import annotations
 
 import collections
+import multiprocessing
 import time
 from collections.abc import Callable, Iterable
 from multiprocessing.connection import Connection, wait
 from typing import TYPE_CHECKING, Any
 
 from ..errors import HarnessError
-from ..parallel import worker_context
 from .findings import Verdict, judge
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ class Pool:
     def __init__(self, options: RunOptions, checks: frozenset[str], jobs: int, *, run: Run = run_scenario,
                  log_level: str = "error") -> None:
         self._args = (options, checks, run, log_level)
-        self._context = worker_context()
+        self._context = multiprocessing.get_context("spawn")
         self._now: collections.deque[tuple[str, Scenario]] = collections.deque()
         self._soon: collections.deque[tuple[str, Scenario]] = collections.deque()
         self._later: collections.deque[tuple[str, Scenario]] = collections.deque()

@@ -208,18 +208,6 @@ def _children(pid: int) -> set[int]:
     return found
 
 
-def _workers_of(cli: int) -> set[int]:
-    """The run's workers: the children of its fork server (a child of the CLI whose command is the server's)."""
-    def command(pid: int) -> bytes:
-        try:
-            return Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            return b""
-
-    servers = [pid for pid in _children(cli) if b"forkserver" in command(pid)]
-    return {pid for server in servers for pid in _children(server)}
-
-
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table from /proc")
 def test_ctrl_c_stops_the_workers_and_exits_130(tmp_path: Path) -> None:
     import os
@@ -240,7 +228,8 @@ def test_ctrl_c_stops_the_workers_and_exits_130(tmp_path: Path) -> None:
     deadline = time.monotonic() + 60
     workers: set[int] = set()
     while len(workers) < 2 and time.monotonic() < deadline and cli.poll() is None:
-        workers = _workers_of(cli.pid)
+        workers = {pid for pid in _children(cli.pid)
+                   if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()} if cli.poll() is None else set()
         time.sleep(0.2)
     assert len(workers) == 2, "the two workers did not start"
     time.sleep(2)  # into their first scenarios
@@ -284,47 +273,3 @@ def test_a_worker_told_to_leave_runs_the_exit_handlers(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stderr) == (0, "")
     assert marker.is_file()
-
-
-def test_workers_are_forked_with_the_harness_and_adk_loaded_and_the_parents_environment(monkeypatch) -> None:
-    """A worker starts with what harness/worker_preload.py imports (forked from the fork server, not spawned to
-    import it again), and with the parent's environment as it is at the worker's start — not the fork server's,
-    which has the environment of the process's first pool."""
-    from harness.parallel import WorkerPool
-
-    with WorkerPool(1) as first:  # the fork server exists from here on, with this environment
-        assert first.size == 1
-    monkeypatch.setenv("RLM_TEST_SEEN_BY_WORKER", "after the server started")
-    from harness.parallel import spawn_worker, stop_workers, worker_context
-
-    worker = spawn_worker(worker_context(), _report_start, (), name="probe")
-    try:
-        loaded, seen, temp = worker.conn.recv()
-    finally:
-        stop_workers([worker])
-    assert loaded == {"google.adk.runners": True, "harness.runner": True, "fastapi": True}
-    assert seen == "after the server started"
-    assert temp == worker.temp_folder
-
-
-def _report_start(conn) -> None:  # noqa: ANN001 - a worker target: what it found loaded, its env, its TMPDIR
-    import os
-    import sys
-
-    conn.send(({name: name in sys.modules for name in ("google.adk.runners", "harness.runner", "fastapi")},
-               os.environ.get("RLM_TEST_SEEN_BY_WORKER"), os.environ["TMPDIR"]))
-    conn.recv()  # until stop_workers says to leave (None)
-
-
-@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="counts the OS's threads in /proc")
-def test_the_fork_servers_imports_start_no_thread() -> None:
-    """A fork copies only the forking thread: a lock another thread held would stay held in every worker. So what
-    the fork server preloads must leave it with one thread (Python's and the OS's count)."""
-    import subprocess
-    import sys
-
-    code = ("import os, threading, harness.worker_preload\n"
-            "print(threading.active_count(), len(os.listdir('/proc/self/task')))")
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["1", "1"]
