@@ -127,8 +127,10 @@ def simplest(schema: dict[str, Any]) -> Any:
 def seed_plans(model: TargetModel, library: Library) -> list[Plan]:
     """Conversations tried first, before any generated one: the shapes that hide state bugs and that nobody thinks
     to script (issue 32) — a turn after a final answer, a variable kept across iterations, an error between two
-    delegations, one user with two sessions, a second user, and an iteration that answers in text after one that
-    delegated (last: stale glue from the delegation re-running its code). Small, so the shrinker has little to do;
+    delegations, one user with two sessions, a second user, code that lists the environment it runs in (the probe
+    executor_env_clean reads: a credential the executor hands model-written code), and an iteration that answers
+    in text after one that delegated (last: stale glue from the delegation re-running its code). Small, so the
+    shrinker has little to do;
     built from the target's structure and the library like any generated plan (targets that cannot delegate get
     them with text)."""
     names = {b.name for b in library.behaviours}
@@ -147,4 +149,5 @@ def seed_plans(model: TargetModel, library: Library) -> list[Plan]:
             Plan(2, (one,), run("raise", "small_output")),
             Plan(1, (one, one), run("small_output")),
             Plan(1, (one, SessionPlan("user_2", 1)), run("small_output", "small_output")),
+            Plan(1, (one,), run("list_environment")),
             Plan(2, (one,), run("small_output") + (StepPlan(kind="text"),))]
