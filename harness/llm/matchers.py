@@ -13,6 +13,7 @@ identity line and its text holds fresh artifact ids, so its caller is
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -30,8 +31,15 @@ def caller_of(request: Request) -> str:
     if request.path.endswith(":countTokens"):
         return COUNT_TOKENS
     body: Any = request.body
-    if hasattr(body, "read"):  # a streamed upload (Databricks Files API PUT): never a model call
-        return "unparseable-body"
+    if hasattr(body, "read") or not isinstance(body, (str, bytes, type(None))):  # a streamed upload (Databricks
+        return "unparseable-body"  # Files API PUT): never a model call
+    return _caller_of_body(body)
+
+
+@functools.lru_cache(maxsize=256)
+def _caller_of_body(body: str | bytes | None) -> str:
+    """The caller a request body names. Cached: vcrpy matches each incoming request against every recorded one of
+    the cassette, so the same recorded bodies (each a whole prompt) were parsed ~17 times per model call."""
     if isinstance(body, bytes):
         body = body.decode("utf-8", errors="replace")
     try:
