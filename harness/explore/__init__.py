@@ -10,7 +10,7 @@ The design, one job a module, data flowing one way:
   variable defined in one iteration and used in the next, llm_query, llm_query_batched, printing nothing.
 * ``strategies`` — Hypothesis strategies from the two: sessions (users, turns, initial ``app:``/``user:``/``temp:``
   keys and None values), max_iterations, and the analyst's answers (plain text, a call of an offered tool with
-  arguments drawn from its schema, a delegation, a model fault, an allowed transfer), seven seed conversations tried
+  arguments drawn from its schema, a delegation, a model fault, an allowed transfer), eight seed conversations tried
   first (``seed_plans``), every choice ordered simplest first so
   shrinking moves toward fewer sessions, turns, steps and simpler code.
 * ``plan`` — a drawn conversation (``Plan``) as an ordinary in-memory ``Scenario``; every agent's script is

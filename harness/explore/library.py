@@ -30,6 +30,10 @@ class Behaviour:
     sub_lm: int = 0
     sub_lm_delay: float = 0.0
     limits: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    escape_probe: bool = False
+    """Code that tries to get out of its executor: its scenario runs under the harness's escape watch
+    (``escape_probe: true``), and it is tried once, in a seed conversation, never drawn (it forks 512 processes
+    where nothing stops it)."""
 
     def render(self, *, preview_chars: int) -> str:
         return self.code.replace("{preview_chars}", str(preview_chars))
@@ -62,14 +66,15 @@ def _entry(raw: Any, path: Path, index: int) -> Behaviour:
     where = f"--behaviours {path}, behaviours[{index}]"
     if not isinstance(raw, dict) or not isinstance(raw.get("name"), str) or not isinstance(raw.get("code"), str):
         raise LibraryError(f"{where}: an entry needs 'name' (a slug) and 'code' (Python text).")
-    unknown = sorted(set(raw) - {"name", "code", "sub_lm", "sub_lm_delay", "limits"})
+    unknown = sorted(set(raw) - {"name", "code", "sub_lm", "sub_lm_delay", "limits", "escape_probe"})
     if unknown:
         raise LibraryError(f"{where}: unknown field(s) {', '.join(unknown)}; use name, code, sub_lm, sub_lm_delay, "
-                           f"limits.")
+                           f"limits, escape_probe.")
     if not _SLUG.match(raw["name"]):
         raise LibraryError(f"{where}: name {raw['name']!r} must be lowercase letters, digits and underscores.")
     return Behaviour(name=raw["name"], code=raw["code"], sub_lm=int(raw.get("sub_lm", 0)),
-                     sub_lm_delay=float(raw.get("sub_lm_delay", 0.0)), limits=dict(raw.get("limits") or {}))
+                     sub_lm_delay=float(raw.get("sub_lm_delay", 0.0)), limits=dict(raw.get("limits") or {}),
+                     escape_probe=bool(raw.get("escape_probe", False)))
 
 
 def load_library(extra: Path | None = None) -> Library:

@@ -166,6 +166,8 @@ def to_scenario(plan: Plan, model: TargetModel, library: Library, *, name: str, 
         data["context"] = SAMPLE_CONTEXT
     if limits := plan_limits(plan, library):
         data["limits"] = limits
+    if any(step.behaviour and library.named(step.behaviour).escape_probe for step in plan.steps):
+        data["escape_probe"] = True  # the harness plants and watches what the code goes for (harness/escape_probe.py)
     return Scenario.model_validate(data)
 
 

@@ -69,7 +69,7 @@ def tool_call(tool: ToolModel) -> st.SearchStrategy[StepPlan]:
 def delegation(model: TargetModel, library: Library) -> st.SearchStrategy[StepPlan]:
     tool = model.agent(model.analyst).tool(model.delegate_tool) if model.delegate_tool else None
     others = arguments(tool.schema, skip=(model.code_arg or "",)) if tool is not None else st.just({})
-    names = [b.name for b in library.behaviours]
+    names = [b.name for b in library.behaviours if not b.escape_probe]  # the escape probe: a seed conversation only
     return st.builds(lambda name, args: StepPlan(kind="delegate", behaviour=name,
                                                  args=json.dumps(args, sort_keys=True)),
                      st.sampled_from(names), others)
@@ -128,7 +128,8 @@ def seed_plans(model: TargetModel, library: Library) -> list[Plan]:
     """Conversations tried first, before any generated one: the shapes that hide state bugs and that nobody thinks
     to script (issue 32) — a turn after a final answer, a variable kept across iterations, an error between two
     delegations, one user with two sessions, a second user, code that lists the environment it runs in (the probe
-    executor_env_clean reads: a credential the executor hands model-written code), and an iteration that answers
+    executor_env_clean reads: a credential the executor hands model-written code), code that tries to get out of
+    its executor (executor_confined's probe, under the escape watch), and an iteration that answers
     in text after one that delegated (last: stale glue from the delegation re-running its code). Small, so the
     shrinker has little to do;
     built from the target's structure and the library like any generated plan (targets that cannot delegate get
@@ -150,4 +151,5 @@ def seed_plans(model: TargetModel, library: Library) -> list[Plan]:
             Plan(1, (one, one), run("small_output")),
             Plan(1, (one, SessionPlan("user_2", 1)), run("small_output", "small_output")),
             Plan(1, (one,), run("list_environment")),
+            Plan(1, (one,), run("escape_attempts")),
             Plan(2, (one,), run("small_output") + (StepPlan(kind="text"),))]

@@ -85,13 +85,17 @@ def test_nothing_is_found_on_the_reference_agent(tmp_path: Path, capsys: pytest.
     assert not (tmp_path / "found").exists()
 
 
-def test_nothing_is_found_on_the_seed004_example(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The correct example of another layout. explore found two real defects in it, both fixed: an empty
-    code_generator answer re-ran the previous turn's code (stage_gating), and a new turn's prompt dropped the
-    durable last result (summary_reaches_prompt)."""
+def test_only_the_unconfined_repl_is_found_on_the_seed004_example(tmp_path: Path) -> None:
+    """The example of another layout is correct in its state mechanics: explore found two real defects in it, both
+    fixed (an empty code_generator answer re-ran the previous turn's code: stage_gating; a new turn's prompt dropped
+    the durable last result: summary_reaches_prompt). Its REPL runs model-written code as a plain process, which
+    the escape probe among explore's seed conversations reports — and nothing else."""
     assert explore(tmp_path, "--target", "examples.seed004_rlm.agent:app", "--profile", SEED004_PROFILE,
-                   examples=30) == 0
-    assert "Nothing found." in capsys.readouterr().out
+                   examples=30) == 1
+    found = written(tmp_path)
+    assert list(found) == ["executor_confined"]
+    assert "write_outside: the code could write a file outside the executor's folders" in found[
+        "executor_confined"]["text"]
 
 
 def test_legacy_defects_are_found_shrunk_and_fail_run(tmp_path: Path, temp_leftovers) -> None:
@@ -119,6 +123,7 @@ BROKEN = [  # (factory in tests/broken_targets.py, the check its defect breaks)
     ("whole_state_delta", "minimal_deltas"),
     ("direct_mutation", "no_unpersisted_mutation"),
     ("executor_env_leak", "executor_env_clean"),
+    ("unconfined_executor", "executor_confined"),
 ]
 
 
