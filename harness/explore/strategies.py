@@ -151,5 +151,5 @@ def seed_plans(model: TargetModel, library: Library) -> list[Plan]:
             Plan(1, (one, one), run("small_output")),
             Plan(1, (one, SessionPlan("user_2", 1)), run("small_output", "small_output")),
             Plan(1, (one,), run("list_environment")),
-            Plan(1, (one,), run("escape_attempts")),
+            *[Plan(1, (one,), run(b.name)) for b in library.behaviours if b.escape_probe],  # never drawn: here only
             Plan(2, (one,), run("small_output") + (StepPlan(kind="text"),))]

@@ -206,3 +206,30 @@ def test_a_delegation_text_the_profile_would_not_count_is_a_usage_error(tmp_path
     err = capsys.readouterr().err
     assert f"{behaviours}: delegation_text 'CODE:\\n{{code}}' does not match" in err
     assert "delegation_pattern '```'" in err and "Fix: " in err
+
+
+def test_escape_probes_are_seed_conversations_only_and_run_under_the_watch(tmp_path: Path) -> None:
+    """An escape_probe behaviour (the built-in one, or a user's) is tried once, in a seed conversation of its own,
+    whose scenario sets escape_probe; it is never drawn (it forks 512 processes where nothing stops it)."""
+    from harness.explore.strategies import seed_plans
+
+    extra = tmp_path / "mine.yaml"
+    extra.write_text("behaviours:\n  - {name: my_escape, escape_probe: true, code: \"open('/etc/x', 'w')\"}\n",
+                     encoding="utf-8")
+    library = load_library(extra)
+    probes = [p for p in seed_plans(TOOL_MODEL, library)
+              if any(s.behaviour in ("escape_attempts", "my_escape") for s in p.steps)]
+    assert [[s.behaviour for s in p.steps] for p in probes] == [["escape_attempts"], ["my_escape"]]
+    scenario = to_scenario(probes[0], TOOL_MODEL, library, name="probe", description="d")
+    assert scenario.escape_probe is True
+    assert to_scenario(seed_plans(TOOL_MODEL, library)[0], TOOL_MODEL, library, name="x",
+                       description="d").escape_probe is False
+
+    from hypothesis import find
+    from hypothesis.errors import NoSuchExample
+
+    from harness.explore.strategies import delegation
+
+    with pytest.raises(NoSuchExample):  # every behaviour the delegations can draw, searched for a probe
+        find(delegation(TOOL_MODEL, library), lambda step: step.behaviour in ("escape_attempts", "my_escape"),
+             settings=settings(max_examples=500, database=None))
