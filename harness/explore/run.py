@@ -96,7 +96,9 @@ def _delegation_text_counts(model: TargetModel, library: Library, settings: Expl
     generated delegation would be judged a plain answer, and the search would find nothing it could name."""
     if model.delegation_key is None or model.profile.hands_over_code(library.wrap("print(1)")):
         return
-    where = settings.behaviours or "harness/explore/behaviours.yaml"
+    from .library import BUILTIN
+
+    where = settings.behaviours or BUILTIN
     raise HarnessError(f"{where}: delegation_text {library.delegation_text!r} does not match the profile's "
                        f"delegation_pattern {model.profile.delegation_pattern!r}, so no generated answer would hand "
                        f"code over. Fix: set delegation_text in a --behaviours file to how your analyst writes code, "

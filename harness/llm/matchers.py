@@ -31,8 +31,8 @@ def caller_of(request: Request) -> str:
     if request.path.endswith(":countTokens"):
         return COUNT_TOKENS
     body: Any = request.body
-    if hasattr(body, "read") or not isinstance(body, (str, bytes, type(None))):  # a streamed upload (Databricks
-        return "unparseable-body"  # Files API PUT): never a model call
+    if hasattr(body, "read") or not isinstance(body, (str, bytes, type(None))):
+        return "unparseable-body"  # a streamed upload (Databricks Files API PUT): never a model call
     return _caller_of_body(body)
 
 

@@ -233,3 +233,18 @@ def test_escape_probes_are_seed_conversations_only_and_run_under_the_watch(tmp_p
     with pytest.raises(NoSuchExample):  # every behaviour the delegations can draw, searched for a probe
         find(delegation(TOOL_MODEL, library), lambda step: step.behaviour in ("escape_attempts", "my_escape"),
              settings=settings(max_examples=500, database=None))
+
+
+@pytest.mark.parametrize(("behaviour", "scenario"), [("list_environment", "executor_environment"),
+                                                     ("escape_attempts", "executor_escape_probe")])
+def test_the_librarys_executor_probes_are_the_recorded_scenarios_code(behaviour: str, scenario: str) -> None:
+    """The probes live twice: as recorded scenarios (whose cassettes replay the code word for word) and in the
+    library explore draws from (part of the installed harness, which cannot read the repository's scenarios).
+    The checks parse what the probe prints, so the two must not drift apart."""
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    data = yaml.safe_load((root / "scenarios" / f"{scenario}.yaml").read_text(encoding="utf-8"))
+    [recorded] = [step["args"]["code"] for steps in data["script"].values() for step in steps
+                  if "code" in step.get("args", {})]
+    assert load_library().named(behaviour).code.strip() == recorded.strip()
