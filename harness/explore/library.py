@@ -70,11 +70,13 @@ def _entry(raw: Any, path: Path, index: int) -> Behaviour:
     if unknown:
         raise LibraryError(f"{where}: unknown field(s) {', '.join(unknown)}; use name, code, sub_lm, sub_lm_delay, "
                            f"limits, escape_probe.")
+    if not isinstance(raw.get("escape_probe", False), bool):
+        raise LibraryError(f"{where}: escape_probe {raw['escape_probe']!r} must be true or false.")
     if not _SLUG.match(raw["name"]):
         raise LibraryError(f"{where}: name {raw['name']!r} must be lowercase letters, digits and underscores.")
     return Behaviour(name=raw["name"], code=raw["code"], sub_lm=int(raw.get("sub_lm", 0)),
                      sub_lm_delay=float(raw.get("sub_lm_delay", 0.0)), limits=dict(raw.get("limits") or {}),
-                     escape_probe=bool(raw.get("escape_probe", False)))
+                     escape_probe=raw.get("escape_probe", False))
 
 
 def load_library(extra: Path | None = None) -> Library:

@@ -45,6 +45,9 @@ def test_the_library_is_data_a_user_extends(tmp_path: Path) -> None:
     extra.write_text("behaviours:\n  - {name: Bad Name, code: x}\n", encoding="utf-8")
     with pytest.raises(LibraryError, match="lowercase"):
         load_library(extra)
+    extra.write_text("behaviours:\n  - {name: probe, code: x, escape_probe: maybe}\n", encoding="utf-8")
+    with pytest.raises(LibraryError, match=r"behaviours\[0\]: escape_probe 'maybe' must be true or false"):
+        load_library(extra)
 
 
 @settings(max_examples=30, database=None, suppress_health_check=list(HealthCheck))
