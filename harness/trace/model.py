@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class _Record(BaseModel):
@@ -154,6 +154,13 @@ class TurnOutcome(_Record):
     delegations: int | None = None
     error: str | None = None
     forced_answer: str | None = Field(default=None, description="Best-effort answer after max_iterations.")
+
+    @field_validator("termination", "final_answer", "forced_answer", mode="before")
+    @classmethod
+    def _as_text(cls, value: Any) -> Any:
+        """What an agent stored, as text: a state value may be any JSON value (``FINAL(200)`` stores 200), and a
+        number must not end the turn as a harness error. ``str()``, as a profile driver's values are read."""
+        return value if value is None or isinstance(value, str) else str(value)
     crash: TurnError | None = Field(default=None, description="The exception that ended the turn, if one did "
                                                               "(caught by the target's own runner or the harness).")
     reported_by: str | None = Field(default=None, description="Who reported the outcome when not the harness "

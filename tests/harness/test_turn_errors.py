@@ -97,3 +97,41 @@ def test_a_session_service_that_raises_mid_turn_is_named() -> None:
     crash = result.crashed_turns[0].outcome.crash
     assert crash.type == "ConnectionError" and crash.origin == "session service StoreDownAtSummary"
     assert result.crashed_turns[0].outcome.termination == "agent_error"
+
+
+# --- an outcome stored as a number ----------------------------------------------------------------------------
+
+
+def _number_app():
+    """An agent whose code stored FINAL(200) as the number it is, and its status as a number too."""
+    from google.adk.agents import BaseAgent
+    from google.adk.apps import App
+    from google.adk.events import Event, EventActions
+
+    class Answers(BaseAgent):
+        async def _run_async_impl(self, ctx):  # type: ignore[override]
+            yield Event(author=self.name, invocation_id=ctx.invocation_id,
+                        actions=EventActions(state_delta={"answer": 200, "status": 3}))
+
+    return App(name="number_app", root_agent=Answers(name="answers"))
+
+
+def test_an_outcome_stored_as_a_number_is_judged_not_an_error(tmp_path: Path) -> None:
+    """A state value may be any JSON value: the turn's outcome read final_answer_key and termination_key as strings,
+    and a number ended the scenario as 'turn 0 raised ValidationError from unknown', blamed on the agent (a
+    newcomer's report). Now the outcome holds their text and outcome_from_storage compares it with the number."""
+    from harness.targets.profile import load_profile
+
+    (tmp_path / "profile.yaml").write_text(
+        "name: number_app\ntarget: tests.harness.test_turn_errors:_number_app\n"
+        "final_answer_key: answer\ntermination_key: status\n", encoding="utf-8")
+    (tmp_path / "numbers.yaml").write_text(
+        "name: numbers\ndescription: one turn whose outcome is stored as numbers\nprofile: profile.yaml\n"
+        "sessions:\n  - user: u\n    turns:\n      - user: hi\nscript: {}\n", encoding="utf-8")
+    result = run_scenario(load_scenario(tmp_path / "numbers.yaml"), RunOptions(
+        llm_mode=LlmMode.SCRIPTED, target="tests.harness.test_turn_errors:_number_app",
+        profile=load_profile(tmp_path / "profile.yaml"), profile_path=tmp_path / "profile.yaml"))
+    assert result.error is None and not result.crashed_turns, result.error
+    outcome = result.trace.turns[0].outcome
+    assert (outcome.final_answer, outcome.termination) == ("200", "3")
+    assert next(c for c in result.checks if c.name == "outcome_from_storage").status.value == "pass"
