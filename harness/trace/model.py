@@ -154,6 +154,11 @@ class TurnOutcome(_Record):
     delegations: int | None = None
     error: str | None = None
     forced_answer: str | None = Field(default=None, description="Best-effort answer after max_iterations.")
+    crash: TurnError | None = Field(default=None, description="The exception that ended the turn, if one did "
+                                                              "(caught by the target's own runner or the harness).")
+    reported_by: str | None = Field(default=None, description="Who reported the outcome when not the harness "
+                                                             "reading storage: the profile's driver, with the fields "
+                                                             "it returned.")
 
     @field_validator("termination", "final_answer", "forced_answer", mode="before")
     @classmethod
@@ -161,11 +166,6 @@ class TurnOutcome(_Record):
         """What an agent stored, as text: a state value may be any JSON value (``FINAL(200)`` stores 200), and a
         number must not end the turn as a harness error. ``str()``, as a profile driver's values are read."""
         return value if value is None or isinstance(value, str) else str(value)
-    crash: TurnError | None = Field(default=None, description="The exception that ended the turn, if one did "
-                                                              "(caught by the target's own runner or the harness).")
-    reported_by: str | None = Field(default=None, description="Who reported the outcome when not the harness "
-                                                             "reading storage: the profile's driver, with the fields "
-                                                             "it returned.")
 
 
 class TurnRecord(_Record):
