@@ -2,12 +2,31 @@
 
 from __future__ import annotations
 
+import math
+
+from ..trace.model import EventRecord, Trace
 from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
 from .evidence import capped, name_event, name_request, name_row, show
-from .timeline import (execution_source, execution_windows, executions_unmapped, request_positions, response_to,
-                       rows_by_event)
+from .timeline import (ExecutionWindow, appended_events, execution_source, execution_windows, executions_unmapped,
+                       request_positions, response_to, rows_by_event)
 
 NAME = "processor_model_runs"
+
+
+def loop_ended_first(trace: Trace, window: ExecutionWindow, processor: str, analyst: str | None) -> EventRecord | None:
+    """The escalation that ended the loop after this execution, before the processor's turn came (ADK's LoopAgent
+    runs no further sub-agent of that iteration: an executor that escalates on FINAL), if one did. None once the
+    processor or the analyst (a new iteration) has an event: then the processor's turn came, or was passed by."""
+    execution, end = window.execution, window.next_execution.index if window.next_execution else math.inf
+    for event in appended_events(trace):
+        if (event.session_id, event.invocation_id) != (execution.session_id, execution.invocation_id) \
+                or not execution.index <= event.index < end:
+            continue
+        if event.author in (processor, analyst):
+            return None
+        if event.escalate:
+            return event
+    return None
 
 
 @check(
@@ -35,6 +54,7 @@ def processor_model_runs(ctx: CheckContext) -> CheckResult:
     requests = sorted(trace.requests_of(processor), key=lambda r: r.index)
     problems: list[str] = []
     good: list[str] = []
+    ended_first: list[str] = []  # executions after which the loop ended before the processor's turn: not judged
     for window in windows:
         execution = window.execution
         mine = [r for r in requests if r.invocation_id == execution.invocation_id
@@ -47,6 +67,10 @@ def processor_model_runs(ctx: CheckContext) -> CheckResult:
             summary, source = writer.emitted_delta[key], f"{name_event(writer)} (not persisted)"
         else:
             summary, source = None, None
+        if not mine and not writers and (ended := loop_ended_first(trace, window, processor, profile.analyst)):
+            ended_first.append(f"{name_event(execution)}: the loop ended at {name_event(ended)} (escalate) before "
+                               f"{processor}'s turn")
+            continue
         if not mine:
             wrote = (f", yet {source} holds summary {show(summary)} — the agent was skipped (a before_agent_callback "
                      f"returning Content?)") if source else " and no summary was written" if compare else ""
@@ -70,11 +94,18 @@ def processor_model_runs(ctx: CheckContext) -> CheckResult:
             good.append(f"{name_event(execution)}: summary in {source} is the answer to {name_request(mine[-1])}")
     if problems:
         return failed(NAME, f"{len(problems)} of {len(windows)} execution(s) were not summarised by the processor's "
-                            f"model.", capped(problems))
+                            f"model.", capped(problems + ended_first))
+    if ended_first and len(ended_first) == len(windows):
+        return not_applicable(NAME, f"Each of {len(windows)} execution(s) ended the loop before {processor}'s turn "
+                                    f"came (an escalation), so none was followed by the processor: "
+                                    f"{'; '.join(ended_first[:3])}.")
+    judged = len(windows) - len(ended_first)
+    aside = (f" {len(ended_first)} more ended the loop before {processor}'s turn (an escalation): not judged."
+             if ended_first else "")
     if not compare:
         whom = (f"the summary is written by {profile.summary_writer}" if key is not None
                 else "the profile maps no summary_key")
-        return passed(NAME, f"After each of {len(windows)} execution(s) {processor}'s model ran ({whom}, so its "
-                            f"answer is not compared with a persisted summary).", capped(good))
-    return passed(NAME, f"After each of {len(windows)} execution(s) the processor's model ran and its answer is "
-                        f"the persisted summary.", capped(good))
+        return passed(NAME, f"After each of {judged} execution(s) {processor}'s model ran ({whom}, so its "
+                            f"answer is not compared with a persisted summary).{aside}", capped(good + ended_first))
+    return passed(NAME, f"After each of {judged} execution(s) the processor's model ran and its answer is "
+                        f"the persisted summary.{aside}", capped(good + ended_first))

@@ -484,6 +484,47 @@ def test_processor_answer_compared_whitespace_stripped() -> None:
     assert_pass(run("processor_model_runs", b.build()))
 
 
+def test_an_execution_that_ends_the_loop_is_not_held_against_the_processor() -> None:
+    """An executor that escalates on FINAL ends ADK's LoopAgent before the processor's turn: the shape the brief
+    prescribes and init infers. It failed 'sent no model request' on a healthy agent (a newcomer's report)."""
+    b = TraceBuilder()
+    b.start_turn()
+    b.delegate()
+    execution = b.execute(final_answer="42")
+    ended = b.event(b.profile.job_builder, escalate=True)
+    b.end_turn()
+    result = run("processor_model_runs", b.build())
+    assert_na(result, "ended the loop before results_processor's turn came")
+    assert f"the loop ended at event #{ended.index} (author job_builder" in result.explanation
+    assert f"event #{execution.index}" in result.explanation
+
+    b = TraceBuilder()  # processed once, then an execution that ends the loop: the first is judged, the second not
+    b.start_turn()
+    b.delegate()
+    b.execute()
+    b.process()
+    b.delegate()
+    b.execute(final_answer="42")
+    b.event(b.profile.job_builder, escalate=True)
+    b.end_turn()
+    result = run("processor_model_runs", b.build())
+    assert_pass(result)
+    assert "After each of 1 execution(s)" in result.explanation and "1 more ended the loop" in result.explanation
+
+
+def test_a_processor_passed_by_before_the_loop_ends_still_fails() -> None:
+    """The exemption needs the escalation before the next iteration: a processor that never ran, followed by the
+    analyst's exit_loop in the next iteration, is still a processor that did not summarise."""
+    b = TraceBuilder()
+    b.start_turn()
+    b.delegate()
+    execution = b.execute()
+    b.exit_loop()  # the analyst escalates: a new iteration had begun
+    b.end_turn()
+    assert_fail(run("processor_model_runs", b.build()), f"event #{execution.index} (author job_builder",
+                "sent no model request after this execution")
+
+
 # --- instructions_render -----------------------------------------------------------
 
 
