@@ -600,6 +600,7 @@ def _stamp(path: Path) -> tuple[int, int] | None:
 
 def cmd_list(args: argparse.Namespace) -> int:
     from rich.table import Table
+    from rich.text import Text
 
     from .scenario.loader import load_scenarios
 
@@ -611,8 +612,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     table.add_column("tags")
     table.add_column("target", no_wrap=True)
     for scenario in scenarios:
-        table.add_row(scenario.name, scenario.description, ", ".join(scenario.tags),
-                      scenario.target or (f"(profile {scenario.profile})" if scenario.profile else "reference"))
+        # Text, not markup: a description says "sessions [user_1x1]", which rich would take for a style tag.
+        table.add_row(Text(scenario.name), Text(scenario.description), Text(", ".join(scenario.tags)),
+                      Text(scenario.target or (f"(profile {scenario.profile})" if scenario.profile else "reference")))
     _stdout_console().print(table)
     return EXIT_OK
 

@@ -74,9 +74,12 @@ def previews_bounded(ctx: CheckContext) -> CheckResult:
                                     f"({type(profile).model_fields['preview_chars'].description}).")
     room = limit + profile.preview_marker_chars
     checked, exact, problems = 0, 0, []
+    not_text: list[str] = []  # preview keys written with a value that is no text: no preview to measure
     for event in trace.events:
         for key, stream in profile.preview_keys.items():
             value = event.emitted_delta.get(key)
+            if value is not None and not isinstance(value, str):
+                not_text.append(f"{name_event(event)} wrote {key!r} as a {type(value).__name__}")
             if not isinstance(value, str):
                 continue
             checked += 1
@@ -98,6 +101,10 @@ def previews_bounded(ctx: CheckContext) -> CheckResult:
                     shown := kept_chars(value, profile.preview_cut_marker)) > limit:
                 problems.append(f"{where}: the output of artifact {execution.artifact_id} has {size} characters and "
                                 f"its preview shows {shown} of them, more than the limit of {limit}")
+    if not checked and not_text:
+        return not_applicable(NAME, f"The profile's preview_keys name keys the agent writes as something other than "
+                                    f"text ({'; '.join(not_text[:3])}): a preview is the output's text, cut to "
+                                    f"preview_chars. Fix: map preview_keys to the key holding that text (a string).")
     if not checked:
         return _no_preview_emitted(trace, profile)
     if problems:

@@ -68,6 +68,16 @@ def test_list_shows_names_descriptions_and_tags(workdir: Path, capsys: pytest.Ca
     assert "cli_smoke" in out and "One delegation" in out and "smoke, cli" in out
 
 
+def test_list_shows_brackets_as_written(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """explore writes descriptions like 'sessions [user_1x1]': rich took the brackets for markup and dropped them."""
+    found = SCENARIO.replace("name: cli_smoke", "name: found_one").replace(
+        "description: One delegation, executed, summarised, then the analyst exits the loop.",
+        "description: 'Found by explore: sessions [user_1x1], steps [delegate:final].'")
+    (workdir / "scenarios" / "found_one.yaml").write_text(found, encoding="utf-8")
+    assert main(["list"]) == EXIT_OK
+    assert "sessions [user_1x1], steps [delegate:final]." in capsys.readouterr().out
+
+
 def test_explain_a_known_check(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain", "summary_persisted"]) == EXIT_OK
     out = capsys.readouterr().out

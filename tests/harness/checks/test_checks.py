@@ -525,6 +525,22 @@ def test_a_processor_passed_by_before_the_loop_ends_still_fails() -> None:
                 "sent no model request after this execution")
 
 
+def test_a_preview_key_written_as_a_dict_is_said_not_to_be_text() -> None:
+    """preview_keys naming a key the agent writes as a dict ({stdout, error, final}) said "no event wrote 'result'"
+    though every execution did (two newcomers' reports): now the check says the value is no text, and how to map it."""
+    profile = reference_profile().model_copy(update={"preview_keys": {"result": "stdout"}, "preview_chars": 100})
+    b = TraceBuilder()
+    b.start_turn()
+    b.delegate()
+    b.execute()
+    written = b.event(b.profile.job_builder, delta={"result": {"stdout": "1\n", "error": None}})
+    b.process()
+    b.end_turn()
+    result = run("previews_bounded", b.build(), profile=profile)
+    assert_na(result, f"event #{written.index} (author job_builder")
+    assert "wrote 'result' as a dict" in result.explanation and "Fix: map preview_keys" in result.explanation
+
+
 # --- instructions_render -----------------------------------------------------------
 
 
