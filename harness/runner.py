@@ -386,9 +386,10 @@ async def _drive_sessions(scenario: Scenario, built: BuiltTarget, service: Recor
         with blamed("the session service during get_session"):
             found = await service.get_session(app_name=app_name, user_id=spec.user, session_id=session_id)
         if found is None:
+            trace.created_with[session_id] = {**built.initial_state, **spec.initial_state}
             with blamed("the session service during create_session"):
                 await service.create_session(app_name=app_name, user_id=spec.user, session_id=session_id,
-                                             state={**built.initial_state, **spec.initial_state} or None)
+                                             state=trace.created_with[session_id] or None)
         for position, turn in enumerate(spec.turns):
             run_error = None
             try:

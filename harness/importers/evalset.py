@@ -10,7 +10,8 @@ is the same conversation with the model's side as a script, so:
 * each model answer in the trajectory, in order, per author -> that agent's script: a function call is a
   ``call`` step, text a ``text`` step (tool responses are not scripted: the agent's real tools run again);
 * the final response -> a ``text`` step of the agent that gave it (ADK 2.x marks that event; for ADK 1.x
-  files it is the agent whose turn the last event was, or the agent a ``transfer_to_agent`` handed over to);
+  files it is the agent whose turn the last event was, or the agent a ``transfer_to_agent`` handed over to) —
+  unless a custom (non-LLM) agent gave it, an executor's report: running that agent gives it again;
 * ``final_session_state`` -> ``expect.state``, compared as a subset or, with ``exact``, as the whole state.
 
 What cannot be scripted faithfully is refused, one ``Refusal`` per case with the reason, never dropped in
@@ -151,12 +152,17 @@ def _turn_steps(invocation: Invocation, tree: AgentTree, where: str) -> list[tup
     data = invocation.intermediate_data
     steps: list[tuple[str, dict[str, Any]]] = []
     final_author: str | None = None
+    custom_texts: set[str] = set()  # what custom (non-LLM) agents said in the turn: ADK 1.x's final response may be one
     if isinstance(data, InvocationEvents):
         last_author, handed_to = None, None
         for number, event in enumerate(data.invocation_events):
             author = event.author
-            if author in tree.other_agents:
-                continue  # a custom agent's own output (an executor's), not a model answer
+            if author in tree.other_agents:  # a custom agent's own output (an executor's), not a model answer
+                if event.content is None:  # ADK 2.x: that agent gave the final response; running it gives it again
+                    final_author = author
+                else:
+                    custom_texts.add(_text(event.content) or "")
+                continue
             if author not in tree.llm_agents:
                 raise CaseRefused(f"{where}, event {number}: author {author!r} is not an LlmAgent of the target "
                                f"(its LlmAgents: {', '.join(tree.llm_agents) or 'none'}). Fix: import with the "
@@ -180,8 +186,10 @@ def _turn_steps(invocation: Invocation, tree: AgentTree, where: str) -> list[tup
         only = tree.llm_agents[0]
         steps += [(only, {"call": c.name, "args": dict(c.args or {})}) for c in data.tool_uses]
         final_author = only
-    if invocation.final_response is not None:
+    if invocation.final_response is not None and final_author not in tree.other_agents:
         text = _text(invocation.final_response)
+        if text and text in custom_texts:
+            return steps  # a custom agent's output, not a model's answer: not scripted
         if text:
             author = final_author or tree.first
             if author is None:

@@ -4,7 +4,8 @@ runs.
 Each scenario is run once in scripted mode, keeping its sessions as the target's service returns them at the
 end; ADK's own ``EvaluationGenerator.convert_events_to_eval_invocations`` turns each session's events into the
 invocations of an ``EvalCase`` (user turns, tool trajectory with authors, final responses), as ``adk eval``
-converts a session; the case's ``session_input`` is the session's initial state and its
+converts a session; the case's ``session_input`` is the state the session was created with (the scenario's
+``initial_state`` and what the target seeds, e.g. the scenario's context under the profile's ``context_key``), its
 ``final_session_state`` the state it ended with. A scenario that does not run cleanly is refused with its error.
 """
 
@@ -54,7 +55,7 @@ def export_eval_set(scenarios: Sequence[Scenario], options: RunOptions, *, eval_
                 eval_id=f"{scenario.name}_{index}" if several else scenario.name,
                 conversation=EvaluationGenerator.convert_events_to_eval_invocations(session.events),
                 session_input=SessionInput(app_name=session.app_name, user_id=session.user_id,
-                                           state=dict(spec.initial_state)),
+                                           state=result.trace.created_with.get(session.id, dict(spec.initial_state))),
                 final_session_state=dict(session.state)))
         if log is not None:
             log(scenario.name, result)

@@ -240,6 +240,9 @@ class Trace(_Record):
     adk_sessions: dict[str, Any] = Field(default_factory=dict, description="Session id -> the ADK Session the "
                                                                            "service returned at the end (JSON), "
                                                                            "when the run was asked to keep them.")
+    created_with: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Session id -> the state the harness created the session with (the "
+                                          "scenario's initial_state and what the target seeds, e.g. its context).")
     live_states: list[LiveStateRecord] = Field(default_factory=list)
     token_counts: list[TokenCountRecord] = Field(default_factory=list)
     planted_credentials: list[str] = Field(

@@ -64,3 +64,22 @@ def test_a_scenario_that_does_not_run_is_not_exported(project: Path, capsys: pyt
     assert main(["export", "evalset", "--out", str(out), "--target", TARGET, "--profile", str(PROFILE)]) == 1
     text = " ".join(capsys.readouterr().out.split())
     assert "not exported scenario broken:" in text and f"wrote {out}: 1 eval case(s)" in text
+
+
+def test_the_exported_session_input_holds_the_context_the_target_was_given(project: Path) -> None:
+    """The scenario's context goes into state under the profile's context_key when the harness creates the session:
+    export wrote only initial_state, so the re-imported scenario's code ran without its data (a newcomer's report)."""
+    from harness.importers.export import export_eval_set
+    from harness.targets.profile import load_profile
+
+    profile_path = project / "rlm-profile.yaml"
+    profile_path.write_text(PROFILE.read_text(encoding="utf-8") + "context_key: data\n", encoding="utf-8")
+    text = RECORDED.format(profile=profile_path).replace("sessions:", "context: {rows: [1, 2, 3]}\nsessions:", 1)
+    (project / "scenarios" / "math_six_times_seven.yaml").write_text(text, encoding="utf-8")
+    scenario = load_scenario(project / "scenarios" / "math_six_times_seven.yaml")
+    eval_set, refused = export_eval_set([scenario], RunOptions(cassette_dir=project / "c", target=TARGET,
+                                        profile=load_profile(profile_path), profile_path=profile_path),
+                                        eval_set_id="ctx")
+    assert not refused, refused
+    [case] = eval_set.eval_cases
+    assert case.session_input.state == {"user:tier": "gold", "data": {"rows": [1, 2, 3]}}

@@ -155,3 +155,28 @@ def test_a_broken_agent_fails_the_imported_expected_state(eval_set: Path, tmp_pa
     result = run_scenario(load_scenario(path), RunOptions(llm_mode=LlmMode.SCRIPTED, cassette_dir=tmp_path))
     check = result.check("scenario_expectations")
     assert check.status.value == "fail" and any("state 'answer'" in line for line in check.evidence)
+
+
+@pytest.mark.parametrize("marked", [True, False], ids=["adk2-final-event-marked", "adk1-final-event-left-out"])
+def test_a_final_response_a_custom_agent_gave_is_not_scripted(marked: bool) -> None:
+    """An executor (a BaseAgent, no model) reported "Executed code (rc=0)." as the turn's final response: the
+    importer gave it to the planner as one more answer, and the replay failed 'script.planner[1] never asked for'
+    (a newcomer's report). Running the executor gives its report again: it is not a step of anyone's script."""
+    from google.adk.evaluation.eval_case import EvalCase, Invocation, InvocationEvent, InvocationEvents
+    from google.genai import types
+
+    def content(text: str) -> types.Content:
+        return types.Content(role="model", parts=[types.Part(text=text)])
+
+    report = "Executed code (rc=0)."
+    events = [InvocationEvent(author="planner", content=content("```python\nprint(42)\n```")),
+              InvocationEvent(author="solve_loop", content=content(report))]
+    events += [InvocationEvent(author="solve_loop", content=None)] if marked else []
+    case = EvalCase(eval_id="custom final", conversation=[Invocation(
+        user_content=types.Content(role="user", parts=[types.Part(text="Six times seven?")]),
+        intermediate_data=InvocationEvents(invocation_events=events), final_response=content(report))])
+    from harness.importers.evalset import scenario_from_case
+
+    scenario = scenario_from_case(case, TOOL_RLM, source="x.evalset.json", name="custom_final", exact_state=False,
+                                  profile=None)
+    assert scenario["script"] == {"planner": [{"text": "```python\nprint(42)\n```"}]}
