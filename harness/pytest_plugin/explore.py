@@ -66,11 +66,13 @@ def explore_items(session: pytest.Session) -> list[ExploreItem]:
     cache = session.config.rootpath / CACHE
     settings = ExploreSettings(out_dir=cache / "found", target=options.target, profile_path=options.profile_path,
                                session_service=options.session_service, executor=options.executor,
-                               max_examples=options.explore, database=cache / "explore-db")
+                               max_examples=options.explore, database=cache / "explore-db",
+                               behaviours=options.explore_behaviours)
     try:
         report = explore(settings, profile=conformance.profile)
-    except HarnessError as exc:
-        return [_item(session, "could_not_run", f"explore could not run: {exc}")]
+    except HarnessError as exc:  # its fixes name explore's flags: say the plugin's where they differ
+        text = str(exc).replace("a --behaviours file", "a behaviours file (--rlm-explore-behaviours FILE)")
+        return [_item(session, "could_not_run", f"explore could not run: {text}")]
     session.config.stash[REPORT] = report
     return [_item(session, f.check, describe(f, report, settings)) for f in report.findings]
 

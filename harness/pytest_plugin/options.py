@@ -118,6 +118,10 @@ def add_options(parser: pytest.Parser) -> None:
               "(scripted, every check, seed 0) before the tests: each finding is a failing item explore::<check>, "
               "its minimal scenario written into .rlm-conformance/found/ under the rootdir; nothing is added when "
               "nothing is found (docs/explore.md).")
+    _add(group, "--rlm-explore-behaviours", dest="rlm_explore_behaviours", default=None, type=Path, metavar="FILE",
+         help="with --rlm-explore: a behaviours YAML, as the explore command takes one: extra code behaviours, and the "
+              "delegation_text your analyst's answers use when the profile's delegation_pattern needs another "
+              "fence than ```repl (docs/explore.md).")
     for name, help_text in INI.items():
         parser.addini(name, help_text, type="paths" if name == "rlm_scenarios" else "string", default=None)
 
@@ -156,6 +160,7 @@ class PluginOptions:
     executor: str = "warm"
     require_confinement: bool = False
     explore: int | None = None  # --rlm-explore N: examples explore generates before the tests (None: off)
+    explore_behaviours: Path | None = None  # --rlm-explore-behaviours FILE: explore's --behaviours
     origins: Mapping[str, str] = field(default_factory=dict)
     """Setting name -> where its value came from ("--target", "ini option rlm_target in ...", ...)."""
 
@@ -200,6 +205,7 @@ class PluginOptions:
             executor=config.getoption("rlm_executor"),
             require_confinement=config.getoption("rlm_require_confinement"),
             explore=config.getoption("rlm_explore"),
+            explore_behaviours=config.getoption("rlm_explore_behaviours"),
             origins=dict(pick.origins),
         )
 

@@ -67,3 +67,29 @@ def test_the_number_of_examples_must_be_positive(project: InnerProject) -> None:
     result = project.run("--rlm-explore", "0")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "'0' is not a positive whole number of examples" in result.stderr.str()
+
+
+PYTHON_FENCE_PROFILE = """\
+name: output_key_rlm
+target: tests.user_agents.output_key_rlm.agent:app
+loop_agent: main_loop
+analyst: analyst
+delegation_key: pending_code
+delegation_pattern: "```python"
+job_builder: runner
+results_processor: processor
+summary_key: findings
+"""
+
+
+def test_a_behaviours_file_reaches_explore_from_pytest(project: InnerProject) -> None:
+    """An agent whose code fence the default delegation_text does not match: explore's fix was "set delegation_text
+    in a --behaviours file", which pytest had no way to pass (a newcomer's report). --rlm-explore-behaviours does."""
+    project.write("rlm-profile.yaml", PYTHON_FENCE_PROFILE)
+    project.write("behaviours.yaml", 'delegation_text: "```python\\n{code}\\n```"\nbehaviours: []\n')
+    args = ("-rA", "--target", "tests.user_agents.output_key_rlm.agent:app", "--profile", "rlm-profile.yaml",
+            "--rlm-explore", "1")
+    refused = project.run(*args).stdout.str()
+    assert "explore could not run" in refused and "--rlm-explore-behaviours FILE" in refused, refused
+    ran = project.run(*args, "--rlm-explore-behaviours", "behaviours.yaml").stdout.str()
+    assert "explore could not run" not in ran and "rlm-conformance explore tests.user_agents.output_key_rlm" in ran, ran

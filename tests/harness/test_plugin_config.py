@@ -275,6 +275,7 @@ CLI_ONLY = {
 }
 PLUGIN_ONLY = {
     "--rlm-explore": "the CLI's equivalent is the explore command, not an option of run",
+    "--rlm-explore-behaviours": "explore's --behaviours, for --rlm-explore",
 }
 
 
