@@ -78,9 +78,9 @@ def previews_bounded(ctx: CheckContext) -> CheckResult:
     for event in trace.events:
         for key, stream in profile.preview_keys.items():
             value = event.emitted_delta.get(key)
-            if value is not None and not isinstance(value, str):
-                not_text.append(f"{name_event(event)} wrote {key!r} as a {type(value).__name__}")
             if not isinstance(value, str):
+                if value is not None:
+                    not_text.append(f"{name_event(event)} wrote {key!r} as a {type(value).__name__}")
                 continue
             checked += 1
             where = f"{name_event(event)}: {key!r}"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 from ..trace.model import EventRecord, Trace
 from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
 from .evidence import capped, name_event, name_request, name_row, show
@@ -17,10 +15,10 @@ def loop_ended_first(trace: Trace, window: ExecutionWindow, processor: str, anal
     """The escalation that ended the loop after this execution, before the processor's turn came (ADK's LoopAgent
     runs no further sub-agent of that iteration: an executor that escalates on FINAL), if one did. None once the
     processor or the analyst (a new iteration) has an event: then the processor's turn came, or was passed by."""
-    execution, end = window.execution, window.next_execution.index if window.next_execution else math.inf
+    execution = window.execution
     for event in appended_events(trace):
         if (event.session_id, event.invocation_id) != (execution.session_id, execution.invocation_id) \
-                or not execution.index <= event.index < end:
+                or not (event.index == execution.index or window.contains(event.index)):
             continue
         if event.author in (processor, analyst):
             return None

@@ -101,8 +101,9 @@ def _delegation_text_counts(model: TargetModel, library: Library, settings: Expl
     where = settings.behaviours or BUILTIN
     raise HarnessError(f"{where}: delegation_text {library.delegation_text!r} does not match the profile's "
                        f"delegation_pattern {model.profile.delegation_pattern!r}, so no generated answer would hand "
-                       f"code over. Fix: set delegation_text in a --behaviours file to how your analyst writes code, "
-                       f"or correct delegation_pattern in the profile.")
+                       f"code over. Fix: set delegation_text in a behaviours file (explore --behaviours FILE; pytest "
+                       f"--rlm-explore-behaviours FILE) to how your analyst writes code, or correct delegation_pattern "
+                       f"in the profile.")
 
 
 def _write(report: Report, explorer: Explorer, settings: ExploreSettings, *, name: str) -> None:
