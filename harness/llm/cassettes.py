@@ -45,6 +45,7 @@ from harness.files import write_atomic
 from harness.llm.identity import METADATA_KEY as IDENTITY_KEY
 from harness.llm.identity import CassetteIdentity
 from harness.llm.modes import DUMMY_API_KEYS
+from harness.llm.secret_patterns import SECRET_PATTERNS
 
 if TYPE_CHECKING:
     import vcr
@@ -57,13 +58,6 @@ GEMINI_ORIGIN = "https://generativelanguage.googleapis.com"
 SCRUBBED = "<scrubbed>"
 TOOL_NAME = "rlm-conformance"
 
-# Unanchored (no ^, $, \A, \Z, lookbehind): a match in a string is a match in any text that holds the string,
-# which ``could_scrub`` relies on to test many strings joined at once.
-SECRET_PATTERNS: dict[str, re.Pattern[str]] = {
-    "Google API key (AIza...)": re.compile(r"AIza[0-9A-Za-z_-]{30,}"),
-    "Databricks token (dapi...)": re.compile(r"dapi[0-9a-f]{32}"),
-    "bearer token (Bearer ...)": re.compile(r"Bearer\s+[A-Za-z0-9._~+/=-]{20,}"),
-}
 SECRET_HEADERS = frozenset({"x-goog-api-key", "authorization", "proxy-authorization", "cookie", "set-cookie",
                             "x-databricks-token"})
 SECRET_QUERY_PARAMS = frozenset({"key", "api_key", "access_token", "token"})

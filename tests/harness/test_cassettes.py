@@ -26,6 +26,7 @@ from harness.llm.modes import LlmMode, ModelEndpoint, endpoint_for
 from harness.llm.network_guard import block_network
 from harness.llm.scripted_endpoint import ScriptedEndpoint
 from harness.scenario.script import SUB_LM, CallStep, FaultStep, TextStep
+from tests.secret_shapes import databricks_token, google_api_key
 
 MODEL = "gemini-2.5-flash"
 RERECORD = "pytest tests/scenarios -k demo --record-mode=all --llm-mode=scripted"
@@ -223,8 +224,7 @@ def test_method_matcher_ignores_case() -> None:
         method_ci(post, Request("GET", "https://h/p", None, {}))
 
 
-@pytest.mark.parametrize("text", ["key AIzaSyA0123456789012345678901234567890abc here",
-                                  "dapi0123456789abcdef0123456789abcdef", "Bearer\nabcdefghijklmnopqrstuvwxyz012",
+@pytest.mark.parametrize("text", [f"key {google_api_key('A0')} here", databricks_token("0"), "Bearer\nabcdefghijklmnopqrstuvwxyz012",
                                   "the planted value s3cr3t-value in a message", "nothing to see"])
 def test_could_scrub_sees_a_secret_in_joined_strings(text: str) -> None:
     """scrub_result tests a trace's strings joined at once (harness/llm/scrub_outputs.py): whatever scrub_text would

@@ -14,8 +14,9 @@ from harness.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenario, parse_scenario
 from harness.targets.profile import load_profile
 from tests.importers.test_import_evalset import PROFILE, RECORDED, TARGET
+from tests.secret_shapes import google_api_key
 
-SECRET = "AIzaSyD-incident-key-0123456789abcdefgh"
+SECRET = google_api_key("incident")
 
 
 @pytest.fixture(scope="module")
