@@ -9,8 +9,9 @@ is the same conversation with the model's side as a script, so:
 * each ``Invocation`` -> a turn, its ``user_content`` text the message;
 * each model answer in the trajectory, in order, per author -> that agent's script: a function call is a
   ``call`` step, text a ``text`` step (tool responses are not scripted: the agent's real tools run again);
-* the final response -> a ``text`` step of the agent that gave it (ADK 2.x marks that event; for ADK 1.x
-  files it is the agent whose turn the last event was, or the agent a ``transfer_to_agent`` handed over to) —
+* the final response -> a ``text`` step of the agent that gave it, where it gave it (ADK 2.x marks that event,
+  which may come before the turn's last tool calls; for ADK 1.x files it is the agent whose turn the last event
+  was, or the agent a ``transfer_to_agent`` handed over to, at the end) —
   unless a custom (non-LLM) agent gave it, an executor's report: running that agent gives it again;
 * ``final_session_state`` -> ``expect.state``, compared as a subset or, with ``exact``, as the whole state.
 
@@ -152,6 +153,7 @@ def _turn_steps(invocation: Invocation, tree: AgentTree, where: str) -> list[tup
     data = invocation.intermediate_data
     steps: list[tuple[str, dict[str, Any]]] = []
     final_author: str | None = None
+    final_at: int | None = None  # where the final response was answered among the steps (ADK 2.x marks it)
     custom_texts: set[str] = set()  # what custom (non-LLM) agents said in the turn: ADK 1.x's final response may be one
     if isinstance(data, InvocationEvents):
         last_author, handed_to = None, None
@@ -168,7 +170,7 @@ def _turn_steps(invocation: Invocation, tree: AgentTree, where: str) -> list[tup
                                f"(its LlmAgents: {', '.join(tree.llm_agents) or 'none'}). Fix: import with the "
                                f"--target the eval set was recorded on")
             if event.content is None:  # ADK 2.x: the final response's event, its text on final_response
-                final_author = author
+                final_author, final_at = author, len(steps)
                 continue
             step = _answer_step(event.content, where=f"{where}, event {number}")
             if step is not None:
@@ -195,7 +197,9 @@ def _turn_steps(invocation: Invocation, tree: AgentTree, where: str) -> list[tup
             if author is None:
                 raise CaseRefused(f"{where}: the final response names no author and the target's turn starts with "
                                f"no LlmAgent to give it to")
-            steps.append((author, {"text": text}))
+            # At its place: in a LoopAgent's turn the answer ADK took as final may come before later tool calls
+            # (an exit tool's response ends the turn without text); after them, the replay would end the turn early.
+            steps.insert(len(steps) if final_at is None else final_at, (author, {"text": text}))
     return steps
 
 

@@ -180,3 +180,32 @@ def test_a_final_response_a_custom_agent_gave_is_not_scripted(marked: bool) -> N
     scenario = scenario_from_case(case, TOOL_RLM, source="x.evalset.json", name="custom_final", exact_state=False,
                                   profile=None)
     assert scenario["script"] == {"planner": [{"text": "```python\nprint(42)\n```"}]}
+
+
+def test_a_final_response_is_scripted_where_it_was_given() -> None:
+    """In a LoopAgent's turn, ADK's conversion takes the last text answer as the final response and leaves an empty
+    event where it was; a later exit tool call (its response ends the loop without text) comes after it. Appending
+    the text after the call ended the replayed turn at the call, one model answer early (an outside agent's
+    evalset, made by ADK's own conversion, was not green)."""
+    from google.adk.evaluation.eval_case import EvalCase, Invocation, InvocationEvent, InvocationEvents
+    from google.genai import types
+
+    from harness.importers.evalset import scenario_from_case
+
+    def content(*parts: types.Part) -> types.Content:
+        return types.Content(role="model", parts=list(parts))
+
+    events = [InvocationEvent(author="planner", content=content(types.Part(function_call=types.FunctionCall(
+                  name="run_python", args={"code": "print(42)"})))),
+              InvocationEvent(author="planner", content=None),  # "It printed 42.", moved to final_response
+              InvocationEvent(author="planner", content=content(types.Part(function_call=types.FunctionCall(
+                  name="finish", args={"answer": "42"}))))]
+    case = EvalCase(eval_id="loop", conversation=[Invocation(
+        user_content=types.Content(role="user", parts=[types.Part(text="Six times seven?")]),
+        intermediate_data=InvocationEvents(invocation_events=events),
+        final_response=content(types.Part(text="It printed 42.")))])
+    scenario = scenario_from_case(case, TOOL_RLM, source="x.evalset.json", name="loop", exact_state=False,
+                                  profile=None)
+    assert scenario["script"]["planner"] == [{"call": "run_python", "args": {"code": "print(42)"}},
+                                             {"text": "It printed 42."},
+                                             {"call": "finish", "args": {"answer": "42"}}]
