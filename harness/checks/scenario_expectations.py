@@ -84,7 +84,12 @@ def scenario_expectations(ctx: CheckContext) -> CheckResult:
             merged = {**snapshot.session_state, **{f"user:{k}": v for k, v in snapshot.user_state.items()},
                       **{f"app:{k}": v for k, v in snapshot.app_state.items()}}
             for key, wanted in expect.state.items():
-                if wanted is None:
+                if wanted is None and profile.none_semantics == "store":
+                    # null is "cleared": on a service that stores None (ADK's own), a cleared key holds null.
+                    compare(f"state {key!r}", merged.get(key) is None,
+                            f"must hold no value (absent, or null: the run's service stores None); {where} "
+                            + (f"holds {show(merged[key])}" if key in merged else "has none"))
+                elif wanted is None:
                     compare(f"state {key!r}", key not in merged,
                             f"must be absent; {where} " + (f"holds {show(merged[key])}"
                                                            if key in merged else "has none"))

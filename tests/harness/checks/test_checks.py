@@ -790,3 +790,33 @@ def test_a_delegation_pattern_that_is_no_regex_is_a_clear_profile_error(tmp_path
         load_profile(path)
     assert f"{path}:3: field 'delegation_pattern'" in str(caught.value)
     assert "not a regular expression" in str(caught.value)
+
+
+def test_scenario_expectations_null_follows_the_services_none_semantics() -> None:
+    """An expected null means "cleared": absent where the service deletes on None, absent or null where it stores
+    None (ADK's own services). An ADK evalset's final_session_state holding null failed "must be absent" on the
+    None-storing service it came from; a reference scenario failed the same way on ADK's services."""
+    from harness.targets.profile import TargetProfile
+
+    def trace_with(semantics: str) -> tuple[Trace, TargetProfile]:
+        profile = reference_profile().model_copy(update={"none_semantics": semantics})
+        b = TraceBuilder(profile=profile)
+        b.start_turn()
+        b.event("rlm_orchestrator", delta={"rlm:exit_requested": True, "rlm:final_answer": "42"})
+        b.event("rlm_orchestrator", delta={"rlm:exit_requested": None})
+        b.end_turn()
+        return b.build(), profile
+
+    scenario = make_scenario(state={"rlm:exit_requested": None, "rlm:never_written": None})
+    for semantics in ("store", "delete"):
+        trace, profile = trace_with(semantics)
+        assert_pass(run("scenario_expectations", trace, scenario=scenario, profile=profile))
+    trace, profile = trace_with("store")
+    assert_fail(run("scenario_expectations", trace, scenario=make_scenario(state={"rlm:final_answer": None}),
+                    profile=profile),
+                "state 'rlm:final_answer': must hold no value (absent, or null: the run's service stores None)")
+    # Deleting semantics keep the strict reading: a stored null is a key still there.
+    trace, _ = trace_with("store")
+    assert_fail(run("scenario_expectations", trace, scenario=scenario,
+                    profile=reference_profile().model_copy(update={"none_semantics": "delete"})),
+                "state 'rlm:exit_requested': must be absent; persisted snapshot of session s1 after turn 0 holds None")
