@@ -5,7 +5,8 @@ What a reviewer reads in ``snapshots/<scenario>.json``:
 * ``turns``: per user turn, its session, user and outcome (and an exception that escaped the runner);
 * ``events``: per appended event, its index, turn, author, function calls, ``escalate``, and the state
   delta both as the writer emitted it and as it was appended (after the service trimmed ``temp:``);
-* ``final_state``: per session, what storage holds at the end: ``session``, ``app`` and ``user`` state;
+* ``final_state``: per session, what storage holds at the end: ``session``, ``app`` and ``user`` state (the keys
+  holding a value: a null stored for a cleared key is ``none_deletes``' to judge, not every snapshot's);
 * ``executions``: per Job_B run, its iteration, registry status, Job_B's own status, stdout size, FINAL
   answer and number of sub-LM calls;
 * ``llm_requests``: the sequence of model requests as ``(agent, turn)``. Never the prompt text: prompts
@@ -193,13 +194,21 @@ class _Redactor:
 
 # --- the document ---------------------------------------------------------------------------------------
 
+def _held(state: dict[str, Any]) -> dict[str, Any]:
+    """The keys that hold a value. A cleared key is absent on a service that deletes on None and null on one that
+    stores it (ADK's own): which of the two a service keeps is judged once, by ``none_deletes`` and the
+    session-service probe, so the same run snapshots alike on both."""
+    return {key: value for key, value in state.items() if value is not None}
+
+
 def _document(trace: Trace) -> dict[str, Json]:
     sessions = list(dict.fromkeys(t.session_id for t in trace.turns))
     final_state = {}
     for session_id in sessions:
         snap = trace.final_persisted(session_id)
         if snap is not None:
-            final_state[session_id] = {"session": snap.session_state, "app": snap.app_state, "user": snap.user_state}
+            final_state[session_id] = {"session": _held(snap.session_state), "app": _held(snap.app_state),
+                                       "user": _held(snap.user_state)}
     return {
         "scenario": trace.scenario,
         "target": trace.target,
