@@ -36,7 +36,7 @@ from .run_options import CASSETTE_VERDICT, DEFAULT_MODEL, MODEL_TIMEOUT_S, RETRY
 from .scenario.models import Scenario
 from .targets.base import BuiltTarget, SessionServiceFactory, TargetEnvironment
 from .targets.choice import TargetChoice, choose_target
-from .targets.none_semantics import settle_service_semantics
+from .targets.none_semantics import semantics_origins, settle_service_semantics
 from .targets.profile import TargetProfile
 from .targets.registry import resolve_target
 from .capture import persisted_snapshot
@@ -227,6 +227,8 @@ async def _drive_on(scenario: Scenario, options: RunOptions, choice: TargetChoic
         try:
             with blamed(f"the session service {type(built.session_service).__name__} while the harness observed "
                         f"its None and stale-writer behaviour"):
+                built.semantics_origins = semantics_origins(choice.profile or built.profile, built.session_service,
+                                                            observable=options.backend == "local")
                 built.profile = await settle_service_semantics(choice.profile or built.profile,
                                                                built.session_service,
                                                                observable=options.backend == "local")
@@ -328,7 +330,8 @@ async def _run_sessions(scenario: Scenario, built: BuiltTarget, options: RunOpti
                     memory_service=built.memory_service)
     trace = Trace(scenario=scenario.name, target=built.name, llm_mode=mode_label,
                   session_service=type(built.session_service).__name__,
-                  plugins=[type(p).__name__ for p in built.app.plugins], agents=describe_agents(built.app.root_agent))
+                  plugins=[type(p).__name__ for p in built.app.plugins], agents=describe_agents(built.app.root_agent),
+                  service_semantics=dict(built.semantics_origins))
 
     try:
         await _drive_sessions(scenario, built, service, runner, app.name, trace, turn_counter)
@@ -343,6 +346,7 @@ async def _run_sessions(scenario: Scenario, built: BuiltTarget, options: RunOpti
         trace.adk_sessions = await _adk_sessions(scenario, built, app.name)
     trace.service_probe = await probe_service(built.session_service, spec=options.session_service,
                                               backend=options.backend, target=built.profile,
+                                              origins=built.semantics_origins,
                                               enabled=options.probe_session_service, share=options.probe_share)
     trace.events = service.records
     trace.llm_requests = recorder.requests
