@@ -36,7 +36,7 @@ from .run_options import CASSETTE_VERDICT, DEFAULT_MODEL, MODEL_TIMEOUT_S, RETRY
 from .scenario.models import Scenario
 from .targets.base import BuiltTarget, SessionServiceFactory, TargetEnvironment
 from .targets.choice import TargetChoice, choose_target
-from .targets.none_semantics import semantics_origins, settle_service_semantics
+from .targets.none_semantics import settle_with_origins
 from .targets.profile import TargetProfile
 from .targets.registry import resolve_target
 from .capture import persisted_snapshot
@@ -227,11 +227,8 @@ async def _drive_on(scenario: Scenario, options: RunOptions, choice: TargetChoic
         try:
             with blamed(f"the session service {type(built.session_service).__name__} while the harness observed "
                         f"its None and stale-writer behaviour"):
-                built.semantics_origins = semantics_origins(choice.profile or built.profile, built.session_service,
-                                                            observable=options.backend == "local")
-                built.profile = await settle_service_semantics(choice.profile or built.profile,
-                                                               built.session_service,
-                                                               observable=options.backend == "local")
+                built.profile, built.semantics_origins = await settle_with_origins(
+                    choice.profile or built.profile, built.session_service, observable=options.backend == "local")
             nonce = getattr(workspace, "run_nonce", None)  # a live workspace run's (harness/targets/databricks.py)
             with _credential_canaries(options) as planted, _model_routes(built, llm, scenario, options,
                                                                          nonce=nonce) as route, \

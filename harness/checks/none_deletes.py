@@ -3,7 +3,9 @@
 Two nulls are not the agent's: one the harness planted (the scenario's ``initial_state`` — explore's starting
 states hold ``explore_cleared: null`` — created the session with it, and no stored event wrote the key since), and
 the ``{key: None}`` an ADK event keeps in its delta on a service read back by ``get_session`` (no row access, so
-no ``deleted_keys``): there the delete is judged by the stored state, which does not hold the key.
+no ``deleted_keys``): there the delete is judged by the stored state, which does not hold the key — unless the
+service is known to store None (``trace.service_semantics["none_behaviour"]``: its class, ADK's contract or the
+probe), when the key stored as null and set again later shows only in that delta.
 """
 
 from __future__ import annotations
@@ -51,10 +53,14 @@ def none_deletes(ctx: CheckContext) -> CheckResult:
                     else:
                         evidence.append(f"{name_snapshot(snapshot)}: {scope} stores {key!r} = null")
     reloaded_deletes = 0
+    stores_none = trace.service_semantics.get("none_behaviour") == "store"
     for snapshot, row in unique_rows(trace):
         nulls = [k for k, v in row.state_delta.items() if v is None]
-        if nulls and snapshot.source == "reload":  # ADK's event keeps the delete as {key: None}; the state judges
-            reloaded_deletes += len(nulls)
+        if nulls and snapshot.source == "reload" and not stores_none:
+            reloaded_deletes += len(nulls)  # ADK's event keeps the delete as {key: None}; the state judges
+        elif nulls and snapshot.source == "reload":
+            evidence.append(f"{name_row(snapshot, row)}: state_delta stores null for {keys_list(nulls)} "
+                            f"({service} stores None as a value: its class, ADK's contract or the probe says so)")
         elif nulls:
             evidence.append(f"{name_row(snapshot, row)}: state_delta stores null for {keys_list(nulls)} "
                             f"(this service stores deletes in deleted_keys)")

@@ -81,3 +81,21 @@ def semantics_origins(profile: TargetProfile, service: Any, *, observable: bool)
     else:
         stale = f"the contract profile the harness declares for {name} (harness/contract/profiles.py)"
     return {"none_semantics": none, "stale_writes": stale}
+
+
+async def settle_with_origins(profile: TargetProfile, service: Any, *,
+                              observable: bool) -> tuple[TargetProfile, dict[str, str]]:
+    """``settle_service_semantics`` and ``semantics_origins``, plus ``none_behaviour``: what the service itself does
+    with None when that is known whatever the profile asks — its class attribute, ADK's contract for ADK's classes,
+    or the probe. none_deletes reads it on a service read back by get_session, where an event's ``{key: None}``
+    is a delete on a deleting service and a stored null on a storing one."""
+    origins = semantics_origins(profile, service, observable=observable)
+    settled = await settle_service_semantics(profile, service, observable=observable)
+    declared = getattr(service, "none_semantics", None)
+    if declared in ("delete", "store"):
+        origins["none_behaviour"] = declared
+    elif is_known_service(service):
+        origins["none_behaviour"] = "store"  # ADK's State has no delete
+    elif profile.none_semantics == "auto" and observable:
+        origins["none_behaviour"] = settled.none_semantics  # observed
+    return settled, origins

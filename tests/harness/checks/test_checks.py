@@ -301,6 +301,12 @@ def test_none_deletes_reads_a_reloaded_events_none_as_the_delete_when_storage_la
     assert "3 None value(s) in stored events' deltas are deletes" in result.explanation
     last.session_state["rlm:scratch"] = None  # the service kept the null after all: still a finding
     assert_fail(run("none_deletes", trace), "session_state stores 'rlm:scratch' = null")
+    # A service known to store None (ADK's DatabaseSessionService where the profile asks delete): the null it
+    # stored at turn 1's cleanup, set again later in the turn, shows only in the event's delta.
+    stored = as_reloaded(two_turn_trace())
+    stored.service_semantics = {"none_behaviour": "store"}
+    assert_fail(run("none_deletes", stored), "state_delta stores null for 'rlm:exit_requested'",
+                "stores None as a value")
 
 
 def test_none_deletes_leaves_a_null_the_scenario_planted_to_the_harness() -> None:
