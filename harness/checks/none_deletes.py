@@ -65,9 +65,12 @@ def none_deletes(ctx: CheckContext) -> CheckResult:
             evidence.append(f"{name_row(snapshot, row)}: state_delta stores null for {keys_list(nulls)} "
                             f"(this service stores deletes in deleted_keys)")
     if evidence:
+        fix = "say none_semantics: store in the target profile"
+        if "class's attribute" in origin:
+            fix = f"set its class attribute none_semantics = 'store' (or {fix})"
         return failed(NAME, f"Storage holds null values where None should have deleted the key (None deletes: said "
-                            f"by {origin}). If {trace.session_service or 'the service'} stores None by design, say "
-                            f"none_semantics: store in the target profile.", capped(evidence))
+                            f"by {origin}). If {trace.session_service or 'the service'} stores None by design, "
+                            f"{fix}.", capped(evidence))
     notes = ""
     if planted:
         notes += (f" The null of {', '.join(planted)} is the harness's: the scenario's initial_state created the "

@@ -141,6 +141,7 @@ def test_a_class_attribute_that_says_delete_on_a_storing_service_fails_naming_th
     assert none.failed
     assert "the service class's attribute SaysDeleteButStores.none_semantics = 'delete'" in none.explanation
     assert "the profile says" not in none.explanation
+    assert "set its class attribute none_semantics = 'store'" in none.explanation  # the fix where it was said
 
 
 def test_the_profile_is_named_when_the_profile_said_it() -> None:
@@ -165,3 +166,30 @@ def test_an_error_while_observing_a_service_names_the_field_that_skips_it() -> N
     checks = _run("tests.user_session_services:RefusesNone", none_semantics="store")
     assert checks["session_service_contract"].failed  # None refused: the contract's none_semantics case says so
     assert "stale_writer_rejected" in checks and not checks["stale_writer_rejected"].failed
+
+
+def test_a_teams_own_service_on_an_agent_that_clears_keys_with_none(tmp_path: Path) -> None:
+    """The issue's shape, on an agent the service tests had not met: tests/user_agents/output_key_rlm (its runner
+    clears pending_code with None) from init's draft, on tests/user_agents/home_made_sessions (an
+    InMemorySessionService subclass saying none_semantics = "delete", refusing stale writers with its own
+    ValueError): init's smoke green; the planted variant that says delete but stores None fails none_deletes,
+    naming the class attribute."""
+    from harness.init_project import init_project
+
+    init_project("tests.user_agents.output_key_rlm.agent:app", tmp_path)
+    smoke = load_scenario(tmp_path / "scenarios" / "smoke.yaml")
+    profile = load_profile(tmp_path / "rlm-profile.yaml")
+
+    def checks(service: str) -> dict:
+        result = run_scenario(smoke, RunOptions(llm_mode=LlmMode.SCRIPTED, profile=profile,
+                                                target="tests.user_agents.output_key_rlm.agent:app",
+                                                session_service=f"tests.user_agents.home_made_sessions.sessions:{service}"))
+        assert result.error is None, result.error
+        return {c.name: c for c in result.checks}
+
+    team = checks("TeamSessions")
+    assert not _failures(team)
+    assert team["none_deletes"].status is Status.PASS and team["stale_writer_rejected"].status is Status.PASS
+    planted = checks("StoringNone")["none_deletes"]
+    assert planted.failed and "StoringNone.none_semantics = 'delete'" in planted.explanation
+    assert "session_state stores 'pending_code' = null" in " ".join(planted.evidence)
