@@ -58,8 +58,12 @@ def test_the_profile_can_require_what_the_service_does_not_do() -> None:
     checks = _run("tests.user_session_services:OwnSessions", stale_writes="reject", none_semantics="delete")
     assert checks["stale_writer_rejected"].failed
     assert "expected the stale writer's append to be refused" in " ".join(checks["stale_writer_rejected"].evidence)
+    # The failure names who asked for rejection and the fix either way (issue 51: "names no fix").
+    said = checks["stale_writer_rejected"].explanation
+    assert "said by the target profile's stale_writes: reject" in said and "say stale_writes: accept" in said
     contract = checks["session_service_contract"]
     assert contract.failed and "None must delete the key" in " ".join(contract.evidence)
+    assert "None semantics by the target profile's none_semantics: delete" in contract.explanation
 
 
 def test_a_class_with_defaults_is_built_bare_or_with_the_profiles_args(tmp_path: Path, monkeypatch) -> None:
