@@ -79,9 +79,10 @@ def fix_for(name: str, trace: Trace) -> str:
 @check(
     "stale_writer_rejected",
     title="Two writers on one session: exactly one wins, nothing is lost",
-    why="Optimistic concurrency: of two writers holding the same fetched session, the second to append must get "
-        "StaleSessionError, and after a reload every write — session, user: and app: keys — is there. A service "
-        "without a version check lets a stale writer overwrite or drop the other's update, silently. Run as "
+    why="Optimistic concurrency: of two writers holding the same fetched session, the second to append must be "
+        "refused (StaleSessionError, or any error of the service's own: judged by what was stored, nothing of the "
+        "stale write and the session still readable), and after a reload every write — session, user: and app: "
+        "keys — is there. A service without a version check lets a stale writer overwrite or drop the other's update, silently. Run as "
         "contract cases against the service the scenario used.",
     dod_item="design: DeltaSessionService with optimistic concurrency (a stale writer gets StaleSessionError)",
 )
