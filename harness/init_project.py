@@ -117,10 +117,10 @@ def _tools(agent: Any) -> list[tuple[str, Any]]:
 
 
 def _descendants(agent: Any) -> list[Any]:
-    out = []
-    for child in getattr(agent, "sub_agents", None) or ():
-        out += [child, *_descendants(child)]
-    return out
+    """Every agent under ``agent``: sub-agents and agents behind an AgentTool (harness/targets/agent_tree.py)."""
+    from .targets.agent_tree import tree_agents
+
+    return tree_agents(agent)[1:]
 
 
 def _is_llm(agent: Any) -> bool:
@@ -328,11 +328,24 @@ def infer_profile(spec: str, app: Any) -> Draft:
                                    "agent/model callback, no plugin callback): it calls its model even when no code "
                                    "ran, which stage_gating reports; the smoke scenario scripts it so the run is "
                                    "judged rather than refused")
+    _note_tool_agents(draft, root)
     nested = [a.name for a in loops if a is not loop and a not in _descendants(loop)]
     if nested:
         draft.notes.append(f"LoopAgents besides {loop.name}: {', '.join(nested)}; the smoke scenario's "
                            "max_iterations applies to the profile's loop_agent only")
     return draft
+
+
+def _note_tool_agents(draft: Draft, root: Any) -> None:
+    """An LlmAgent behind an AgentTool runs only when its caller's model calls that tool: the smoke scenario's plain
+    answers never reach it (a step scripted for it would go unused), so it is named, not scripted."""
+    from .targets.agent_tree import tool_agents, tree_agents
+
+    for caller in tree_agents(root):
+        for agent in tool_agents(caller):
+            if _is_llm(agent):
+                draft.unscripted.append((agent.name, f"behind an AgentTool of {caller.name}, it runs only when "
+                                                     f"{caller.name}'s model calls that tool"))
 
 
 def _gate(agent: Any, app: Any) -> str | None:

@@ -27,6 +27,7 @@ ROOT_AGENT = "tests.init_fixture_agent:root_agent"
 FACTORY = "tests.init_fixture_agent:build_app"
 TOOL_RLM = "tests.user_agents.tool_rlm.agent:app"
 OUTPUT_KEY_RLM = "tests.user_agents.output_key_rlm.agent:app"
+AGENT_TOOL_RLM = "tests.user_agents.agent_tool_rlm.agent:app"
 
 
 def _profile_lines(directory: Path) -> dict[str, str]:
@@ -173,6 +174,19 @@ def test_an_output_key_delegating_agent_gets_a_green_smoke(tmp_path: Path) -> No
     (tmp_path / "scenarios" / "smoke.yaml").write_text(delegating, encoding="utf-8")
     gating = next(c for c in _run_green(tmp_path, OUTPUT_KEY_RLM).checks if c.name == "stage_gating")
     assert "1 fresh delegation(s), 1 execution(s), 1 processor run(s)" in gating.explanation
+
+
+def test_an_agent_behind_an_agent_tool_is_listed_and_named_in_the_smoke_scenario(tmp_path: Path) -> None:
+    """tests/user_agents/agent_tool_rlm: the coder is in no sub_agents list, only behind solver's AgentTool. init
+    listed the root agent alone; now the coder is in the tree, and the smoke scenario says why it is not scripted
+    (its plain answer never calls the tool) — and stays green."""
+    result = init_project(AGENT_TOOL_RLM, tmp_path)
+    assert result.draft.agents == ["solver", "coder"]
+    assert "# Agents in the tree: solver, coder" in (tmp_path / PROFILE_FILE).read_text(encoding="utf-8")
+    assert result.draft.smoke_agents == ["solver"] and [name for name, _ in result.draft.unscripted] == ["coder"]
+    text = (tmp_path / "scenarios" / "smoke.yaml").read_text(encoding="utf-8")
+    assert "# coder: not scripted — behind an AgentTool of solver, it runs only when solver's model calls" in text
+    _run_green(tmp_path, AGENT_TOOL_RLM)
 
 
 def test_builtin_targets_are_refused(tmp_path: Path) -> None:
