@@ -311,7 +311,8 @@ def infer_profile(spec: str, app: Any) -> Draft:
                        ("termination_key", "where the reason the loop ended is stored"),
                        ("run_conversation_author", "author of events your own driver appends outside the agents, "
                                                    "if any"),
-                       ("history_key", "user: key holding the user's history across sessions, if any"),
+                       ("history_key", "user: key holding the user's history across sessions (a list, newest last), "
+                                       "if any"),
                        ("contract", "which author may write which key, as [{key: ..., writers: [...]}] (while null, "
                                     "the smoke scenario skips minimal_deltas)")):
         draft.add(name, None, todo=todo)
