@@ -191,6 +191,7 @@ class Draft:
     unscripted: list[tuple[str, str]] = field(default_factory=list)  # (agent, why it is not scripted)
     agents: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    session_service: Any = None  # the drafted session-service line (harness/init_session_service.py)
 
     def value(self, name: str) -> Any:
         return next((f.value for f in self.fields if f.name == name), None)
@@ -489,13 +490,16 @@ def _toml_string(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)  # a JSON string is a TOML basic string
 
 
-def config_table(spec: str) -> dict[str, str]:
-    return {"target": spec, "profile": PROFILE_FILE, "scenarios": SCENARIOS_DIR, "cassettes": "cassettes",
-            "snapshots": "snapshots"}
+def config_table(spec: str, service: Any = None) -> dict[str, str]:
+    values = {"target": spec, "profile": PROFILE_FILE, "scenarios": SCENARIOS_DIR, "cassettes": "cassettes",
+              "snapshots": "snapshots"}
+    return {**values, "session-service": service.spec} if service is not None and service.spec else values
 
 
-def _table_text(values: dict[str, str]) -> str:
-    return f"[tool.{TABLE}]\n" + "".join(f"{k} = {_toml_string(v)}\n" for k, v in values.items())
+def _table_text(values: dict[str, str], service: Any = None) -> str:
+    """The table; the session-service line (or its commented example) last, with why."""
+    lines = [f"{k} = {_toml_string(v)}\n" for k, v in values.items() if not (service and k == "session-service")]
+    return f"[tool.{TABLE}]\n" + "".join(lines) + (f"{service.comment}\n" if service is not None else "")
 
 
 _HEADER = re.compile(r"^[ \t]*\[\[?[ \t]*(?P<name>[^\]]+?)[ \t]*\]\]?[ \t]*(#.*)?$", re.MULTILINE)
@@ -505,11 +509,12 @@ def _header_name(raw: str) -> tuple[str, ...]:
     return tuple(part.strip().strip('"').strip("'") for part in raw.split("."))
 
 
-def merged_pyproject(path: Path, spec: str, *, force: bool) -> tuple[str, str]:
+def merged_pyproject(path: Path, spec: str, *, force: bool, service: Any = None) -> tuple[str, str]:
     """The new text of ``path`` with the ``[tool.rlm-conformance]`` table, and what was done ("created", "added",
-    "replaced"). Everything else in an existing file is kept byte for byte; the result is checked with tomllib."""
-    values = config_table(spec)
-    table = _table_text(values)
+    "replaced"). Everything else in an existing file is kept byte for byte; the result is checked with tomllib.
+    ``service``: the drafted session-service line (harness/init_session_service.py)."""
+    values = config_table(spec, service)
+    table = _table_text(values, service)
     if not path.exists():
         return table, "created"
     try:
@@ -574,6 +579,7 @@ class InitResult:
 def init_project(spec: str, directory: Path, *, force: bool = False,
                  writer: Callable[[Path, str], None] = write_atomic) -> InitResult:
     """Draft the three artifacts for ``spec`` into ``directory``; refuse to overwrite without ``force``."""
+    from .init_session_service import draft_session_service
     from .llm.script_fit import agent_names, unknown_keys
     from .scenario.loader import ScenarioError, parse_scenario
     from .targets.profile import TargetProfile
@@ -600,7 +606,8 @@ def init_project(spec: str, directory: Path, *, force: bool = False,
     draft = infer_profile(spec, app)
     profile_text = render_profile(draft, directory)
     smoke_text = render_smoke(draft, directory)
-    pyproject_text, pyproject_action = merged_pyproject(pyproject, spec, force=force)
+    draft.session_service = draft_session_service(spec)
+    pyproject_text, pyproject_action = merged_pyproject(pyproject, spec, force=force, service=draft.session_service)
 
     # Everything is checked before anything is written.
     TargetProfile.model_validate(yaml.safe_load(profile_text))
@@ -647,6 +654,10 @@ def summary_lines(result: InitResult, prog: str = "rlm-conformance") -> list[str
                  + (f"; not scripted: {', '.join(name for name, _ in draft.unscripted)}" if draft.unscripted else "")
                  + ".")
     lines += [f"Note: {note}" for note in draft.notes]
+    if draft.session_service is not None:
+        service = draft.session_service
+        lines.append(f"Session service: {service.spec} ({service.why})." if service.spec else
+                     f"Session service: not set, left as a comment in {PYPROJECT} ({service.why}).")
     lines.append("Next:")
     lines += [f"  {n}. {step}" for n, step in enumerate(next_steps(result, prog), start=1)]
     return lines

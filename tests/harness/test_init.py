@@ -13,7 +13,7 @@ import yaml
 
 import tests.init_fixture_agent as fixture
 from harness.cli import EXIT_OK, EXIT_USAGE, main
-from harness.init_project import (PROFILE_FILE, PYPROJECT, InitError, init_project,
+from harness.init_project import (PROFILE_FILE, PYPROJECT, InitError, init_project, summary_lines,
                                   write_atomic)
 from harness.llm.modes import LlmMode
 from harness.runner import RunOptions, run_scenario
@@ -187,6 +187,33 @@ def test_an_agent_behind_an_agent_tool_is_listed_and_named_in_the_smoke_scenario
     text = (tmp_path / "scenarios" / "smoke.yaml").read_text(encoding="utf-8")
     assert "# coder: not scripted — behind an AgentTool of solver, it runs only when solver's model calls" in text
     _run_green(tmp_path, AGENT_TOOL_RLM)
+
+
+def test_the_session_service_line_is_the_target_modules_factory_or_a_comment_saying_what_it_is_for(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """init never wrote session-service: a team's DatabaseSessionService factory beside its App went unused and the
+    first run quietly used ADK's InMemorySessionService. Now the table names the module's factory, the summary says
+    so, and the smoke scenario runs green on it; a module with none gets a commented line saying what it is for."""
+    result = init_project(AGENT_TOOL_RLM, tmp_path / "own")
+    table = tomllib.loads((tmp_path / "own" / PYPROJECT).read_text(encoding="utf-8"))["tool"]["rlm-conformance"]
+    spec = "tests.user_agents.agent_tool_rlm.sessions:sqlite_sessions"
+    assert table["session-service"] == spec
+    assert any(line.startswith(f"Session service: {spec} (inferred: ") for line in summary_lines(result))
+    monkeypatch.chdir(tmp_path / "own")  # the project folder: the factory's relative sqlite file must not land here
+    scenario = load_scenario(tmp_path / "own" / "scenarios" / "smoke.yaml")
+    path = scenario_profile_path(scenario)
+    run = run_scenario(scenario, RunOptions(llm_mode=LlmMode.SCRIPTED, target=AGENT_TOOL_RLM, session_service=spec,
+                                            profile=load_profile(path), profile_path=path))
+    assert run.status == "pass" and run.session_service == "DatabaseSessionService", run.error
+    assert not (tmp_path / "own" / "sessions.db").exists()
+
+    result = init_project(APP, tmp_path / "none")
+    text = (tmp_path / "none" / PYPROJECT).read_text(encoding="utf-8")
+    assert "session-service" not in tomllib.loads(text)["tool"]["rlm-conformance"]
+    assert '# session-service = "package.module:factory"  # tests.init_fixture_agent defines none; unset: every ' \
+           "run uses ADK's InMemorySessionService" in text
+    assert any(line.startswith("Session service: not set, left as a comment in pyproject.toml")
+               for line in summary_lines(result))
 
 
 def test_builtin_targets_are_refused(tmp_path: Path) -> None:

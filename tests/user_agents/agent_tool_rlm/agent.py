@@ -20,6 +20,8 @@ from google.adk.tools import FunctionTool, ToolContext
 from google.adk.tools.agent_tool import AgentTool
 from google.genai import types
 
+from .sessions import sqlite_sessions  # noqa: F401 - the App's session service, where the team looks for it
+
 MODEL = os.environ.get("MODEL", "gemini-2.5-flash")
 PREVIEW = 400
 PASSED_ENV = ("PATH", "HOME", "LANG", "PYTHONPATH")
