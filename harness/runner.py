@@ -116,7 +116,7 @@ async def _run_scenario(scenario: Scenario, options: RunOptions) -> ScenarioResu
     started = time.perf_counter()
     try:
         choice = choose_target(scenario, target=options.target, profile=options.profile,
-                               profile_path=options.profile_path)
+                               profile_path=options.profile_path, profile_is_default=options.profile_is_default)
     except HarnessError as exc:  # the scenario's profile file cannot be used
         return ScenarioResult(scenario=scenario.name, description=scenario.description,
                               target=options.target or scenario.target or "?", llm_mode=options.llm_mode.value,
