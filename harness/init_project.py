@@ -18,7 +18,8 @@ The heuristics (kept simple, and only called "inferred" when the tree says so):
 * ``loop_agent``: the LoopAgent (the first in tree order when there are several, naming the others);
 * ``analyst``: the LlmAgent of the loop with a tool whose name suggests handing code over or running it
   (delegat, exec, run_code, python, repl, sandbox, ...) or an ``output_key`` naming code; else the loop's first
-  LlmAgent (said so);
+  LlmAgent (said so); with no LoopAgent, the first LlmAgent of the tree with such a tool (its tool calls are the
+  iterations);
 * ``delegate_tool``: that tool; else ``delegation_key``: the analyst's ``output_key`` (``delegation_pattern`` is left
   to the user: whether a plain answer is handed to the executor is the agent's choice);
 * ``job_builder``: the first agent after the analyst in the loop that is neither an LlmAgent nor a workflow agent;
@@ -331,11 +332,32 @@ def infer_profile(spec: str, app: Any) -> Draft:
                                    "ran, which stage_gating reports; the smoke scenario scripts it so the run is "
                                    "judged rather than refused")
     _note_tool_agents(draft, root)
+    _analyst_without_a_loop(draft, root)
     nested = [a.name for a in loops if a is not loop and a not in _descendants(loop)]
     if nested:
         draft.notes.append(f"LoopAgents besides {loop.name}: {', '.join(nested)}; the smoke scenario's "
                            "max_iterations applies to the profile's loop_agent only")
     return draft
+
+
+def _analyst_without_a_loop(draft: Draft, root: Any) -> None:
+    """No LoopAgent: an LlmAgent's own tool calls are the iterations (model, tool, model again). The first LlmAgent
+    of the tree with a tool whose name suggests running code is the analyst, that tool the delegate tool."""
+    if draft.value("loop_agent") is not None or draft.value("analyst") is not None:
+        return
+    for agent in (a for a in [root, *_descendants(root)] if _is_llm(a)):
+        matched = [name for name, _ in _tools(agent) if name != "exit_loop" and _DELEGATE_NAME.search(name)]
+        if not matched:
+            continue
+        lines = {line.name: line for line in draft.fields}
+        why = f"LlmAgent {agent.name} has tool {matched[0]!r}, whose name suggests running code (the tree has no " \
+              "LoopAgent: its tool calls are the iterations)"
+        lines["analyst"].value, lines["analyst"].inferred, lines["analyst"].todo = agent.name, why, None
+        lines["delegate_tool"].value, lines["delegate_tool"].todo = matched[0], None
+        lines["delegate_tool"].inferred = f"tool of {agent.name} whose name suggests handing code over or running it"
+        for name in ("delegation_key", "delegation_pattern"):
+            lines[name].todo = "not needed while delegate_tool is set"
+        return
 
 
 def _note_tool_agents(draft: Draft, root: Any) -> None:

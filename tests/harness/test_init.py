@@ -182,6 +182,9 @@ def test_an_agent_behind_an_agent_tool_is_listed_and_named_in_the_smoke_scenario
     (its plain answer never calls the tool) — and stays green."""
     result = init_project(AGENT_TOOL_RLM, tmp_path)
     assert result.draft.agents == ["solver", "coder"]
+    profile = load_profile(tmp_path / PROFILE_FILE)  # no LoopAgent: the root's own tool calls are the iterations
+    assert (profile.loop_agent, profile.analyst, profile.delegate_tool) == (None, "solver", "run_code")
+    assert "the tree has no LoopAgent" in _profile_lines(tmp_path)["analyst"]
     assert "# Agents in the tree: solver, coder" in (tmp_path / PROFILE_FILE).read_text(encoding="utf-8")
     assert result.draft.smoke_agents == ["solver"] and [name for name, _ in result.draft.unscripted] == ["coder"]
     text = (tmp_path / "scenarios" / "smoke.yaml").read_text(encoding="utf-8")
