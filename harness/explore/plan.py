@@ -6,10 +6,9 @@ plain text, a call of an offered tool with arguments, a delegation of code from 
 model fault (an HTTP error the client retries, a broken answer, or a timeout), or a transfer to an agent ADK
 lets it transfer to; an answer may come late (``delay``, well inside the client's timeout). Every other LlmAgent
 (a results processor, a formatter, an agent behind an ``AgentTool`` the analyst calls) and the sub-LM answer with
-plain text. Each agent's script is padded with
-plain-text answers past what the conversation can use, so the target never asks its model more often than
-scripted: steps left unused are the generator's slack, never a finding (``trimmed`` cuts them off the scenario
-that is written).
+plain text. Each agent's script is padded with plain-text answers past what the conversation can use, so the
+target never asks its model more often than scripted: steps left unused are the generator's slack, never a
+finding (``trimmed`` cuts them off the scenario that is written).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Any ADK App or root agent as a target, with no glue: the harness supplies what the agent expects.
 
-* the run's model under every ``LlmAgent`` of the tree, agents behind an ``AgentTool`` too (replay, scripted or live), put back afterwards;
+* the run's model under every ``LlmAgent`` of the tree, agents behind an ``AgentTool`` too (replay, scripted or
+  live), put back afterwards;
   the agent's own google-genai clients reach the same model through the model gateway (harness/llm/gateway.py);
 * the scenario's ``max_iterations`` on the profile's loop agent (every ``LoopAgent`` when it names none),
   and its ``context`` in each new session's state under the profile's ``context_key``;
