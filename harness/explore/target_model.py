@@ -1,5 +1,6 @@
 """What ``explore`` knows of the target: its LlmAgents (those behind an ``AgentTool`` too), the tools each offers
-with their parameter schemas, and the profile's roles (analyst, delegate tool and its code argument or delegation key, exit tool, processor).
+with their parameter schemas, and the profile's roles (analyst, delegate tool and its code argument or delegation
+key, exit tool, processor).
 
 The target is built once, as ``init`` builds it (a placeholder model, nothing run), and closed again.
 """
