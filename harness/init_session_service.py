@@ -81,6 +81,6 @@ def draft_session_service(spec: str) -> ServiceDraft:
                                           f"called once per scenario in its own work folder{others}")
     if instances:
         name, service = instances[0]
-        return ServiceDraft(None, f"{module_name}.{name} holds a {type(service).__name__} instance, which every "
+        return ServiceDraft(None, f"{module_name}.{name} holds an instance of {type(service).__name__}, which every "
                                   f"scenario would share: name a function that returns a new one; {unset}")
     return ServiceDraft(None, f"{module_name} defines none; {unset}")

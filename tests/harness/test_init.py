@@ -459,3 +459,23 @@ def test_the_smoke_comment_names_every_plugin_that_may_gate_the_processor() -> N
     only = App(name="gated", root_agent=processor, plugins=[StageGate(name="g")])
     assert _gate(processor, only) == "plugin StageGate.before_agent_callback"
     assert _gate(processor, App(name="plain", root_agent=processor)) is None
+
+
+def test_a_shared_service_instance_is_named_with_what_to_write_instead(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A module-level instance (or a Runner holding one) would be shared by every scenario: not drafted as the line,
+    but named in the comment; a class of the team's own is drafted (called bare, as docs/your-agent.md says)."""
+    from harness.init_session_service import draft_session_service
+
+    (tmp_path / "inst_agent.py").write_text(
+        "from google.adk.sessions import InMemorySessionService\nsessions = InMemorySessionService()\n",
+        encoding="utf-8")
+    (tmp_path / "own_agent.py").write_text(
+        "from google.adk.sessions import InMemorySessionService\nclass TeamSessions(InMemorySessionService):\n"
+        "    pass\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    shared = draft_session_service("inst_agent:app")
+    assert shared.spec is None and "inst_agent.sessions holds an instance of InMemorySessionService, which every " \
+                                   "scenario would share" in shared.why
+    assert shared.comment.startswith('# session-service = "package.module:factory"  # inst_agent.sessions')
+    assert draft_session_service("own_agent:app").spec == "own_agent:TeamSessions"
