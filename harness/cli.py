@@ -366,7 +366,7 @@ def _options(args: argparse.Namespace, *, record: bool) -> RunOptions:
     profile = load_profile(args.profile) if args.profile is not None else None
     return RunOptions(target=args.target, llm_mode=LlmMode(args.llm_mode), record=record,
                       cassette_dir=Path(args.cassette_dir), session_service=args.session_service, profile=profile,
-                      profile_path=args.profile,
+                      profile_path=args.profile, profile_is_default="--profile" in getattr(args, "configured_by", {}),
                       backend=args.backend, databricks_live=args.databricks_live, executor=args.executor,
                       allow_drift=args.allow_drift, require_confinement=args.require_confinement,
                       allow_script_misfit=getattr(args, "allow_script_misfit", False))
@@ -376,7 +376,8 @@ def _choice(scenario: Scenario, options: RunOptions) -> TargetChoice:
     """The target the scenario runs against (harness/targets/choice.py): the same decision the runner makes."""
     from .targets.choice import choose_target
 
-    return choose_target(scenario, target=options.target, profile=options.profile, profile_path=options.profile_path)
+    return choose_target(scenario, target=options.target, profile=options.profile, profile_path=options.profile_path,
+                         profile_is_default=options.profile_is_default)
 
 
 def _preflight(scenarios: list[Scenario], options: RunOptions) -> None:
