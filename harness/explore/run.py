@@ -58,6 +58,9 @@ def explore(settings: ExploreSettings, *, profile: TargetProfile | None = None,
             on_progress: Callable[[Report], None] | None = None) -> Report:
     """Search ``settings.target``, write each finding into ``settings.out_dir``; ``profile``: the profile already
     loaded from ``settings.profile_path`` (loaded here when None)."""
+    from ..extras import require_hypothesis
+
+    require_hypothesis("explore")  # before anything imports it: one line and exit 2, not a traceback
     from ..checks import registered_checks
     from ..llm.modes import LlmMode
     from ..run_options import RunOptions
