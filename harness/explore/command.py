@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .run import DEFAULT_DB, DEFAULT_MAX_EXAMPLES, PROG, ExploreSettings
+from .run import DEFAULT_DB, DEFAULT_MAX_EXAMPLES, DEFAULT_OUT, PROG, ExploreSettings
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -52,15 +52,16 @@ def add_explore_parser(commands: Any) -> None:
                          help="target profile YAML naming your agent's roles and keys")
     explore.add_argument("--session-service", metavar="SERVICE", help="as for run (default: delta)")
     explore.add_argument("--executor", choices=("warm", "one-shot"), default="warm", help="as for run")
-    explore.add_argument("--scenarios-dir", metavar="DIR", help="the project's scenarios (--out defaults to its "
-                                                               "found/ folder)")
+    explore.add_argument("--scenarios-dir", metavar="DIR", help="the project's scenarios (explore writes "
+                                                               "none there: see --out)")
     explore.add_argument("--max-examples", type=_positive, metavar="N",
                          help="generated conversations to run (default: 100, or unbounded with --time alone)")
     explore.add_argument("--time", type=_seconds, metavar="S", help="stop after S seconds, shrinking included")
     explore.add_argument("--seed", type=int, default=0, help="the seed: the same one gives the same conversations "
                                                              "and findings (default: %(default)s)")
     explore.add_argument("--out", type=Path, metavar="DIR",
-                         help="where minimal failing scenarios are written (default: <scenarios dir>/found)")
+                         help=f"where minimal failing scenarios are written (default: {DEFAULT_OUT.as_posix()}: not a "
+                              "folder `run` loads; move a scenario into your scenarios folder to keep it)")
     explore.add_argument("--check", action="append", default=[], metavar="NAME",
                          help="only these checks make findings (repeatable; default: every check)")
     explore.add_argument("--behaviours", type=Path, metavar="FILE",
@@ -86,7 +87,7 @@ def settings_from(args: argparse.Namespace) -> ExploreSettings:
     max_examples = args.max_examples if args.max_examples is not None else (None if args.time else
                                                                              DEFAULT_MAX_EXAMPLES)
     return ExploreSettings(
-        out_dir=args.out if args.out is not None else Path(args.scenarios_dir[0]) / "found",
+        out_dir=args.out if args.out is not None else DEFAULT_OUT,
         target=args.target, profile_path=args.profile, session_service=args.session_service or "delta",
         executor=args.executor, max_examples=max_examples, time_s=args.time, seed=args.seed,
         checks=tuple(args.check), behaviours=args.behaviours, shrink_runs=args.shrink_runs,

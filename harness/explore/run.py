@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 
 PROG = "rlm-conformance"
 DEFAULT_DB = Path(".rlm-conformance") / "explore-db"
+DEFAULT_OUT = Path(".rlm-conformance") / "found"
+"""Where findings go by default: beside the example database, not in a folder ``run`` loads (a found scenario has
+no cassette or snapshot yet: the next plain ``run`` would fail on it). Keeping one is moving it into the scenarios."""
 DEFAULT_MAX_EXAMPLES = 100
 
 
@@ -45,13 +48,20 @@ class ExploreSettings:
     def command_line(self) -> str:
         """The ``rlm-conformance explore`` command that searches the same way (written into each finding)."""
         words = [PROG, "explore", "--seed", str(self.seed)]
-        for flag, value in (("--target", self.target), ("--profile", self.profile_path),
+        profile = None if self.profile_path is None else relative(self.profile_path)
+        for flag, value in (("--target", self.target), ("--profile", profile),
                             ("--max-examples", self.max_examples), ("--time", self.time_s)):
             if value is not None:
                 words += [flag, str(value)]
         for name in self.checks:
             words += ["--check", name]
         return shlex.join(words)
+
+
+def relative(path: Path) -> str:
+    from .writer import relative as relative_to
+
+    return relative_to(path)
 
 
 def explore(settings: ExploreSettings, *, profile: TargetProfile | None = None,
