@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..baseline import add_arguments as add_baseline_arguments
 from .run import DEFAULT_DB, DEFAULT_MAX_EXAMPLES, DEFAULT_OUT, PROG, ExploreSettings
 
 if TYPE_CHECKING:
@@ -76,6 +77,7 @@ def add_explore_parser(commands: Any) -> None:
                          help="Hypothesis' example database (default: %(default)s; gitignored)")
     explore.add_argument("--no-database", action="store_true", help="keep no example database")
     explore.add_argument("--fail-on-find", action="store_true", help="exit 1 when something was found (for CI)")
+    add_baseline_arguments(explore, what="--fail-on-find")
     explore.add_argument("--no-progress", action="store_true", help="no progress bar (off anyway without a TTY)")
     explore.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="error",
                          help="log records of the target and libraries from this level on (default: %(default)s)")
@@ -96,17 +98,23 @@ def settings_from(args: argparse.Namespace) -> ExploreSettings:
 
 
 def cmd_explore(args: argparse.Namespace, console: Console) -> int:
+    from .. import baseline as accepted
     from ..scenario_run import configure_logging
     from .engine import Budget
     from .run import explore
 
     configure_logging(args.log_level)
     settings = settings_from(args)
+    baseline = accepted.chosen(args)  # a bad file: a usage error before the search
     budget = Budget(max_examples=settings.max_examples, time_s=settings.time_s)
     with _progress(console, enabled=not args.no_progress, budget=budget) as update:
         report = explore(settings, on_progress=update)
     render_report(report, console)
-    return EXIT_FOUND if report.findings and args.fail_on_find else EXIT_OK
+    findings = [(f.check, f.path.stem if f.path else f.check) for f in report.findings]
+    baseline, judgement = accepted.settle(args, baseline, findings, judged=report.judged)
+    for line in accepted.report_lines(args, baseline, judgement):
+        console.print(line, markup=False)
+    return EXIT_FOUND if judgement.unaccepted and args.fail_on_find else EXIT_OK
 
 
 def _progress(console: Console, *, enabled: bool, budget: Any) -> Any:

@@ -98,6 +98,7 @@ class Report:
     discard_reasons: dict[str, int] = field(default_factory=dict)
     raised_reasons: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    judged: list[str] = field(default_factory=list)  # the scenario name a finding of each check searched gets
 
 
 @dataclass

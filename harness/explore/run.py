@@ -101,6 +101,9 @@ def explore(settings: ExploreSettings, *, profile: TargetProfile | None = None,
                   database=settings.database, on_progress=on_progress, jobs=settings.jobs) as explorer:
         report = explorer.explore()
         _write(report, explorer, settings, name=target_name(spec, profile))
+    from .writer import scenario_name
+
+    report.judged = [scenario_name(target_name(spec, profile), check) for check in sorted(checks)]
     return report
 
 

@@ -51,3 +51,19 @@ def test_the_default_output_is_not_what_the_next_run_globs(project: Path) -> Non
     written = project / ".rlm-conformance" / "found" / "found_reference_none_deletes.yaml"
     assert written.is_file()
     assert load_scenarios("scenarios") == []  # what a plain `run` loads: nothing explore wrote
+
+
+def test_fail_on_find_fails_only_on_what_the_baseline_does_not_accept(project: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    flags = ["explore", "--no-progress", "--no-database", "--max-examples", "1", "--fail-on-find"]
+    assert main([*flags, "--write-baseline", "accepted.yaml"]) == 0
+    text = (project / "accepted.yaml").read_text(encoding="utf-8")
+    assert "check: none_deletes" in text and "where: found_reference_none_deletes" in text
+    capsys.readouterr()
+    assert main([*flags, "--baseline", "accepted.yaml"]) == 0
+    assert "accepted by accepted.yaml: none_deletes in found_reference_none_deletes" in capsys.readouterr().out
+    (project / "accepted.yaml").write_text("accepted:\n  - {check: none_deletes, where: elsewhere, reason: r}\n"
+                                           "  - {check: stage_gating, where: '*', reason: fixed}\n", encoding="utf-8")
+    assert main([*flags, "--baseline", "accepted.yaml"]) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert "no longer occurs: stage_gating in every scenario (fixed)" in out
