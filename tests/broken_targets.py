@@ -282,6 +282,16 @@ def whole_state_delta(env: TargetEnvironment) -> BuiltTarget:
     return _build("whole_state_delta", env, job_builder=WholeStateJobBuilder)
 
 
+def prompt_reads_state_key(env: TargetEnvironment) -> BuiltTarget:
+    """Two defects, one masking the other (the seeds' upstream agent, issue 51): the analyst's string instruction
+    reads ``{silo}``, a key the app sets before the first turn — every turn of a session that does not start with
+    it raises ADK's ``KeyError: Context variable not found`` — and job_builder writes whole states
+    (minimal_deltas), which only a turn that gets past the prompt shows."""
+    prompt = _ANALYST_BASE + "\nYou answer for the {silo} silo.\n"
+    return _build("prompt_reads_state_key", env, job_builder=WholeStateJobBuilder,
+                  analyst=lambda services, model: _analyst(services, model, instruction=prompt))
+
+
 # --- stage_gating: job_builder trusts any artifact id in state ---------------------------------
 
 

@@ -63,6 +63,9 @@ def add_explore_parser(commands: Any) -> None:
     explore.add_argument("--out", type=Path, metavar="DIR",
                          help=f"where minimal failing scenarios are written (default: {DEFAULT_OUT.as_posix()}: not a "
                               "folder `run` loads; move a scenario into your scenarios folder to keep it)")
+    explore.add_argument("--seed-scenario", type=Path, metavar="FILE",
+                         help="start every generated session where this scenario's first session starts: its "
+                              "initial_state (over the profile's initial_state), its questions and its context")
     explore.add_argument("--check", action="append", default=[], metavar="NAME",
                          help="only these checks make findings (repeatable; default: every check)")
     explore.add_argument("--behaviours", type=Path, metavar="FILE",
@@ -94,7 +97,7 @@ def settings_from(args: argparse.Namespace) -> ExploreSettings:
         executor=args.executor, max_examples=max_examples, time_s=args.time, seed=args.seed,
         checks=tuple(args.check), behaviours=args.behaviours, shrink_runs=args.shrink_runs,
         database=None if args.no_database else args.database,
-        jobs=args.jobs if args.jobs is not None else default_jobs())
+        jobs=args.jobs if args.jobs is not None else default_jobs(), seed_scenario=args.seed_scenario)
 
 
 def cmd_explore(args: argparse.Namespace, console: Console) -> int:

@@ -44,6 +44,7 @@ class ExploreSettings:
     shrink_runs: int = 40
     database: Path | None = DEFAULT_DB
     jobs: int = 1  # worker processes running examples ahead of the search (the findings do not depend on it)
+    seed_scenario: Path | None = None  # a scenario whose first session's state, questions and context start each one
 
     def command_line(self) -> str:
         """The ``rlm-conformance explore`` command that searches the same way (written into each finding)."""
@@ -55,6 +56,8 @@ class ExploreSettings:
                 words += [flag, str(value)]
         for name in self.checks:
             words += ["--check", name]
+        if self.seed_scenario is not None:
+            words += ["--seed-scenario", relative(self.seed_scenario)]
         return shlex.join(words)
 
 
@@ -90,7 +93,7 @@ def explore(settings: ExploreSettings, *, profile: TargetProfile | None = None,
     spec = settings.target or (profile.target if profile is not None else None) or "reference"
     resolve_target(spec)  # a target that does not import: a usage error naming it
     library = load_library(settings.behaviours)
-    model = describe_target(spec, profile)
+    model = starting_point(describe_target(spec, profile), settings.seed_scenario)
     _delegation_text_counts(model, library, settings)
     options = RunOptions(target=spec, llm_mode=LlmMode.SCRIPTED, session_service=settings.session_service,
                          profile=model.profile if profile is not None else None,
@@ -105,6 +108,24 @@ def explore(settings: ExploreSettings, *, profile: TargetProfile | None = None,
 
     report.judged = [scenario_name(target_name(spec, profile), check) for check in sorted(checks)]
     return report
+
+
+def starting_point(model: TargetModel, seed_scenario: Path | None) -> TargetModel:
+    """Where generated sessions start: the profile's ``initial_state``, then the seed scenario's first session (its
+    initial_state over the profile's, its turns' questions) and context."""
+    from dataclasses import replace
+
+    state = dict(model.profile.initial_state)
+    if seed_scenario is None:
+        return replace(model, starting_state=state)
+    from ..scenario.loader import load_scenarios
+
+    if not seed_scenario.is_file():
+        raise HarnessError(f"--seed-scenario {seed_scenario}: no such scenario file. Fix: name a scenario YAML file.")
+    scenario = load_scenarios(seed_scenario)[0]
+    first = scenario.sessions[0]
+    return replace(model, starting_state={**state, **first.initial_state},
+                   questions=tuple(turn.user for turn in first.turns), context=scenario.context)
 
 
 def _delegation_text_counts(model: TargetModel, library: Library, settings: ExploreSettings) -> None:
