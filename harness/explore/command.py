@@ -166,8 +166,13 @@ def render_report(report: Report, console: Console) -> None:
         console.print(f"  discarded {count}: {reason}", markup=False)
     for how, count in sorted(report.raised_reasons.items()):
         console.print(f"  turns raised {count}: {how} (judged all the same; not a finding by itself)", markup=False)
+    if report.examples_raised:
+        console.print(f"  {report.examples_raised} of {report.examples_judged} examples had a turn that raised "
+                      f"({report.raised_turns} of {report.turns_run} turns)", markup=False)
     for note in report.notes:
         console.print(f"  note: {note}", markup=False)
+    if report.obstruction:
+        console.print(f"  obstruction: {report.obstruction}", markup=False)
     if not report.findings:
         console.print("Nothing found.", markup=False)
         return

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,7 +17,7 @@ from ..errors import HarnessError
 
 if TYPE_CHECKING:
     from ..targets.profile import TargetProfile
-    from .engine import Explorer, Report
+    from .engine import Explorer, Finding, Report
     from .library import Library
     from .target_model import TargetModel
 
@@ -27,6 +27,9 @@ DEFAULT_OUT = Path(".rlm-conformance") / "found"
 """Where findings go by default: beside the example database, not in a folder ``run`` loads (a found scenario has
 no cassette or snapshot yet: the next plain ``run`` would fail on it). Keeping one is moving it into the scenarios."""
 DEFAULT_MAX_EXAMPLES = 100
+SEEDED_VALUE = "explore"
+"""The value explore gives a state key the target's instruction reads and no session held (an obstruction)."""
+MAX_SEEDED_PASSES = 3
 
 
 @dataclass(frozen=True)
@@ -100,10 +103,27 @@ def explore(settings: ExploreSettings, *, profile: TargetProfile | None = None,
                          profile_path=settings.profile_path, executor=settings.executor,
                          probe_session_service=False)
     budget = Budget(max_examples=settings.max_examples, time_s=settings.time_s, shrink_runs=settings.shrink_runs)
-    with Explorer(model, library, options, checks=checks, seed=settings.seed, budget=budget,
-                  database=settings.database, on_progress=on_progress, jobs=settings.jobs) as explorer:
-        report = explorer.explore()
-        _write(report, explorer, settings, name=target_name(spec, profile))
+    obstructions: list[Finding] = []
+    notes: list[str] = []
+    for attempt in range(MAX_SEEDED_PASSES + 1):
+        with Explorer(model, library, options, checks=checks, seed=settings.seed, budget=budget,
+                      database=settings.database, on_progress=on_progress, jobs=settings.jobs,
+                      stop_when_blocked=attempt < MAX_SEEDED_PASSES) as explorer:
+            report = explorer.explore()
+            _write(report, explorer, settings, name=target_name(spec, profile))
+        if not report.blocked_keys:
+            break
+        # One bug must not mask the others: its example is written, then every session starts with the key.
+        obstructions += report.findings  # the obstruction, by the checks that own it (else turns_raised)
+        seeded = {key: SEEDED_VALUE for key in report.blocked_keys}
+        notes.append(f"obstruction: every turn of the first {report.examples_judged} examples raised on the state "
+                     f"key(s) {', '.join(seeded)} the target's instruction reads and no session held; reported once "
+                     f"({', '.join(f.check for f in report.findings)}), then the search went on with "
+                     f"{', '.join(f'{k}={v!r}' for k, v in seeded.items())} in the starting state (set initial_state "
+                     f"in the profile, or --seed-scenario, to give it the value your app sets)")
+        model = replace(model, starting_state={**model.starting_state, **seeded})
+    report.findings[:0] = obstructions
+    report.notes[:0] = notes
     from .writer import scenario_name
 
     report.judged = [scenario_name(target_name(spec, profile), check) for check in sorted(checks)]
@@ -113,8 +133,6 @@ def explore(settings: ExploreSettings, *, profile: TargetProfile | None = None,
 def starting_point(model: TargetModel, seed_scenario: Path | None) -> TargetModel:
     """Where generated sessions start: the profile's ``initial_state``, then the seed scenario's first session (its
     initial_state over the profile's, its turns' questions) and context."""
-    from dataclasses import replace
-
     state = dict(model.profile.initial_state)
     if seed_scenario is None:
         return replace(model, starting_state=state)
@@ -145,16 +163,17 @@ def _delegation_text_counts(model: TargetModel, library: Library, settings: Expl
 
 def _write(report: Report, explorer: Explorer, settings: ExploreSettings, *, name: str) -> None:
     """Each finding's scenario, confirmed by a run (the trimmed one first, the whole one if that no longer fails)."""
+    from .findings import evidence_of, fails
     from .writer import candidates, write_finding
 
     pairs = [candidates(f, explorer.model, explorer.library, out_dir=settings.out_dir,
                         profile_path=settings.profile_path, target_name=name,
                         used=explorer.verdict(f.plan).used_steps) for f in report.findings]
     trimmed = explorer.judge_all([t for t, _ in pairs])
-    retry = [i for i, (f, v) in enumerate(zip(report.findings, trimmed)) if f.check not in v.failing]
+    retry = [i for i, (f, v) in enumerate(zip(report.findings, trimmed)) if not fails(f.check, v)]
     whole = dict(zip(retry, explorer.judge_all([pairs[i][1] for i in retry])))
     for i, finding in enumerate(report.findings):
         verdict = trimmed[i] if i not in whole else whole[i]
-        chosen, reproduced = (pairs[i][0], True) if i not in whole else (pairs[i][1], finding.check in whole[i].failing)
+        chosen, reproduced = (pairs[i][0], True) if i not in whole else (pairs[i][1], fails(finding.check, whole[i]))
         write_finding(finding, chosen, reproduced=reproduced, seed=settings.seed, out_dir=settings.out_dir,
-                      explore_command=settings.command_line(), evidence=verdict.evidence.get(finding.check))
+                      explore_command=settings.command_line(), evidence=evidence_of(finding.check, verdict))

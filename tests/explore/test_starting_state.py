@@ -56,3 +56,17 @@ def test_a_seed_scenario_gives_its_state_and_questions(tmp_path: Path, capsys: p
     written = yaml.safe_load((tmp_path / "found" / f"{name}.yaml").read_text(encoding="utf-8"))
     assert written["sessions"][0]["turns"][0]["user"] == "How many sales in the north?"
     assert written["sessions"][0]["initial_state"]["silo"] == "north"
+
+
+def test_a_missing_state_key_that_blocks_every_turn_is_reported_once_then_seeded(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No starting state: every turn raises on {silo}. Explore reports that once (turns_raised, its scenario
+    reproducing it), seeds silo and finds the defect the crash masked."""
+    assert explore(tmp_path, examples=10) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert "obstruction: every turn of the first" in out and "silo='explore'" in out
+    names = found(tmp_path)
+    assert {n.split("_key_")[-1] for n in names} == {"minimal_deltas", "turns_raised"}, names
+    obstruction = next(p for p in (tmp_path / "found").glob("*turns_raised.yaml")).read_text(encoding="utf-8")
+    assert "Context variable not found: `silo`" in obstruction
+    assert "silo" not in yaml.safe_load(obstruction)["sessions"][0].get("initial_state", {})
