@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..baseline import add_arguments as add_baseline_arguments
-from .run import DEFAULT_DB, DEFAULT_MAX_EXAMPLES, DEFAULT_OUT, PROG, ExploreSettings
+from .run import DEFAULT_DB, DEFAULT_EXAMPLE_TIMEOUT_S, DEFAULT_MAX_EXAMPLES, DEFAULT_OUT, PROG, ExploreSettings
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -36,6 +36,13 @@ def _seconds(value: str) -> float:
     if number <= 0:
         raise argparse.ArgumentTypeError(f"{value!r} is not a positive number of seconds")
     return number
+
+
+def _seconds_or_off(value: str) -> float | None:
+    """A number of seconds, or 0 for none (None)."""
+    if value.strip() in ("0", "0.0"):
+        return None
+    return _seconds(value)
 
 
 def add_explore_parser(commands: Any) -> None:
@@ -74,6 +81,10 @@ def add_explore_parser(commands: Any) -> None:
     explore.add_argument("-j", "--jobs", type=_positive, metavar="N",
                          help="run examples in N worker processes, ahead of the search: the same seed gives the same "
                               "findings whatever N is (default: $RLM_CONFORMANCE_JOBS, else one per core)")
+    explore.add_argument("--example-timeout", type=_seconds_or_off, default=DEFAULT_EXAMPLE_TIMEOUT_S, metavar="S",
+                         help="an example running past S seconds is a finding, target_hung, naming where the target "
+                              "was stuck (examples run in worker processes, one with -j 1); 0: no limit, and with "
+                              "-j 1 every run in this process (default: %(default)g)")
     explore.add_argument("--shrink-runs", type=_positive, default=40, metavar="N",
                          help="runs spent shrinking each finding (default: %(default)s)")
     explore.add_argument("--database", type=Path, default=DEFAULT_DB, metavar="DIR",
@@ -97,7 +108,8 @@ def settings_from(args: argparse.Namespace) -> ExploreSettings:
         executor=args.executor, max_examples=max_examples, time_s=args.time, seed=args.seed,
         checks=tuple(args.check), behaviours=args.behaviours, shrink_runs=args.shrink_runs,
         database=None if args.no_database else args.database,
-        jobs=args.jobs if args.jobs is not None else default_jobs(), seed_scenario=args.seed_scenario)
+        jobs=args.jobs if args.jobs is not None else default_jobs(), seed_scenario=args.seed_scenario,
+        example_timeout=args.example_timeout)
 
 
 def cmd_explore(args: argparse.Namespace, console: Console) -> int:

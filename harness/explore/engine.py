@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from ..run_options import RunOptions
-from .findings import HARNESS_BUG, TURNS_RAISED, Verdict, judge
+from .findings import HARNESS_BUG, TARGET_HUNG, TURNS_RAISED, Verdict, judge
 from .library import Library
 from .plan import Plan, to_scenario
 from .target_model import TargetModel
@@ -127,10 +127,12 @@ class Explorer:
     def __init__(self, model: TargetModel, library: Library, options: RunOptions, *, checks: frozenset[str],
                  seed: int, budget: Budget, database: Path | None,
                  on_progress: Callable[[Report], None] | None = None, jobs: int = 1, run: Run | None = None,
-                 stop_when_blocked: bool = False) -> None:
+                 stop_when_blocked: bool = False, example_timeout: float | None = None) -> None:
         """``jobs``: worker processes running examples ahead of the search (1: every run in this process);
         ``run``: what runs a scenario (default: ``run_scenario``; a module-level function, for the workers);
-        ``stop_when_blocked``: end the search once every example so far raised on one missing state key."""
+        ``stop_when_blocked``: end the search once every example so far raised on one missing state key;
+        ``example_timeout``: seconds an example may run, past which it is ``target_hung`` (hang.py: examples then
+        run in worker processes, one with ``jobs`` 1; None: no limit)."""
         self.model, self.library, self.checks, self.seed, self.budget = model, library, checks, seed, budget
         self.options = replace(options, target=model.spec, profile=model.profile, probe_session_service=False)
         self.database = database
@@ -145,6 +147,7 @@ class Explorer:
         self._pool: Pool | None = None
         self._sequence: dict[str, Plan] | None = None  # the examples every round draws, without a database
         self.stop_when_blocked = stop_when_blocked
+        self.example_timeout = example_timeout
         self._missing: dict[str, int] = {}  # missing state key -> examples that raised on it
         self._smallest_raised: tuple[tuple[int, ...], Plan] | None = None
         self._fails_raised: dict[str, int] = {}  # check -> examples whose turns raised and that failed it
@@ -251,11 +254,16 @@ class Explorer:
 
     def __enter__(self) -> Explorer:
         """With ``jobs`` > 1: the worker processes, for ``explore`` and then ``judge_all`` (the writer's runs)."""
-        if self.jobs > 1 and self._pool is None:
+        if self._in_workers and self._pool is None:
             from .pool import Pool, run_scenario
 
-            self._pool = Pool(self.options, self.checks, self.jobs, run=self._run_scenario or run_scenario)
+            self._pool = Pool(self.options, self.checks, self.jobs, run=self._run_scenario or run_scenario,
+                              timeout_s=self.example_timeout)
         return self
+
+    @property
+    def _in_workers(self) -> bool:
+        return self.jobs > 1 or self.example_timeout is not None
 
     def __exit__(self, *exc: object) -> None:
         if self._pool is not None:
@@ -263,7 +271,7 @@ class Explorer:
             self._pool = None
 
     def explore(self) -> Report:
-        if self.jobs > 1 and self._pool is None:
+        if self._in_workers and self._pool is None:
             with self:
                 return self.explore()
         report = self._explore()
@@ -325,8 +333,12 @@ class Explorer:
         return self.budget.max_examples is not None and self._generated >= self.budget.max_examples
 
     def _polish(self, check: str, plan: Plan, budget: int) -> Plan:
-        """``plan`` after the structural pass (harness/explore/shrink.py), within ``budget`` runs."""
+        """``plan`` after the structural pass (harness/explore/shrink.py), within ``budget`` runs (a hang is kept
+        as found: each candidate could cost the whole example timeout)."""
         from .shrink import polish
+
+        if check == TARGET_HUNG:
+            return plan
 
         runs = 0
 
@@ -366,7 +378,7 @@ class Explorer:
                     self.report.shrink_runs += 1
             verdict = self.verdict(plan)
             if state.target is None:
-                new = [c for c in verdict.failing if c not in known]
+                new = [c for c in verdict.failing if c not in known and c != TARGET_HUNG]  # a hang: not shrunk
                 state.target = (HARNESS_BUG if HARNESS_BUG in new else new[0]) if new else None
             if state.target is not None and state.target in verdict.failing:
                 raise failure(state.target)(state.target, plan)

@@ -17,6 +17,8 @@ from .plan import overran
 
 HARNESS_BUG = "harness_bug"
 """The pseudo-check of a generated scenario that crashed the harness itself (a bug of rlm-conformance)."""
+TARGET_HUNG = "target_hung"
+"""The pseudo-check of an example that ran past ``--example-timeout`` (hang.py): the target hung."""
 TURNS_RAISED = "turns_raised"
 """The pseudo-check of an obstruction: turns raised in most examples (reported once, with the smallest example)."""
 NOT_FINDINGS = frozenset({"scenario_expectations"})

@@ -30,6 +30,9 @@ DEFAULT_MAX_EXAMPLES = 100
 SEEDED_VALUE = "explore"
 """The value explore gives a state key the target's instruction reads and no session held (an obstruction)."""
 MAX_SEEDED_PASSES = 3
+DEFAULT_EXAMPLE_TIMEOUT_S = 120.0
+"""``--example-timeout``'s default: a generated example takes seconds (code run past the executor's 5 s timeout
+among the slowest); past this one it is a hang (hang.py)."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,7 @@ class ExploreSettings:
     shrink_runs: int = 40
     database: Path | None = DEFAULT_DB
     jobs: int = 1  # worker processes running examples ahead of the search (the findings do not depend on it)
+    example_timeout: float | None = DEFAULT_EXAMPLE_TIMEOUT_S  # None: no limit (-j 1: every run in this process)
     seed_scenario: Path | None = None  # a scenario whose first session's state, questions and context start each one
 
     def command_line(self) -> str:
@@ -108,7 +112,8 @@ def explore(settings: ExploreSettings, *, profile: TargetProfile | None = None,
     for attempt in range(MAX_SEEDED_PASSES + 1):
         with Explorer(model, library, options, checks=checks, seed=settings.seed, budget=budget,
                       database=settings.database, on_progress=on_progress, jobs=settings.jobs,
-                      stop_when_blocked=attempt < MAX_SEEDED_PASSES) as explorer:
+                      stop_when_blocked=attempt < MAX_SEEDED_PASSES,
+                      example_timeout=settings.example_timeout) as explorer:
             report = explorer.explore()
             _write(report, explorer, settings, name=target_name(spec, profile))
         if not report.blocked_keys:

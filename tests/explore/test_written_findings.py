@@ -2,7 +2,8 @@
 (they are meant to be committed), and the default output is not a folder the next plain ``run`` globs (a found
 scenario has no cassette or snapshot yet: it would turn that run red).
 
-The run is a stand-in failing one check on every conversation: only what is written is judged here."""
+The run is a stand-in failing one check on every conversation, in this process (``--example-timeout 0``): only
+what is written is judged here."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ def test_found_scenarios_hold_relative_paths_only(project: Path) -> None:
     profile.parent.mkdir()
     shutil.copy(ROOT / "reference_agent" / "conformance_profile.yaml", profile)
     out = project / "regressions" / "found"
-    assert main(["explore", "--no-progress", "--no-database", "--max-examples", "1", "--out", str(out),
+    assert main(["explore", "--no-progress", "--no-database", "--example-timeout", "0", "--max-examples", "1", "--out", str(out),
                  "--profile", str(profile)]) == 0
     text = (out / "found_reference_none_deletes.yaml").read_text(encoding="utf-8")
     assert str(project) not in text and str(project.resolve()) not in text, text
@@ -47,7 +48,7 @@ def test_found_scenarios_hold_relative_paths_only(project: Path) -> None:
 
 
 def test_the_default_output_is_not_what_the_next_run_globs(project: Path) -> None:
-    assert main(["explore", "--no-progress", "--no-database", "--max-examples", "1"]) == 0
+    assert main(["explore", "--no-progress", "--no-database", "--example-timeout", "0", "--max-examples", "1"]) == 0
     written = project / ".rlm-conformance" / "found" / "found_reference_none_deletes.yaml"
     assert written.is_file()
     assert load_scenarios("scenarios") == []  # what a plain `run` loads: nothing explore wrote
@@ -55,7 +56,7 @@ def test_the_default_output_is_not_what_the_next_run_globs(project: Path) -> Non
 
 def test_fail_on_find_fails_only_on_what_the_baseline_does_not_accept(project: Path,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    flags = ["explore", "--no-progress", "--no-database", "--max-examples", "1", "--fail-on-find"]
+    flags = ["explore", "--no-progress", "--no-database", "--example-timeout", "0", "--max-examples", "1", "--fail-on-find"]
     assert main([*flags, "--write-baseline", "accepted.yaml"]) == 0
     text = (project / "accepted.yaml").read_text(encoding="utf-8")
     assert "check: none_deletes" in text and "where: found_reference_none_deletes" in text
