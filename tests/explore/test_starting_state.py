@@ -70,3 +70,17 @@ def test_a_missing_state_key_that_blocks_every_turn_is_reported_once_then_seeded
     obstruction = next(p for p in (tmp_path / "found").glob("*turns_raised.yaml")).read_text(encoding="utf-8")
     assert "Context variable not found: `silo`" in obstruction
     assert "silo" not in yaml.safe_load(obstruction)["sessions"][0].get("initial_state", {})
+
+
+def test_explore_gets_past_an_outside_agents_first_wall_to_its_defect(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """tests/user_agents/silo_rlm from its roles alone: every turn raises on {silo} until explore seeds it; then its
+    direct mutation of session.state is found by the check that owns it."""
+    code = main(["explore", "--profile", "tests/user_agents/silo_rlm/rlm-profile.yaml", "--seed", "0",
+                 "--no-database", "--no-progress", "--fail-on-find", "-j", "1", "--max-examples", "10",
+                 "--shrink-runs", "6", "--out", str(tmp_path / "found"), "--check", "no_unpersisted_mutation",
+                 "--check", "instructions_render"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert code == 1, out
+    assert "silo='explore' in the starting state" in out and "reported once (instructions_render)" in out
+    assert found(tmp_path) == ["found_silo_rlm_instructions_render", "found_silo_rlm_no_unpersisted_mutation"], out
