@@ -26,6 +26,12 @@ With ``jobs`` > 1 (``-j``), worker processes (pool.py) run what the search will 
 examples (a dry run of the same test function, seed, settings and database, read only, every example passing)
 and the structural shrinker's next candidates. The search itself is unchanged, so it makes the same runs in the
 same order and finds the same; ``Report.unused_runs`` counts the work done ahead for nothing.
+
+Obstructions (issue 51): the examples whose turns raised are counted; when they are most of the search, the
+report states an obstruction and reports it once (``_obstruction``). With ``stop_when_blocked`` the search ends
+as soon as every example so far raised on one missing state key (an instruction's ``{silo}``): run.py reports it,
+seeds the key into the starting state and searches again. A hang (``example_timeout``, hang.py) is a finding the
+rounds never shrink.
 """
 
 from __future__ import annotations
