@@ -102,9 +102,10 @@ def load_baseline(path: Path) -> Baseline:
     return Baseline(path, tuple(entries))
 
 
-def judge(findings: Iterable[tuple[str, str]], baseline: Baseline | None, *, judged: Iterable[str]) -> Judgement:
-    """``findings``: (check, where) pairs; ``judged``: the places this run judged (an entry for a place that did
-    not run says nothing, so it is not stale)."""
+def judge(findings: Iterable[tuple[str, str]], baseline: Baseline | None, *, judged: Iterable[str],
+          checks: Iterable[str] | None = None) -> Judgement:
+    """``findings``: (check, where) pairs; ``judged``: the places this run judged, ``checks``: the checks it
+    judged (None: all) — an entry for a place or check that did not run says nothing, so it is not stale."""
     findings = list(dict.fromkeys(findings))
     if baseline is None:
         return Judgement(unaccepted=tuple(findings), accepted=(), stale=())
@@ -115,9 +116,10 @@ def judge(findings: Iterable[tuple[str, str]], baseline: Baseline | None, *, jud
             unaccepted.append((check, where))
         else:
             accepted.append((entry, where))
-    places = set(judged)
+    places, searched = set(judged), None if checks is None else set(checks)
     stale = tuple(entry for entry in baseline.entries
                   if (entry.where == ANYWHERE or entry.where in places)
+                  and (searched is None or entry.check in searched)
                   and not any(entry.covers(check, where) for check, where in findings))
     return Judgement(unaccepted=tuple(unaccepted), accepted=tuple(accepted), stale=stale)
 
@@ -181,11 +183,11 @@ def chosen(args: argparse.Namespace) -> Baseline | None:
 
 
 def settle(args: argparse.Namespace, baseline: Baseline | None, findings: list[tuple[str, str]],
-           judged: Iterable[str]) -> tuple[Baseline | None, Judgement]:
+           judged: Iterable[str], checks: Iterable[str] | None = None) -> tuple[Baseline | None, Judgement]:
     """After the run: write ``--write-baseline`` if asked (from ``findings``), then judge ``findings``."""
     if args.write_baseline is not None:
         baseline = write_baseline(args.write_baseline, findings)
-    return baseline, judge(findings, baseline, judged=judged)
+    return baseline, judge(findings, baseline, judged=judged, checks=checks)
 
 
 def report_lines(args: argparse.Namespace, baseline: Baseline | None, judgement: Judgement) -> list[str]:

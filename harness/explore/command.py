@@ -126,7 +126,8 @@ def cmd_explore(args: argparse.Namespace, console: Console) -> int:
         report = explore(settings, on_progress=update)
     render_report(report, console)
     findings = [(f.check, f.path.stem if f.path else f.check) for f in report.findings]
-    baseline, judgement = accepted.settle(args, baseline, findings, judged=report.judged)
+    baseline, judgement = accepted.settle(args, baseline, findings, judged=report.judged,
+                                          checks=settings.checks or None)
     for line in accepted.report_lines(args, baseline, judgement):
         console.print(line, markup=False)
     return EXIT_FOUND if judgement.unaccepted and args.fail_on_find else EXIT_OK

@@ -71,4 +71,5 @@ def test_an_entry_for_every_scenario_accepts_the_check_anywhere_and_is_stale_whe
     assert [(e.check, where) for e, where in judged.accepted] == [("executor_confined", "a")]
     assert judged.stale == ()  # 'other' did not run: its entry says nothing this time
     assert judge([], baseline, judged=["a"]).stale == (baseline.entries[0],)
+    assert judge([], baseline, judged=["a"], checks=["minimal_deltas"]).stale == ()  # explore --check: not searched
     assert load_baseline  # the loader's errors: the test above
