@@ -148,14 +148,16 @@ def to_scenario(plan: Plan, model: TargetModel, library: Library, *, name: str, 
     script[SUB_LM] = sub_lm + [{"text": "hello"}] * filler
     sessions = []
     number = 0
+    questions = model.questions or QUESTIONS
     for spec in plan.sessions:
         turns = []
         for _ in range(spec.turns):
-            turns.append({"user": QUESTIONS[number % len(QUESTIONS)]})
+            turns.append({"user": questions[number % len(questions)]})
             number += 1
         session: dict[str, Any] = {"user": spec.user, "turns": turns}
-        if spec.initial_state:
-            session["initial_state"] = {key: INITIAL_STATE[key] for key in spec.initial_state}
+        if spec.initial_state or model.starting_state:  # the drawn keys over the target's starting state
+            session["initial_state"] = {**model.starting_state,
+                                        **{key: INITIAL_STATE[key] for key in spec.initial_state}}
         sessions.append(session)
     data: dict[str, Any] = {"name": name, "description": description, "max_iterations": plan.max_iterations,
                             "sessions": sessions, "script": script}
@@ -164,7 +166,7 @@ def to_scenario(plan: Plan, model: TargetModel, library: Library, *, name: str, 
     if profile is not None:
         data["profile"] = profile
     if plan.context:
-        data["context"] = SAMPLE_CONTEXT
+        data["context"] = model.context if model.context is not None else SAMPLE_CONTEXT
     if limits := plan_limits(plan, library):
         data["limits"] = limits
     if any(step.behaviour and library.named(step.behaviour).escape_probe for step in plan.steps):

@@ -59,6 +59,11 @@ class TargetModel:
     exit_tool: str | None
     preview_chars: int = DEFAULT_PREVIEW_CHARS
     notes: tuple[str, ...] = field(default=())
+    # Where every generated session starts (run.py: the profile's initial_state, a seed scenario's, keys explore
+    # seeded past an obstruction): state, the users' questions, the context (None: the plan's sample).
+    starting_state: dict[str, Any] = field(default_factory=dict)
+    questions: tuple[str, ...] = ()
+    context: Any = None
 
     def agent(self, name: str | None) -> AgentModel | None:
         return next((a for a in self.agents if a.name == name), None)

@@ -151,6 +151,12 @@ class TargetProfile(BaseModel):
                     "aside); any other name, and any value holding a planted canary credential, fails "
                     "executor_env_clean.")
 
+    initial_state: dict[str, Any] = Field(
+        default_factory=dict,
+        description="State every session explore generates starts with (a mapping key -> value), e.g. a key the "
+                    "analyst's instruction reads ({silo}) that your app sets before the first turn. Hand-written "
+                    "scenarios set their own initial_state.")
+
     @field_validator("delegation_pattern")
     @classmethod
     def _pattern_compiles(cls, value: str | None) -> str | None:
