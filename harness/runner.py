@@ -40,6 +40,7 @@ from .targets.none_semantics import settle_with_origins
 from .targets.profile import TargetProfile
 from .targets.registry import resolve_target
 from .capture import persisted_snapshot
+from .service_folder import in_service_folder
 from .service_probe import probe_service
 from .trace.crash import describe_error
 from .trace.model import AgentInfo, Trace, TurnOutcome, TurnRecord
@@ -115,7 +116,7 @@ async def _run_scenario(scenario: Scenario, options: RunOptions) -> ScenarioResu
     started = time.perf_counter()
     try:
         choice = choose_target(scenario, target=options.target, profile=options.profile,
-                               profile_path=options.profile_path)
+                               profile_path=options.profile_path, profile_is_default=options.profile_is_default)
     except HarnessError as exc:  # the scenario's profile file cannot be used
         return ScenarioResult(scenario=scenario.name, description=scenario.description,
                               target=options.target or scenario.target or "?", llm_mode=options.llm_mode.value,
@@ -161,7 +162,7 @@ async def _run_scenario(scenario: Scenario, options: RunOptions) -> ScenarioResu
 
 async def _drive_in_work_dir(scenario: Scenario, options: RunOptions, choice: TargetChoice
                              ) -> tuple[Trace, TargetProfile]:
-    with _work_dir(options) as home:
+    with _work_dir(options) as home, in_service_folder(options, home, choice.spec) as options:
         return await _drive(scenario, options, choice, home)
 
 
@@ -169,7 +170,7 @@ async def _drive_in_work_dir(scenario: Scenario, options: RunOptions, choice: Ta
 def _work_dir(options: RunOptions) -> Iterator[Path]:
     if options.work_dir is not None:
         options.work_dir.mkdir(parents=True, exist_ok=True)
-        yield options.work_dir
+        yield options.work_dir.resolve()  # absolute: a user's session service runs with it as the current folder
         return
     with tempfile.TemporaryDirectory(prefix="rlm-conformance-") as tmp:
         yield Path(tmp)

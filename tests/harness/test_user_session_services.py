@@ -111,6 +111,32 @@ def test_run_with_session_service_args_from_the_profile() -> None:
     assert str(path).endswith("/s.duckdb") and "{work}" not in str(path)
 
 
+AGENT_TOOL_SCENARIO = ROOT / "tests" / "user_agents" / "agent_tool_rlm" / "scenarios" / "coder_then_run.yaml"
+
+
+@pytest.mark.parametrize("spec, args", [
+    ("tests.user_agents.agent_tool_rlm.sessions:sqlite_sessions", {}),
+    ("tests.user_agents.agent_tool_rlm.sessions:sqlite_at", {"db_url": "sqlite+aiosqlite:///{work}/sessions.db"}),
+])
+def test_a_file_store_named_relatively_lives_and_dies_with_the_scenarios_work_folder(
+        spec: str, args: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ADK's DatabaseSessionService on 'sqlite+aiosqlite:///sessions.db', as a team writes it: the factory was
+    called in the project folder, the file outlived the run, and the next run died in every turn on
+    'UNIQUE constraint failed: events.id' (the harness's repeatable ids met the stored rows)."""
+    scenario = load_scenario(AGENT_TOOL_SCENARIO)
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    profile_path = AGENT_TOOL_SCENARIO.parents[1] / "rlm-profile.yaml"
+    profile = load_profile(profile_path).model_copy(update={"session_service_args": args})
+    for _ in range(2):  # the second run starts from nothing too
+        result = run_scenario(scenario, RunOptions(llm_mode=LlmMode.SCRIPTED, session_service=spec, profile=profile,
+                                                   profile_path=profile_path))
+        assert result.error is None and not result.crashed_turns, [t.outcome.error for t in result.crashed_turns]
+        assert result.status == "pass", [(c.name, c.explanation) for c in result.checks if c.failed]
+        assert Path.cwd() == project and not list(project.iterdir())  # nothing outlives the run
+
+
 # --- issue 51: None semantics without false alarms; home-made services judged by behaviour ----------------------
 
 CLEANUP = load_scenario(ROOT / "scenarios" / "final_answer_then_new_turn.yaml")  # its cleanup writes None
