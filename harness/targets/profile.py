@@ -140,8 +140,8 @@ class TargetProfile(BaseModel):
                                           "becomes the scenario's private work folder.")
     stale_writes: Literal["auto", "reject", "accept"] = Field(
         default="auto", description="What the session service does with a stale writer's append (two writers "
-                                    "holding one fetched session): reject it (StaleSessionError, optimistic "
-                                    "concurrency) or accept it. auto: what the service is declared to do (ADK's "
+                                    "holding one fetched session): reject it (any exception that stores nothing "
+                                    "of it and leaves the session readable: optimistic concurrency) or accept it. auto: what the service is declared to do (ADK's "
                                     "and the reference's), else what a short probe of it observes. Say reject to "
                                     "make stale_writer_rejected fail on a service that accepts.")
     # Written out, not read from an agent's executor: a defect there must not widen the allow-list.
