@@ -16,8 +16,8 @@ from ..targets.profile import TargetProfile
 from ..trace.model import EventRecord, ExecutionRecord, Trace
 from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
 from .evidence import capped, name_event
-from .timeline import (ExecutionWindow, appended_events, execution_windows, executions_unmapped, session_ids,
-                       state_value, unmapped_all, window_summaries)
+from .timeline import (ExecutionWindow, appended_events, execution_code, execution_windows, executions_unmapped,
+                       session_ids, state_value, unmapped_all, window_summaries)
 
 NAME = "artifacts_consumed"
 
@@ -83,7 +83,7 @@ def _from_state_keys(trace: Trace, profile: TargetProfile, windows: list[Executi
         for aid in writes:  # an execution that writes the key, or names the id, is its own
             window = next((w for w in mine if prefix + aid in w.execution.emitted_delta), None) or next(
                 (w for w in mine if any(isinstance(v, str) and aid in v for v in w.execution.emitted_delta.values())),
-                None)
+                None) or next((w for w in mine if any(aid in text for text in execution_code(w, trace))), None)
             if window is not None and all(window is not w for w in claimed.values()):
                 claimed[aid] = window
         # The others, in the order of their first write, take the remaining executions in order.
