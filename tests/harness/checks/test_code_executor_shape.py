@@ -219,3 +219,45 @@ def test_results_the_analysts_own_model_read_back_are_not_the_processors() -> No
     verdict = run("processor_model_runs", r.build())
     assert verdict.status is Status.PASS, text_of(verdict)
     assert "1 execution(s) went back to analyst's own model" in verdict.explanation
+
+
+# --- ADK's own state: reported once, never the agent's, never hiding the agent's own ---------------------------
+
+
+def with_adk_bookkeeping(*, agent_mutation: bool = False) -> Trace:
+    """The correct agent, with what ADK writes into the live session.state without an event (the final answer
+    made ADK set its context again; every execution's output is kept in memory only)."""
+    r = CodeRlm()
+    r.turn()
+    r.run_code()
+    r.answer()
+    r.digest()
+    r.b.live["_code_execution_results"] = {r.b.invocation_id: [{"code": "print(2 + 2)", "result_stdout": "4\n"}]}
+    r.b.live[ADK_CONTEXT] = {"execution_session_id": "s1"}
+    if agent_mutation:
+        r.b.live["user:seen_results"] = 1  # ctx.session.state["user:seen_results"] = 1 in the digest
+    return r.build()
+
+
+def test_adk_writing_state_without_an_event_is_a_note_not_a_failure() -> None:
+    verdict = run("no_unpersisted_mutation", with_adk_bookkeeping())
+    assert verdict.status is Status.PASS, text_of(verdict)
+    assert verdict.explanation.count("ADK wrote '_code_execution_context', '_code_execution_results' without an "
+                                     "event") == 1
+
+
+def test_the_agents_own_direct_mutation_still_fails_beside_adks_keys() -> None:
+    verdict = run("no_unpersisted_mutation", with_adk_bookkeeping(agent_mutation=True))
+    assert verdict.status is Status.FAIL
+    assert len(verdict.evidence) == 1 and "'user:seen_results'" in verdict.evidence[0]
+    assert "ADK wrote '_code_execution_context'" in verdict.explanation
+
+
+def test_the_state_contract_does_not_own_adks_key_for_the_agent() -> None:
+    contract = [{"key": "user:last_summary", "writers": ["digest"]}, {"key": "artifact:", "writers": ["digest"],
+                                                                      "family": True}]
+    verdict = run("minimal_deltas", correct(), profile(contract=contract))
+    assert verdict.status is Status.PASS, text_of(verdict)
+    assert "ADK wrote '_code_execution_context' in its code execution result events" in verdict.explanation
+    strict = profile(contract=contract[:1])
+    assert "'artifact:a1' is not in the state contract" in text_of(run("minimal_deltas", correct(), strict))
