@@ -68,7 +68,7 @@ def delegations_unmapped(profile: TargetProfile) -> str | None:
 def execution_source(profile: TargetProfile) -> str:
     """How executions are told apart, in the profile's words (for explanations)."""
     if profile.code_executor is not None:
-        return f"a code_execution_result part in a {profile.code_executor} event (its ADK code_executor)"
+        return f"a code_execution_result part in an event of {profile.code_executor} (its ADK code_executor)"
     if profile.execution_key is not None:
         return f"an event writing {profile.execution_key!r}"
     if profile.job_builder is not None:
@@ -79,8 +79,8 @@ def execution_source(profile: TargetProfile) -> str:
 def delegation_source(profile: TargetProfile) -> str:
     """How delegations are told apart, in the profile's words (for explanations)."""
     if profile.code_executor is not None:
-        return (f"an executable_code part (or code in its executor's code_block_delimiters) in a "
-                f"{profile.code_executor} event")
+        return (f"an executable_code part (or code in its executor's code_block_delimiters) in an "
+                f"event of {profile.code_executor}")
     if profile.delegate_tool is not None:
         return f"a {profile.delegate_tool} response that wrote state"
     if profile.delegation_key is not None:
@@ -141,7 +141,7 @@ class ProcessorRun:
     """Consecutive results_processor events of one invocation, at least one with text or a call: one run.
 
     A group holding only state deltas (a plugin's after_agent write while the agent
-    itself was gated) is not a run.
+    itself was gated) is not a run — unless the processor is not an LlmAgent: then its writes are its work.
     """
 
     events: tuple[EventRecord, ...]
@@ -170,7 +170,10 @@ def processor_runs(trace: Trace, profile: TargetProfile) -> list[ProcessorRun]:
                 current.append(event)
         if current:
             groups.append(ProcessorRun(tuple(current)))
-    substantive = [g for g in groups if any(e.text.strip() or e.function_calls for e in g.events)]
+    # A processor that is not an LlmAgent (a BaseAgent digesting results) runs when it writes state: no model text.
+    plain = any(a.name == profile.results_processor and a.llm_agent is False for a in trace.agents)
+    substantive = [g for g in groups if any(e.text.strip() or e.function_calls or (plain and e.emitted_delta)
+                                            for e in g.events)]
     return sorted(substantive, key=lambda r: r.first.index)
 
 

@@ -118,7 +118,7 @@ def test_the_correct_agent_passes_the_checks_that_read_delegations_and_execution
     for name in ("stage_gating", "summary_persisted", "artifacts_consumed"):
         verdict = run(name, trace)
         assert verdict.status is Status.PASS, (name, text_of(verdict))
-    assert "code_execution_result part in a analyst event" in text_of(run("stage_gating", trace))
+    assert "a code_execution_result part in an event of analyst" in text_of(run("stage_gating", trace))
 
 
 def test_without_code_executor_in_the_profile_the_shape_is_not_judged() -> None:
