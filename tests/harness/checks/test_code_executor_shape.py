@@ -261,3 +261,16 @@ def test_the_state_contract_does_not_own_adks_key_for_the_agent() -> None:
     assert "ADK wrote '_code_execution_context' in its code execution result events" in verdict.explanation
     strict = profile(contract=contract[:1])
     assert "'artifact:a1' is not in the state contract" in text_of(run("minimal_deltas", correct(), strict))
+
+
+def test_a_plain_digest_that_writes_without_text_still_runs_and_a_stale_one_is_seen() -> None:
+    """A BaseAgent processor says nothing: its writes are its runs (an LlmAgent's delta-only group is a plugin's)."""
+    r = CodeRlm()
+    r.turn()
+    r.run_code()
+    r.answer()
+    r.b.event("digest", delta={"user:last_summary": "It printed 4.", "artifact:a1": "consumed"})
+    r.answer("Still 4.")
+    r.b.event("digest", delta={"user:last_summary": "It printed 4."})
+    verdict = run("stage_gating", r.build())
+    assert verdict.status is Status.FAIL and "digest ran again without a new execution" in text_of(verdict)
