@@ -24,6 +24,10 @@ The heuristics (kept simple, and only called "inferred" when the tree says so):
 * ``job_builder``: the first agent after the analyst in the loop that is neither an LlmAgent nor a workflow agent;
 * ``results_processor``: the first LlmAgent after the executor (with no executor: after the analyst, with an
   output_key); ``summary_key``: its ``output_key``;
+* ``code_executor``: an LlmAgent whose ``code_executor`` is an ADK ``BaseCodeExecutor`` (any: built in, local,
+  container, Vertex AI, GKE, a user's own): it is the analyst, ADK runs its code blocks (no delegate tool, key or
+  executor agent), and the agent after it in the loop is the ``results_processor``; the smoke scripts one block in
+  the executor's own delimiters (a model-side executor: the model's answer with the code and its result);
 * ``exit_tool``: ``exit_loop`` when an LlmAgent of the loop has it;
 * ``pruning_plugins``: ``App.plugins`` whose class name mentions pruning (besides the default);
 * ``app_tools``: tools whose source writes an ``app:`` key.
