@@ -487,7 +487,8 @@ def code_executor_info(agent: Any) -> dict[str, Any]:
         return {}
     return {"code_executor": type(executor).__name__,
             "code_block_delimiters": [tuple(d) for d in executor.code_block_delimiters],
-            "model_side_execution": isinstance(executor, BuiltInCodeExecutor)}
+            "model_side_execution": isinstance(executor, BuiltInCodeExecutor),
+            "code_error_retry_attempts": executor.error_retry_attempts}
 
 
 def describe_agents(root: Any, parent: str | None = None) -> list[AgentInfo]:

@@ -16,8 +16,8 @@ from ..targets.profile import TargetProfile
 from ..trace.model import EventRecord, ExecutionRecord, Trace
 from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
 from .evidence import capped, name_event
-from .timeline import (ExecutionWindow, appended_events, execution_code, execution_windows, executions_unmapped,
-                       session_ids, state_value, unmapped_all, window_summaries)
+from .timeline import (ExecutionWindow, ProcessorRun, appended_events, execution_code, execution_windows,
+                       executions_unmapped, processor_runs, session_ids, state_value, unmapped_all, window_summaries)
 
 NAME = "artifacts_consumed"
 
@@ -107,11 +107,20 @@ def _analysis(window: ExecutionWindow | None, trace: Trace, profile: TargetProfi
     if window is None:
         return [], None
     if profile.results_processor is not None:
-        analysis = list(window.runs[0].events) if window.runs else []
+        runs = window.runs or (_next_run(window, trace, profile) if window.fed_back(profile) else ())
+        analysis = list(runs[0].events) if runs else []
         return analysis, (next((e for e in analysis if profile.summary_key and profile.summary_key in e.emitted_delta),
                                 analysis[-1]) if analysis else None)
     analysis = window_summaries(window, trace, profile)
     return analysis, (analysis[0] if analysis else None)
+
+
+def _next_run(window: ExecutionWindow, trace: Trace, profile: TargetProfile) -> tuple[ProcessorRun, ...]:
+    """The processor's first run after a result ADK's code executor handed back to its agent's model (which ran
+    more code first): that run analyses every result of the agent's run, this one included."""
+    execution = window.execution
+    return tuple(r for r in processor_runs(trace, profile) if r.first.session_id == execution.session_id
+                 and r.first.invocation_id == execution.invocation_id and r.first.index > execution.index)[:1]
 
 
 def _no_status_written(trace: Trace, profile: TargetProfile, windows: list[ExecutionWindow]) -> CheckResult:

@@ -58,7 +58,7 @@ def stage_gating(ctx: CheckContext) -> CheckResult:
         unprocessed: list[EventRecord] = []  # executions not yet processed
         executions = runs = 0
         for event in turn_events:
-            fresh = delegation_count(event, profile, trace.agents)
+            fresh = delegation_count(event, profile, trace.agents, [e for e in events if e.index < event.index])
             ran_now = fresh if no_execution else execution_count(event, profile)
             if pair:
                 pending.extend([event] * fresh)
@@ -95,7 +95,8 @@ def stage_gating(ctx: CheckContext) -> CheckResult:
                     f"({', '.join(name_request(r) for r in requests)}) for {executions} execution(s)")
         total_executions += executions
         total_runs += runs
-        total_delegations += sum(delegation_count(e, profile, trace.agents) for e in turn_events)
+        total_delegations += sum(delegation_count(e, profile, trace.agents, [x for x in events if x.index < e.index])
+                                 for e in turn_events)
 
     expected = ctx.scenario.expect.executions
     if expected is not None and not no_execution and total_executions != expected:

@@ -370,9 +370,11 @@ def code_executor_agent(agents: list[AgentInfo], profile: TargetProfile) -> Agen
     return next((a for a in agents if profile.code_executor is not None and a.name == profile.code_executor), None)
 
 
-def code_delegations(event: EventRecord, profile: TargetProfile, agents: list[AgentInfo]) -> int:
+def code_delegations(event: EventRecord, profile: TargetProfile, agents: list[AgentInfo],
+                     earlier: list[EventRecord] | None = None) -> int:
     """Code the ``code_executor`` agent handed to its executor in ``event``: its executable_code parts, else (a
-    local executor that did not take it, e.g. past its error_retry_attempts) code blocks in its text."""
+    local executor that did not take it) code blocks in its text — unless ADK itself left it unrun: the agent's
+    last ``error_retry_attempts`` results in the invocation (``earlier``: the events before) all failed."""
     if event.author != profile.code_executor:
         return 0
     parts = sum(p.kind == "executable_code" for p in event.code_parts)
@@ -381,10 +383,18 @@ def code_delegations(event: EventRecord, profile: TargetProfile, agents: list[Ag
     agent = code_executor_agent(agents, profile)
     if agent is None or agent.model_side_execution or not agent.code_block_delimiters:
         return 0
-    return len(code_blocks(event.text, agent.code_block_delimiters))
+    blocks = len(code_blocks(event.text, agent.code_block_delimiters))
+    limit = agent.code_error_retry_attempts
+    if blocks and limit is not None and earlier is not None:
+        outcomes = [p.outcome for e in earlier if e.author == event.author and e.invocation_id == event.invocation_id
+                    for p in e.code_parts if p.kind == "code_execution_result"]
+        if limit <= 0 or (len(outcomes) >= limit and all(o == "OUTCOME_FAILED" for o in outcomes[-limit:])):
+            return 0  # ADK's retry limit, not the agent's: its executor runs no more code in this invocation
+    return blocks
 
 
-def delegation_count(event: EventRecord, profile: TargetProfile, agents: list[AgentInfo] | None = None) -> int:
+def delegation_count(event: EventRecord, profile: TargetProfile, agents: list[AgentInfo] | None = None,
+                     earlier: list[EventRecord] | None = None) -> int:
     """Fresh delegations in an event.
 
     With ``code_executor``: its executable_code parts (``code_delegations``; ``agents``, the trace's, give the
@@ -399,7 +409,7 @@ def delegation_count(event: EventRecord, profile: TargetProfile, agents: list[Ag
     if event.partial:
         return 0
     if profile.code_executor is not None:
-        return code_delegations(event, profile, agents or [])
+        return code_delegations(event, profile, agents or [], earlier)
     if not event.emitted_delta:
         return 0
     if profile.delegate_tool is not None:

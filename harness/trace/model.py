@@ -206,6 +206,9 @@ class AgentInfo(_Record):
                                                                 "BaseCodeExecutor), when it has one.")
     code_block_delimiters: list[tuple[str, str]] = Field(
         default_factory=list, description="The executor's code_block_delimiters: how code travels in the model's text.")
+    code_error_retry_attempts: int | None = Field(
+        default=None, description="The executor's error_retry_attempts: after this many failed runs in a row in one "
+                                  "invocation, ADK leaves the model's code unrun.")
     llm_agent: bool | None = Field(default=None, description="Whether it is an LlmAgent (one that calls a model); "
                                                              "None: not recorded.")
     model_side_execution: bool = Field(default=False, description="The model runs the code itself "

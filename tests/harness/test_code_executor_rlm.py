@@ -40,3 +40,15 @@ def test_each_planted_defect_fails_its_own_check_and_the_correct_agent_nothing(t
                 "no_unpersisted_mutation"} <= judged
     if target == "direct_mutation":
         assert all("'user:last_output'" in line for line in failed["no_unpersisted_mutation"])
+
+
+def test_adks_retry_limit_is_not_the_agents_defect() -> None:
+    """Two failed blocks in a row: ADK's executor (error_retry_attempts 2) leaves the third unrun; both failures are
+    digested by one run (the first went back to the analyst's own model first)."""
+    result = run_scenario(load_scenario(AGENT_DIR / "scenarios" / "retry_limit.yaml"),
+                          RunOptions(llm_mode=LlmMode.SCRIPTED, target=f"{MODULE}:app",
+                                     profile=load_profile(AGENT_DIR / "rlm-profile.yaml")))
+    verdicts = {c.name: c for c in result.checks}
+    assert not [c.name for c in result.checks if c.status.value == "fail"]
+    assert "2 fresh delegation(s), 2 execution(s), 1 digest run(s)" in verdicts["stage_gating"].explanation
+    assert verdicts["artifacts_consumed"].status.value == "pass"

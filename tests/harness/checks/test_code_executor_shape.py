@@ -274,3 +274,32 @@ def test_a_plain_digest_that_writes_without_text_still_runs_and_a_stale_one_is_s
     r.b.event("digest", delta={"user:last_summary": "It printed 4."})
     verdict = run("stage_gating", r.build())
     assert verdict.status is Status.FAIL and "digest ran again without a new execution" in text_of(verdict)
+
+
+def failed_run(r: CodeRlm, source: str) -> EventRecord:
+    r.b.request("analyst", system_instruction="Answer with Python.", response_text=f"```python\n{source}\n```")
+    r.b.event("analyst", code_parts=[code(source)])
+    r.count += 1
+    return r.b.event("analyst", code_parts=[CodePartRecord(kind="code_execution_result", outcome="OUTCOME_FAILED",
+                                                           output="Traceback ...")], delta={ADK_CONTEXT: {}})
+
+
+def test_code_adk_left_unrun_past_its_retry_limit_is_not_the_agents() -> None:
+    """After error_retry_attempts (2) failed runs in a row in one invocation ADK runs no more code: the block left
+    in the answer is ADK's limit, not a delegation the agent's executor dropped. One failure is not the limit."""
+    def trace_with(failures: int) -> Trace:
+        r = CodeRlm(prof=profile())
+        r.b.trace.agents[1] = r.b.trace.agents[1].model_copy(update={"code_error_retry_attempts": 2})
+        r.turn()
+        for n in range(failures):
+            failed_run(r, f"raise ValueError({n})")
+        r.b.request("analyst", system_instruction="Answer with Python.", response_text="")
+        r.b.event("analyst", text="```python\nprint('not run')\n```")
+        r.b.event("digest", text="Digested.", delta={"user:last_summary": "failed", **{
+            f"artifact:a{n + 1}": "consumed" for n in range(failures)}})
+        return r.build()
+
+    assert run("stage_gating", trace_with(2)).status is Status.PASS
+    assert run("artifacts_consumed", trace_with(2)).status is Status.PASS  # a1 was read back, then digested
+    verdict = run("stage_gating", trace_with(1))
+    assert verdict.status is Status.FAIL and "never executed" in text_of(verdict)
