@@ -53,9 +53,12 @@ def stage_gating(ctx: CheckContext) -> CheckResult:
     may_decline = pair and profile.delegation_key is not None and profile.delegation_pattern is None
     problems: list[str] = []
     total_executions = total_delegations = total_runs = declined = 0
+    # A turn that raised after an execution left it unprocessed: the session's next turn may process it (catch-up).
+    crashed = {t.turn for t in trace.turns if t.outcome.crash is not None or t.run_error is not None}
+    carried: dict[str, list[EventRecord]] = {}
     for (sid, turn), turn_events in sorted(by_turn.items(), key=lambda kv: kv[1][0].index):
         pending: list[EventRecord] = []  # delegation events not yet executed
-        unprocessed: list[EventRecord] = []  # executions not yet processed
+        unprocessed: list[EventRecord] = carried.pop(sid, [])  # executions not yet processed
         executions = runs = 0
         for event in turn_events:
             fresh = delegation_count(event, profile, trace.agents, [e for e in events if e.index < event.index])
@@ -83,6 +86,8 @@ def stage_gating(ctx: CheckContext) -> CheckResult:
                     problems.append(f"{name_event(event)}: {processor} ran{' again' if runs > 1 else ''} without a "
                                     f"new execution before it in turn {turn} (stale trigger)"
                                     f"{_overwrites(run_starts[event.index].events, profile.summary_key)}")
+        if turn in crashed and unprocessed:
+            carried[sid] = unprocessed
         for delegation in pending:
             problems.append(f"{name_event(delegation)}: a fresh {delegate} that {executor} never "
                             f"executed in turn {turn}")

@@ -303,3 +303,26 @@ def test_code_adk_left_unrun_past_its_retry_limit_is_not_the_agents() -> None:
     assert run("artifacts_consumed", trace_with(2)).status is Status.PASS  # a1 was read back, then digested
     verdict = run("stage_gating", trace_with(1))
     assert verdict.status is Status.FAIL and "never executed" in text_of(verdict)
+
+
+def test_a_result_left_by_a_turn_that_raised_is_processed_in_the_next_one() -> None:
+    """Turn 0 executes, then its model call raises before the digest's turn: the digest of turn 1 catches up on
+    that result (explore found this on the correct agent). Without the crash it is a stale re-digest."""
+    from harness.trace.model import TurnError
+
+    def trace_with(crash: bool) -> Trace:
+        r = CodeRlm()
+        r.turn("first")
+        r.run_code()
+        r.b.end_turn(outcome=None)
+        if crash:
+            r.b.trace.turns[-1].outcome.crash = TurnError(type="ServerError", message="500", origin="model analyst")
+        else:
+            r.digest()
+        r.turn("second")
+        r.answer()
+        r.digest()
+        return r.build()
+
+    assert run("stage_gating", trace_with(crash=True)).status is Status.PASS
+    assert run("stage_gating", trace_with(crash=False)).status is Status.FAIL
