@@ -9,6 +9,7 @@ holds.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,7 +108,7 @@ def _analysis(window: ExecutionWindow | None, trace: Trace, profile: TargetProfi
     if window is None:
         return [], None
     if profile.results_processor is not None:
-        runs = window.runs or (_next_run(window, trace, profile) if window.fed_back(profile) else ())
+        runs = window.runs or _next_run(window, trace, profile)
         analysis = list(runs[0].events) if runs else []
         return analysis, (next((e for e in analysis if profile.summary_key and profile.summary_key in e.emitted_delta),
                                 analysis[-1]) if analysis else None)
@@ -116,11 +117,19 @@ def _analysis(window: ExecutionWindow | None, trace: Trace, profile: TargetProfi
 
 
 def _next_run(window: ExecutionWindow, trace: Trace, profile: TargetProfile) -> tuple[ProcessorRun, ...]:
-    """The processor's first run after a result ADK's code executor handed back to its agent's model (which ran
-    more code first): that run analyses every result of the agent's run, this one included."""
+    """The processor run that analysed an execution its own window has none for: a result ADK's code executor handed
+    back to its agent's model, which ran more code first (the run after the agent's run analyses them all), or an
+    execution whose turn raised before the processor's turn (the session's next run, before another execution)."""
     execution = window.execution
+    crashed = any(t.turn == execution.turn and (t.outcome.crash is not None or t.run_error is not None)
+                  for t in trace.turns)
+    fed_back = window.fed_back(profile)
+    if not (fed_back or crashed):
+        return ()
+    end = window.next_execution.index if window.next_execution is not None and not fed_back else math.inf
     return tuple(r for r in processor_runs(trace, profile) if r.first.session_id == execution.session_id
-                 and r.first.invocation_id == execution.invocation_id and r.first.index > execution.index)[:1]
+                 and (crashed or r.first.invocation_id == execution.invocation_id)
+                 and execution.index < r.first.index < end)[:1]
 
 
 def _no_status_written(trace: Trace, profile: TargetProfile, windows: list[ExecutionWindow]) -> CheckResult:

@@ -326,3 +326,17 @@ def test_a_result_left_by_a_turn_that_raised_is_processed_in_the_next_one() -> N
 
     assert run("stage_gating", trace_with(crash=True)).status is Status.PASS
     assert run("stage_gating", trace_with(crash=False)).status is Status.FAIL
+
+
+def test_an_artifact_of_a_turn_that_raised_is_analysed_by_the_next_turns_digest() -> None:
+    from harness.trace.model import TurnError
+
+    r = CodeRlm()
+    r.turn("first")
+    r.run_code()
+    r.b.end_turn()
+    r.b.trace.turns[-1].outcome.crash = TurnError(type="ServerError", message="500", origin="model analyst")
+    r.turn("second")
+    r.answer()
+    r.digest()
+    assert run("artifacts_consumed", r.build()).status is Status.PASS
