@@ -25,6 +25,10 @@ The heuristics (kept simple, and only called "inferred" when the tree says so):
 * ``job_builder``: the first agent after the analyst in the loop that is neither an LlmAgent nor a workflow agent;
 * ``results_processor``: the first LlmAgent after the executor (with no executor: after the analyst, with an
   output_key); ``summary_key``: its ``output_key``;
+* ``code_executor``: an LlmAgent whose ``code_executor`` is an ADK ``BaseCodeExecutor`` (any: built in, local,
+  container, Vertex AI, GKE, a user's own): it is the analyst, ADK runs its code blocks (no delegate tool, key or
+  executor agent), and the agent after it in the loop is the ``results_processor``; the smoke scripts one block in
+  the executor's own delimiters (a model-side executor: the model's answer with the code and its result);
 * ``exit_tool``: ``exit_loop`` when an LlmAgent of the loop has it;
 * ``pruning_plugins``: ``App.plugins`` whose class name mentions pruning (besides the default);
 * ``app_tools``: tools whose source writes an ``app:`` key.
@@ -193,6 +197,7 @@ class Draft:
     agents: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     session_service: Any = None  # the drafted session-service line (harness/init_session_service.py)
+    code_executor: Any = None  # the code_executor agent's ADK executor, when the tree has one
 
     def value(self, name: str) -> Any:
         return next((f.value for f in self.fields if f.name == name), None)
@@ -332,6 +337,7 @@ def infer_profile(spec: str, app: Any) -> Draft:
                                    "ran, which stage_gating reports; the smoke scenario scripts it so the run is "
                                    "judged rather than refused")
     _note_tool_agents(draft, root)
+    _infer_code_executor(draft, everyone)  # before the loop-less guess: a code executor is the surer sign
     _analyst_without_a_loop(draft, root)
     nested = [a.name for a in loops if a is not loop and a not in _descendants(loop)]
     if nested:
@@ -370,6 +376,66 @@ def _note_tool_agents(draft: Draft, root: Any) -> None:
             if _is_llm(agent):
                 draft.unscripted.append((agent.name, f"behind an AgentTool of {caller.name}, it runs only when "
                                                      f"{caller.name}'s model calls that tool"))
+
+
+def code_executor_of(agent: Any) -> Any:
+    """The agent's ADK code executor (any BaseCodeExecutor: built in, local, container, Vertex AI, GKE, ...)."""
+    from google.adk.code_executors import BaseCodeExecutor
+
+    executor = getattr(agent, "code_executor", None) if _is_llm(agent) else None
+    return executor if isinstance(executor, BaseCodeExecutor) else None
+
+
+def _infer_code_executor(draft: Draft, everyone: list[Any]) -> None:
+    """An LlmAgent with ``code_executor`` runs its code through ADK, in its own answer: that agent is the analyst and
+    ``code_executor``, and no tool, key or executor agent of the tree hands code over (those lines say so)."""
+    agent = next((a for a in everyone if code_executor_of(a) is not None), None)
+    if agent is None:
+        draft.add("code_executor", None, todo="not needed: no LlmAgent of the tree has an ADK code_executor")
+        return
+    executor = code_executor_of(agent)
+    side = ("the model runs it and answers with its results" if _is_model_side(executor) else
+            f"ADK runs the code blocks of its answers ({', '.join(repr(lead.strip()) for lead, _ in executor.code_block_delimiters)} ...)")
+    others = [a.name for a in everyone if a is not agent and code_executor_of(a) is not None]
+    why = (f"{agent.name}'s code_executor is {type(executor).__name__}: {side}"
+           + (f"; other LlmAgents with one: {', '.join(others)} — check" if others else ""))
+    replaced = {"analyst": (agent.name, f"the LlmAgent with an ADK code_executor ({type(executor).__name__})", None),
+                "job_builder": (None, None, "not needed while code_executor is set (ADK runs the code)"),
+                "execution_key": (None, None, "not needed while code_executor is set"),
+                "delegate_tool": (None, None, "not needed while code_executor is set"),
+                "delegation_key": (None, None, "not needed while code_executor is set"),
+                "delegation_pattern": (None, None, "not needed while code_executor is set")}
+    for line in draft.fields:
+        if line.name in replaced:
+            line.value, line.inferred, line.todo = replaced[line.name]
+    at = next((i for i, f in enumerate(draft.fields) if f.name == "execution_key"), len(draft.fields)) + 1
+    draft.fields.insert(at, ProfileLine("code_executor", agent.name, inferred=why))
+    draft.code_executor = executor
+    line = next((f for f in draft.fields if f.name == "results_processor"), None)
+    after = _next_member(agent)
+    if line is not None and line.value is None and after is not None:
+        line.value, line.todo = after.name, None
+        line.inferred = (f"the agent after {agent.name} in {agent.parent_agent.name}: it handles the results ADK's "
+                         f"executor gave {agent.name} ({type(after).__name__}"
+                         + (", not an LlmAgent: processor_model_runs is n/a for it)" if not _is_llm(after) else ")"))
+
+
+def _next_member(agent: Any) -> Any:
+    """The sibling after ``agent`` (or after the member of its loop holding it) that is not a workflow agent."""
+    from google.adk.agents import LoopAgent
+
+    member = agent
+    while member.parent_agent is not None and not isinstance(member.parent_agent, LoopAgent):
+        member = member.parent_agent
+    siblings = list(member.parent_agent.sub_agents) if member.parent_agent is not None else []
+    rest = siblings[siblings.index(member) + 1:] if member in siblings else []
+    return next((a for a in rest if not _is_workflow(a)), None)
+
+
+def _is_model_side(executor: Any) -> bool:
+    from google.adk.code_executors import BuiltInCodeExecutor
+
+    return isinstance(executor, BuiltInCodeExecutor)
 
 
 def _gate(agent: Any, app: Any) -> str | None:
@@ -464,11 +530,39 @@ def _delegation_step(draft: Draft) -> str:
     """How the analyst's script hands code over, in this agent's own terms (the smoke scenario's hint)."""
     if draft.value("delegate_tool"):
         return f"`- call: {draft.value('delegate_tool')}` with its `args:`"
+    if draft.code_executor is not None:
+        return f"a `- text:` answer with the code in {draft.value('code_executor')}'s code executor's delimiters"
     if draft.value("delegation_key"):
         pattern = draft.value("delegation_pattern")
         return (f"a `- text:` answer holding the code (written to {draft.value('delegation_key')!r}"
                 + (f", matching delegation_pattern {pattern!r})" if pattern else ")"))
     return "`- call: <the tool that hands code over>` (map it as delegate_tool in the profile)"
+
+
+SMOKE_CODE = 'print("smoke")'
+
+
+def code_delimiters(executor: Any) -> tuple[str, str]:
+    """The delimiters a model's code answer uses for ``executor``: its python one when it has one, else its first."""
+    delimiters = list(executor.code_block_delimiters) or [("```tool_code\n", "\n```")]
+    return next((d for d in delimiters if "python" in d[0]), delimiters[0])
+
+
+def code_steps(draft: Draft, agent: str) -> list[str]:
+    """The smoke script's code answer for the code_executor agent, before its closing text: a block in its
+    executor's own delimiters (ADK runs it and asks the model again), or for a model-side executor the model's
+    answer with the code and its result (what a cassette would hold)."""
+    if draft.code_executor is None or agent != draft.value("code_executor"):
+        return []
+    if _is_model_side(draft.code_executor):
+        response = {"candidates": [{"content": {"role": "model", "parts": [
+            {"executableCode": {"language": "PYTHON", "code": SMOKE_CODE}},
+            {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "smoke\n"}}]}, "finishReason": "STOP"}]}
+        return ["    # the model runs the code itself (BuiltInCodeExecutor): its answer holds the result",
+                f"    - response: {json.dumps(response)}"]
+    lead, trail = code_delimiters(draft.code_executor)
+    return [f"    # code in {type(draft.code_executor).__name__}'s own delimiters: ADK runs it, then asks again",
+            f"    - text: {json.dumps(lead + SMOKE_CODE + trail)}"]
 
 
 def render_smoke(draft: Draft, directory: Path) -> str:
@@ -480,13 +574,18 @@ def render_smoke(draft: Draft, directory: Path) -> str:
         _schema_ref(scenarios, SCHEMA_PATH) if SCHEMA_PATH.is_file() else None)
     analyst = draft.value("analyst")
     lines = [f"# yaml-language-server: $schema={ref}"] if ref else []
+    code = draft.code_executor is not None
     lines += ["# A first scenario drafted by `rlm-conformance init`: one turn, one loop iteration, every LlmAgent",
-              "# the turn reaches answers in plain text (no code is delegated), so a correct agent runs it green",
+              "# the turn reaches answers in plain text" + (f" ({draft.value('code_executor')} first runs one line "
+                                                            "of code through ADK's code executor)" if code else
+                                                            " (no code is delegated)")
+              + ", so a correct agent runs it green",
               "# in scripted mode without a key. Copy it to script a delegation:",
               f"#   {_delegation_step(draft)}.",
               "name: smoke",
               "description: One turn, one loop iteration; each LlmAgent answers in plain text and no code is "
-              "delegated.",
+              "delegated." if not code else "description: One turn, one loop iteration; the code executor's agent "
+              "runs one line of code, then each LlmAgent answers in plain text.",
               f"profile: ../{PROFILE_FILE}",
               "max_iterations: 1",
               "sessions:",
@@ -496,7 +595,7 @@ def render_smoke(draft: Draft, directory: Path) -> str:
               "script:  # agent name -> its model's answers, in order"]
     for name in draft.smoke_agents:
         text = "Hello! No code is needed to answer this." if name == analyst else f"{name}: nothing to add."
-        lines += [f"  {name}:", f"    - text: {json.dumps(text)}"]
+        lines += [f"  {name}:", *code_steps(draft, name), f"    - text: {json.dumps(text)}"]
     lines += [f"  # note: {note}" for note in draft.notes if note.startswith("nothing in the tree gates")]
     for name, why in draft.unscripted:
         lines.append(f"  # {name}: not scripted — {why}; if your agent calls its model here, add a text step")

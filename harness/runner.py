@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator
 
+from google.adk.agents import LlmAgent
 from google.adk.runners import Runner
 
 from .checks import run_checks
@@ -479,6 +480,19 @@ def expected_error(scenario: Scenario, spec: Any, position: int) -> str | None:
     return declared if declared is not None else scenario.expect.outcome_error if last else None
 
 
+def code_executor_info(agent: Any) -> dict[str, Any]:
+    """AgentInfo's fields for an LlmAgent's ADK code executor (none: empty): its class, delimiters, side."""
+    from google.adk.code_executors import BaseCodeExecutor, BuiltInCodeExecutor
+
+    executor = getattr(agent, "code_executor", None)
+    if not isinstance(executor, BaseCodeExecutor):
+        return {}
+    return {"code_executor": type(executor).__name__,
+            "code_block_delimiters": [tuple(d) for d in executor.code_block_delimiters],
+            "model_side_execution": isinstance(executor, BuiltInCodeExecutor),
+            "code_error_retry_attempts": executor.error_retry_attempts}
+
+
 def describe_agents(root: Any, parent: str | None = None) -> list[AgentInfo]:
     """Name, kind, output_key, instruction kind and tools of every agent in the tree."""
     instruction = getattr(root, "instruction", None)
@@ -489,7 +503,8 @@ def describe_agents(root: Any, parent: str | None = None) -> list[AgentInfo]:
     info = AgentInfo(name=root.name, kind=type(root).__name__, parent=parent,
                      output_key=getattr(root, "output_key", None), instruction_kind=kind,
                      instruction_text=instruction if isinstance(instruction, str) else None, tools=tools,
-                     has_before_agent_callback=bool(getattr(root, "before_agent_callback", None)))
+                     has_before_agent_callback=bool(getattr(root, "before_agent_callback", None)),
+                     llm_agent=isinstance(root, LlmAgent), **code_executor_info(root))
     agents = [info]
     for child in getattr(root, "sub_agents", None) or []:
         agents.extend(describe_agents(child, root.name))

@@ -9,6 +9,7 @@ holds.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,8 +17,8 @@ from ..targets.profile import TargetProfile
 from ..trace.model import EventRecord, ExecutionRecord, Trace
 from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
 from .evidence import capped, name_event
-from .timeline import (ExecutionWindow, appended_events, execution_windows, executions_unmapped, session_ids,
-                       state_value, unmapped_all, window_summaries)
+from .timeline import (ExecutionWindow, ProcessorRun, appended_events, execution_code, execution_windows,
+                       executions_unmapped, processor_runs, session_ids, state_value, unmapped_all, window_summaries)
 
 NAME = "artifacts_consumed"
 
@@ -83,7 +84,7 @@ def _from_state_keys(trace: Trace, profile: TargetProfile, windows: list[Executi
         for aid in writes:  # an execution that writes the key, or names the id, is its own
             window = next((w for w in mine if prefix + aid in w.execution.emitted_delta), None) or next(
                 (w for w in mine if any(isinstance(v, str) and aid in v for v in w.execution.emitted_delta.values())),
-                None)
+                None) or next((w for w in mine if any(aid in text for text in execution_code(w, trace))), None)
             if window is not None and all(window is not w for w in claimed.values()):
                 claimed[aid] = window
         # The others, in the order of their first write, take the remaining executions in order.
@@ -107,11 +108,28 @@ def _analysis(window: ExecutionWindow | None, trace: Trace, profile: TargetProfi
     if window is None:
         return [], None
     if profile.results_processor is not None:
-        analysis = list(window.runs[0].events) if window.runs else []
+        runs = window.runs or _next_run(window, trace, profile)
+        analysis = list(runs[0].events) if runs else []
         return analysis, (next((e for e in analysis if profile.summary_key and profile.summary_key in e.emitted_delta),
                                 analysis[-1]) if analysis else None)
     analysis = window_summaries(window, trace, profile)
     return analysis, (analysis[0] if analysis else None)
+
+
+def _next_run(window: ExecutionWindow, trace: Trace, profile: TargetProfile) -> tuple[ProcessorRun, ...]:
+    """The processor run that analysed an execution its own window has none for: a result ADK's code executor handed
+    back to its agent's model, which ran more code first (the run after the agent's run analyses them all), or an
+    execution whose turn raised before the processor's turn (the session's next run, before another execution)."""
+    execution = window.execution
+    crashed = any(t.turn == execution.turn and (t.outcome.crash is not None or t.run_error is not None)
+                  for t in trace.turns)
+    fed_back = window.fed_back(profile)
+    if not (fed_back or crashed):
+        return ()
+    end = window.next_execution.index if window.next_execution is not None and not fed_back else math.inf
+    return tuple(r for r in processor_runs(trace, profile) if r.first.session_id == execution.session_id
+                 and (crashed or r.first.invocation_id == execution.invocation_id)
+                 and execution.index < r.first.index < end)[:1]
 
 
 def _no_status_written(trace: Trace, profile: TargetProfile, windows: list[ExecutionWindow]) -> CheckResult:

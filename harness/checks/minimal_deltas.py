@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from ..trace.adk_state import adk_note, is_adk_owned
 from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
 from .evidence import capped, keys_list, name_event
 
 NAME = "minimal_deltas"
 WHOLE_STATE_THRESHOLD = 5
+HOW = "in its code execution result events"
 
 
 @check(
@@ -26,12 +28,16 @@ def minimal_deltas(ctx: CheckContext) -> CheckResult:
     if not with_delta:
         return not_applicable(NAME, "No event carried a state delta.")
     evidence: list[str] = []
+    adk_keys: set[str] = set()  # ADK's code executor writes its own context in its result events: ADK's key
     for event in sorted(with_delta, key=lambda e: e.index):
         writers = set(profile.writers_for_author(event.author))
         foreign: list[str] = []
         lines: list[str] = []
         for key in event.emitted_delta:
             rule = profile.rule_for(key)
+            if rule is None and is_adk_owned(key):
+                adk_keys.add(key)
+                continue
             if rule is None:
                 foreign.append(key)
                 lines.append(f"{name_event(event)}: key {key!r} is not in the state contract")
@@ -45,5 +51,7 @@ def minimal_deltas(ctx: CheckContext) -> CheckResult:
         else:
             evidence.extend(lines)
     if evidence:
-        return failed(NAME, "Some state deltas hold keys their author does not own.", capped(evidence))
-    return passed(NAME, f"All {len(with_delta)} state delta(s) hold only keys their author owns per the contract.")
+        return failed(NAME, "Some state deltas hold keys their author does not own." + adk_note(adk_keys, how=HOW),
+                      capped(evidence))
+    return passed(NAME, f"All {len(with_delta)} state delta(s) hold only keys their author owns per the contract."
+                        + adk_note(adk_keys, how=HOW))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..trace.adk_state import adk_note, is_adk_owned
 from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
 from .evidence import capped, short_id, show
 
@@ -32,15 +33,19 @@ def no_unpersisted_mutation(ctx: CheckContext) -> CheckResult:
     if not records:
         return not_applicable(NAME, "The trace holds no live-state record (the recorder saw no invocation end).")
     evidence: list[str] = []
+    adk_keys: set[str] = set()  # ADK's own bookkeeping written without an event: said once, never judged
     for record in records:
         live, stored = _durable(record.state), _durable(record.persisted_state)
         for key in sorted(set(live) | set(stored)):
             a, b = live.get(key, _ABSENT), stored.get(key, _ABSENT)
-            if a != b:
+            if a != b and is_adk_owned(key):
+                adk_keys.add(key)
+            elif a != b:
                 evidence.append(f"live state of session {record.session_id} at the end of turn {record.turn} "
                                 f"(invocation {short_id(record.invocation_id)}): key {key!r} is {_shown(a)} in memory "
                                 f"but {_shown(b)} in storage")
     if evidence:
         return failed(NAME, "In-memory state differs from what storage holds: something mutated session.state "
-                            "without an event.", capped(evidence))
-    return passed(NAME, f"Live and persisted state agree (temp: aside) at the end of {len(records)} invocation(s).")
+                            "without an event." + adk_note(adk_keys), capped(evidence))
+    return passed(NAME, f"Live and persisted state agree (temp: aside) at the end of {len(records)} invocation(s)."
+                        + adk_note(adk_keys))

@@ -41,6 +41,9 @@ def processor_model_runs(ctx: CheckContext) -> CheckResult:
     reason = profile.unmapped("results_processor") or executions_unmapped(profile)
     if reason:
         return not_applicable(NAME, f"No results processor to judge: {reason}.")
+    if any(a.name == profile.results_processor and a.llm_agent is False for a in trace.agents):
+        return not_applicable(NAME, f"{profile.results_processor} is not an LlmAgent: it makes no model request by "
+                                    f"design, so there is no model answer to judge (stage_gating judges its runs).")
     processor, key = profile.results_processor, profile.summary_key
     # The processor's answer is the summary only when it writes it (no other summary_author, a summary_key).
     compare = key is not None and profile.summary_writer == processor
@@ -53,6 +56,8 @@ def processor_model_runs(ctx: CheckContext) -> CheckResult:
     problems: list[str] = []
     good: list[str] = []
     ended_first: list[str] = []  # executions after which the loop ended before the processor's turn: not judged
+    fed_back = [w for w in windows if w.fed_back(profile)]  # its own model read it (ADK's code executor)
+    windows = [w for w in windows if not w.fed_back(profile)]
     for window in windows:
         execution = window.execution
         mine = [r for r in requests if r.invocation_id == execution.invocation_id
@@ -100,6 +105,9 @@ def processor_model_runs(ctx: CheckContext) -> CheckResult:
     judged = len(windows) - len(ended_first)
     aside = (f" {len(ended_first)} more ended the loop before {processor}'s turn (an escalation): not judged."
              if ended_first else "")
+    if fed_back:
+        aside += (f" {len(fed_back)} execution(s) went back to {profile.code_executor}'s own model, which ran more "
+                  f"code before any {processor} run (ADK's code executor): not judged.")
     if not compare:
         whom = (f"the summary is written by {profile.summary_writer}" if key is not None
                 else "the profile maps no summary_key")

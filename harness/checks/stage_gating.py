@@ -8,7 +8,7 @@ from ..trace.model import EventRecord
 from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
 from .evidence import capped, name_event, name_request
 from .timeline import (appended_events, consumes_unrun, delegation_count, delegation_source, delegations_unmapped,
-                       execution_source, executions_unmapped, is_execution, processor_runs, session_of_turn)
+                       execution_count, execution_source, executions_unmapped, processor_runs, session_of_turn)
 
 NAME = "stage_gating"
 
@@ -38,6 +38,8 @@ def stage_gating(ctx: CheckContext) -> CheckResult:
     processor = profile.results_processor
     delegate = profile.delegate_tool or f"delegation ({profile.delegation_key!r} write)"
     executor = profile.job_builder or "the executor"
+    if profile.code_executor is not None:
+        delegate, executor = f"code block of {profile.code_executor}", f"{profile.code_executor}'s code executor"
     events = appended_events(trace)
     by_turn: dict[tuple[str, int], list[EventRecord]] = defaultdict(list)
     for event in events:
@@ -51,25 +53,28 @@ def stage_gating(ctx: CheckContext) -> CheckResult:
     may_decline = pair and profile.delegation_key is not None and profile.delegation_pattern is None
     problems: list[str] = []
     total_executions = total_delegations = total_runs = declined = 0
+    # A turn that raised after an execution left it unprocessed: the session's next turn may process it (catch-up).
+    crashed = {t.turn for t in trace.turns if t.outcome.crash is not None or t.run_error is not None}
+    carried: dict[str, list[EventRecord]] = {}
     for (sid, turn), turn_events in sorted(by_turn.items(), key=lambda kv: kv[1][0].index):
         pending: list[EventRecord] = []  # delegation events not yet executed
-        unprocessed: list[EventRecord] = []  # executions not yet processed
+        unprocessed: list[EventRecord] = carried.pop(sid, [])  # executions not yet processed
         executions = runs = 0
         for event in turn_events:
-            fresh = delegation_count(event, profile)
-            ran_now = fresh if no_execution else int(is_execution(event, profile))
+            fresh = delegation_count(event, profile, trace.agents, [e for e in events if e.index < event.index])
+            ran_now = fresh if no_execution else execution_count(event, profile)
             if pair:
                 pending.extend([event] * fresh)
             if may_decline and pending and consumes_unrun(event, profile):
                 pending.pop(0)
                 declined += 1
-            if ran_now:
-                executions += ran_now
+            for _ in range(ran_now):  # each execution pairs with its own delegation (code block)
+                executions += 1
                 if pair and pending:
                     pending.pop(0)
                 elif pair:
                     ran = (f"{profile.job_builder} ran Job_B" if profile.execution_key is None
-                           else f"an execution ({execution_source(profile)})")
+                           and profile.code_executor is None else f"an execution ({execution_source(profile)})")
                     problems.append(f"{name_event(event)}: {ran} without a fresh {delegate} before it in turn {turn} "
                                     f"(stale trigger)")
                 unprocessed = [event]
@@ -81,6 +86,8 @@ def stage_gating(ctx: CheckContext) -> CheckResult:
                     problems.append(f"{name_event(event)}: {processor} ran{' again' if runs > 1 else ''} without a "
                                     f"new execution before it in turn {turn} (stale trigger)"
                                     f"{_overwrites(run_starts[event.index].events, profile.summary_key)}")
+        if turn in crashed and unprocessed:
+            carried[sid] = unprocessed
         for delegation in pending:
             problems.append(f"{name_event(delegation)}: a fresh {delegate} that {executor} never "
                             f"executed in turn {turn}")
@@ -93,7 +100,8 @@ def stage_gating(ctx: CheckContext) -> CheckResult:
                     f"({', '.join(name_request(r) for r in requests)}) for {executions} execution(s)")
         total_executions += executions
         total_runs += runs
-        total_delegations += sum(delegation_count(e, profile) for e in turn_events)
+        total_delegations += sum(delegation_count(e, profile, trace.agents, [x for x in events if x.index < e.index])
+                                 for e in turn_events)
 
     expected = ctx.scenario.expect.executions
     if expected is not None and not no_execution and total_executions != expected:

@@ -19,7 +19,8 @@ def _is_set(value: Any) -> bool:
 
 def starts_work(event: EventRecord, profile: TargetProfile, models: set[str]) -> bool:
     """Whether the turn's work has started with ``event``: a mapped role acts, or a model answers."""
-    roles = {profile.analyst, profile.job_builder, profile.results_processor, profile.summary_author} - {None}
+    roles = {profile.analyst, profile.job_builder, profile.results_processor, profile.summary_author,
+             profile.code_executor} - {None}
     return (event.author in roles or is_execution(event, profile) or delegation_count(event, profile) > 0
             or (event.author in models and is_model_answer(event)))
 

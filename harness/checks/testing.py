@@ -27,7 +27,7 @@ from reference_agent import state_contract as keys
 from ..scenario.models import Scenario
 from ..targets.profile import TargetProfile
 from ..targets.reference_profile import reference_profile
-from ..trace.model import (AgentInfo, EventRecord, ExecutionRecord, LiveStateRecord, LlmRequestRecord,
+from ..trace.model import (AgentInfo, CodePartRecord, EventRecord, ExecutionRecord, LiveStateRecord, LlmRequestRecord,
                            LlmResponseRecord, PersistedEventRow, PersistedSnapshot, Trace, TurnOutcome, TurnRecord)
 from .base import CheckContext
 
@@ -112,7 +112,8 @@ class TraceBuilder:
     def event(self, author: str, *, delta: dict[str, Any] | None = None, text: str = "",
               function_calls: Iterable[str] = (), function_responses: Iterable[str] = (), escalate: bool = False,
               transfer_to_agent: str | None = None, invocation_id: str | None = None, persist: bool = True,
-              appended_delta: dict[str, Any] | None = None) -> EventRecord:
+              appended_delta: dict[str, Any] | None = None,
+              code_parts: Iterable[CodePartRecord] = ()) -> EventRecord:
         """Append one event: recorded, applied to the live state and (unless ``persist=False``) stored."""
         delta = dict(delta or {})
         if appended_delta is None:
@@ -122,6 +123,7 @@ class TraceBuilder:
             invocation_id=invocation_id or self.invocation_id, author=author, emitted_delta=delta,
             appended_delta=dict(appended_delta), escalate=escalate, transfer_to_agent=transfer_to_agent,
             function_calls=list(function_calls), function_responses=list(function_responses), text=text,
+            code_parts=list(code_parts),
         )
         self.trace.events.append(record)
         for key, value in delta.items():

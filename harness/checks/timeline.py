@@ -13,8 +13,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from ..targets.profile import TargetProfile
-from ..trace.model import (EventRecord, LlmRequestRecord, LlmResponseRecord, PersistedEventRow, PersistedSnapshot,
-                           Trace)
+from ..trace.model import (AgentInfo, EventRecord, LlmRequestRecord, LlmResponseRecord, PersistedEventRow,
+                           PersistedSnapshot, Trace)
 
 
 def appended_events(trace: Trace) -> list[EventRecord]:
@@ -58,15 +58,17 @@ def unmapped_all(profile: TargetProfile, *fields: str) -> str | None:
 
 def executions_unmapped(profile: TargetProfile) -> str | None:
     """Why executions cannot be found: neither execution_key nor the executor (job_builder) is mapped."""
-    return unmapped_all(profile, "execution_key", "job_builder")
+    return unmapped_all(profile, "execution_key", "job_builder", "code_executor")
 
 
 def delegations_unmapped(profile: TargetProfile) -> str | None:
-    return unmapped_all(profile, "delegate_tool", "delegation_key")
+    return unmapped_all(profile, "delegate_tool", "delegation_key", "code_executor")
 
 
 def execution_source(profile: TargetProfile) -> str:
     """How executions are told apart, in the profile's words (for explanations)."""
+    if profile.code_executor is not None:
+        return f"a code_execution_result part in an event of {profile.code_executor} (its ADK code_executor)"
     if profile.execution_key is not None:
         return f"an event writing {profile.execution_key!r}"
     if profile.job_builder is not None:
@@ -76,6 +78,9 @@ def execution_source(profile: TargetProfile) -> str:
 
 def delegation_source(profile: TargetProfile) -> str:
     """How delegations are told apart, in the profile's words (for explanations)."""
+    if profile.code_executor is not None:
+        return (f"an executable_code part (or code in its executor's code_block_delimiters) in an "
+                f"event of {profile.code_executor}")
     if profile.delegate_tool is not None:
         return f"a {profile.delegate_tool} response that wrote state"
     if profile.delegation_key is not None:
@@ -84,14 +89,27 @@ def delegation_source(profile: TargetProfile) -> str:
 
 
 def is_execution(event: EventRecord, profile: TargetProfile) -> bool:
-    """One execution of delegated code.
+    """An event holding an execution of delegated code (see ``execution_count``).
 
-    With ``execution_key``: an event (of any author) whose delta writes that key. Otherwise an event of the
+    With ``code_executor``: an event of that agent with a code_execution_result part. With ``execution_key``: an event (of any author) whose delta writes that key. Otherwise an event of the
     executor (``job_builder``) that carries a state delta (a gated no-op carries none) other than only clearing
     ``delegation_key`` (an executor consuming a plain answer without running it). Neither mapped: none.
     """
+    return execution_count(event, profile) > 0
+
+
+def execution_count(event: EventRecord, profile: TargetProfile) -> int:
+    """Executions in an event: its code_execution_result parts with ``code_executor`` (a model-side executor's
+    answer may hold several), else one for an execution event (``is_execution``'s rules)."""
     if event.partial:
-        return False
+        return 0
+    if profile.code_executor is not None:
+        return sum(p.kind == "code_execution_result" for p in event.code_parts) \
+            if event.author == profile.code_executor else 0
+    return int(_is_state_execution(event, profile))
+
+
+def _is_state_execution(event: EventRecord, profile: TargetProfile) -> bool:
     if profile.execution_key is not None:
         return profile.execution_key in event.emitted_delta
     if profile.job_builder is not None:
@@ -103,13 +121,14 @@ def consumes_unrun(event: EventRecord, profile: TargetProfile) -> bool:
     """An event of the executor whose delta only clears ``delegation_key``: it took the analyst's answer without
     running it (a plain answer an output_key holds, or code an executor dropped)."""
     delta = event.emitted_delta
-    return (profile.job_builder is not None and event.author == profile.job_builder and not event.partial
+    return (profile.code_executor is None and profile.job_builder is not None and event.author == profile.job_builder and not event.partial
             and profile.delegation_key is not None and set(delta) == {profile.delegation_key}
             and not profile.hands_over_code(delta[profile.delegation_key]))
 
 
 def executions(trace: Trace, profile: TargetProfile) -> list[EventRecord]:
-    return [e for e in appended_events(trace) if is_execution(e, profile)]
+    """Execution events in order, an event listed once per execution it holds (``execution_count``)."""
+    return [e for e in appended_events(trace) for _ in range(execution_count(e, profile))]
 
 
 def is_model_answer(event: EventRecord) -> bool:
@@ -122,7 +141,7 @@ class ProcessorRun:
     """Consecutive results_processor events of one invocation, at least one with text or a call: one run.
 
     A group holding only state deltas (a plugin's after_agent write while the agent
-    itself was gated) is not a run.
+    itself was gated) is not a run — unless the processor is not an LlmAgent: then its writes are its work.
     """
 
     events: tuple[EventRecord, ...]
@@ -151,7 +170,10 @@ def processor_runs(trace: Trace, profile: TargetProfile) -> list[ProcessorRun]:
                 current.append(event)
         if current:
             groups.append(ProcessorRun(tuple(current)))
-    substantive = [g for g in groups if any(e.text.strip() or e.function_calls for e in g.events)]
+    # A processor that is not an LlmAgent (a BaseAgent digesting results) runs when it writes state: no model text.
+    plain = any(a.name == profile.results_processor and a.llm_agent is False for a in trace.agents)
+    substantive = [g for g in groups if any(e.text.strip() or e.function_calls or (plain and e.emitted_delta)
+                                            for e in g.events)]
     return sorted(substantive, key=lambda r: r.first.index)
 
 
@@ -163,6 +185,15 @@ class ExecutionWindow:
     ordinal: int
     next_execution: EventRecord | None
     runs: tuple[ProcessorRun, ...]
+    block: int = 0  # which of its event's executions (a model-side executor's answer may hold several)
+
+    def fed_back(self, profile: TargetProfile) -> bool:
+        """ADK's code executor handed this result back to its agent's model, which went on to run more code in
+        the same run before any processor ran: the agent's model read it, not the processor."""
+        following = self.next_execution
+        return (profile.code_executor is not None and not self.runs and following is not None
+                and following.author == self.execution.author
+                and following.invocation_id == self.execution.invocation_id)
 
     def contains(self, position: float) -> bool:
         end = self.next_execution.index if self.next_execution else math.inf
@@ -176,12 +207,29 @@ def execution_windows(trace: Trace, profile: TargetProfile) -> list[ExecutionWin
     for sid in session_ids(trace):
         session_executions = [e for e in executions(trace, profile) if e.session_id == sid]
         for ordinal, execution in enumerate(session_executions, start=1):
-            following = session_executions[ordinal] if ordinal < len(session_executions) else None
+            # The next execution *event*: executions of one event (a model-side executor's answer) share what follows.
+            following = next((e for e in session_executions[ordinal:] if e is not execution), None)
             end = following.index if following else math.inf
             mine = tuple(r for r in runs if r.first.session_id == sid
                          and r.first.invocation_id == execution.invocation_id and execution.index < r.first.index < end)
-            windows.append(ExecutionWindow(execution, ordinal, following, mine))
+            block = sum(e is execution for e in session_executions[:ordinal - 1])
+            windows.append(ExecutionWindow(execution, ordinal, following, mine, block))
     return sorted(windows, key=lambda w: w.execution.index)
+
+
+def execution_code(window: ExecutionWindow, trace: Trace) -> tuple[str, str]:
+    """(code, output) of the code block behind ``window`` (ADK's code executors): its code_execution_result part's
+    output, and the executable_code part it ran — in the same event (model-side executor) or, for a local
+    executor, the last one of the same agent's earlier event in the invocation. Empty strings where none."""
+    event = window.execution
+    results = [p for p in event.code_parts if p.kind == "code_execution_result"]
+    codes = [p for p in event.code_parts if p.kind == "executable_code"]
+    output = results[window.block].output if window.block < len(results) else ""
+    if window.block < len(codes):
+        return codes[window.block].code, output
+    earlier = [p for e in appended_events(trace) if e.index < event.index and e.author == event.author
+               and e.invocation_id == event.invocation_id for p in e.code_parts if p.kind == "executable_code"]
+    return (earlier[-1].code if earlier else ""), output
 
 
 def request_positions(trace: Trace) -> dict[int, float]:
@@ -300,9 +348,57 @@ def last_snapshot_of_turn(trace: Trace, session_id: str, turn: int) -> Persisted
     return matches[-1] if matches else None
 
 
-def delegation_count(event: EventRecord, profile: TargetProfile) -> int:
+def code_blocks(text: str, delimiters: list[tuple[str, str]]) -> list[str]:
+    """The code blocks of ``text`` in any of ``delimiters`` (an ADK code executor's code_block_delimiters), in order
+    of appearance, as ADK's executor finds them (its earliest opening delimiter, then the closing one)."""
+    blocks: list[str] = []
+    position = 0
+    while True:
+        found = [(start, lead, trail) for lead, trail in delimiters if (start := text.find(lead, position)) >= 0
+                 and text.find(trail, start + len(lead)) >= 0]
+        if not found:
+            return blocks
+        start, lead, trail = min(found)
+        end = text.find(trail, start + len(lead))
+        if text[start + len(lead):end]:
+            blocks.append(text[start + len(lead):end])
+        position = end + len(trail)
+
+
+def code_executor_agent(agents: list[AgentInfo], profile: TargetProfile) -> AgentInfo | None:
+    """The trace's record of the profile's ``code_executor`` agent (its executor's class and delimiters)."""
+    return next((a for a in agents if profile.code_executor is not None and a.name == profile.code_executor), None)
+
+
+def code_delegations(event: EventRecord, profile: TargetProfile, agents: list[AgentInfo],
+                     earlier: list[EventRecord] | None = None) -> int:
+    """Code the ``code_executor`` agent handed to its executor in ``event``: its executable_code parts, else (a
+    local executor that did not take it) code blocks in its text — unless ADK itself left it unrun: the agent's
+    last ``error_retry_attempts`` results in the invocation (``earlier``: the events before) all failed."""
+    if event.author != profile.code_executor:
+        return 0
+    parts = sum(p.kind == "executable_code" for p in event.code_parts)
+    if parts or any(p.kind == "code_execution_result" for p in event.code_parts):
+        return parts
+    agent = code_executor_agent(agents, profile)
+    if agent is None or agent.model_side_execution or not agent.code_block_delimiters:
+        return 0
+    blocks = len(code_blocks(event.text, agent.code_block_delimiters))
+    limit = agent.code_error_retry_attempts
+    if blocks and limit is not None and earlier is not None:
+        outcomes = [p.outcome for e in earlier if e.author == event.author and e.invocation_id == event.invocation_id
+                    for p in e.code_parts if p.kind == "code_execution_result"]
+        if limit <= 0 or (len(outcomes) >= limit and all(o == "OUTCOME_FAILED" for o in outcomes[-limit:])):
+            return 0  # ADK's retry limit, not the agent's: its executor runs no more code in this invocation
+    return blocks
+
+
+def delegation_count(event: EventRecord, profile: TargetProfile, agents: list[AgentInfo] | None = None,
+                     earlier: list[EventRecord] | None = None) -> int:
     """Fresh delegations in an event.
 
+    With ``code_executor``: its executable_code parts (``code_delegations``; ``agents``, the trace's, give the
+    executor's delimiters for code left in the text).
     With ``delegate_tool``: its responses in an event that wrote state (opened a stage), in the analyst's events
     when the analyst is mapped (any author's otherwise). With ``delegation_key``: one when the event's delta
     writes that key a value that hands code over (``TargetProfile.hands_over_code``: not blank, and matching
@@ -310,7 +406,11 @@ def delegation_count(event: EventRecord, profile: TargetProfile) -> int:
     mapped: the executor clearing it (None, "") after running the code is cleanup, not a new delegation.
     Neither mapped: none.
     """
-    if event.partial or not event.emitted_delta:
+    if event.partial:
+        return 0
+    if profile.code_executor is not None:
+        return code_delegations(event, profile, agents or [], earlier)
+    if not event.emitted_delta:
         return 0
     if profile.delegate_tool is not None:
         if profile.analyst is not None and event.author != profile.analyst:

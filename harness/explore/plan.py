@@ -126,7 +126,22 @@ def _answer(step: StepPlan, model: TargetModel, library: Library) -> dict[str, A
     code = library.named(step.behaviour or "").render(preview_chars=model.preview_chars)
     if model.delegate_tool is not None and model.code_arg is not None:
         return {"call": model.delegate_tool, "args": {**args, model.code_arg: code}}
+    if model.code_delimiters is not None:
+        return code_answer(code, model)
     return {"text": library.wrap(code)}
+
+
+def code_answer(code: str, model: TargetModel) -> dict[str, Any]:
+    """The analyst's answer handing ``code`` to its ADK code executor: the code in the executor's own delimiters
+    (ADK runs it), or for a model-side executor the model's answer with the code and a result of its own (offline,
+    nothing runs it: what a cassette would hold)."""
+    lead, trail = model.code_delimiters or ("", "")
+    if not model.model_side:
+        return {"text": lead + code + trail}
+    return {"response": {"candidates": [{"content": {"role": "model", "parts": [
+        {"executableCode": {"language": "PYTHON", "code": code}},
+        {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "(run by the model)\n"}}]},
+        "finishReason": "STOP"}]}}
 
 
 def to_scenario(plan: Plan, model: TargetModel, library: Library, *, name: str, description: str,

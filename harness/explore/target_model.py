@@ -42,6 +42,8 @@ class AgentModel:
     tools: tuple[ToolModel, ...] = ()
     transfers: tuple[str, ...] = ()  # agents it may hand the conversation to with transfer_to_agent
     via_tool: str | None = None  # the AgentTool that runs it (it answers once per call of that tool)
+    code_delimiters: tuple[str, str] | None = None  # its ADK code executor's: how its answer carries code
+    model_side: bool = False  # its code executor is the model's own (BuiltInCodeExecutor)
 
     def tool(self, name: str | None) -> ToolModel | None:
         return next((t for t in self.tools if t.name == name), None)
@@ -64,6 +66,8 @@ class TargetModel:
     starting_state: dict[str, Any] = field(default_factory=dict)
     questions: tuple[str, ...] = ()
     context: Any = None
+    code_delimiters: tuple[str, str] | None = None  # the analyst's ADK code executor runs code in these
+    model_side: bool = False  # ... or the model runs it itself (BuiltInCodeExecutor)
 
     def agent(self, name: str | None) -> AgentModel | None:
         return next((a for a in self.agents if a.name == name), None)
@@ -71,7 +75,8 @@ class TargetModel:
     @property
     def delegates(self) -> bool:
         """Whether generated steps can hand code over (a delegate tool with a code argument, or a key)."""
-        return (self.delegate_tool is not None and self.code_arg is not None) or self.delegation_key is not None
+        return ((self.delegate_tool is not None and self.code_arg is not None) or self.delegation_key is not None
+                or self.code_delimiters is not None)
 
     @property
     def other_tools(self) -> tuple[ToolModel, ...]:
@@ -168,6 +173,19 @@ def _tool_names(root: Any) -> dict[str, str]:
             if (wrapped := getattr(tool, "agent", None)) in tool_agents(agent)}
 
 
+def code_executor_of(agent: Any) -> dict[str, Any]:
+    """AgentModel's fields for an LlmAgent's ADK code executor (none: empty): the delimiters its answers put code in
+    (its python ones when it has them, else its first), and whether the model runs the code itself."""
+    from google.adk.code_executors import BaseCodeExecutor, BuiltInCodeExecutor
+
+    executor = getattr(agent, "code_executor", None)
+    if not isinstance(executor, BaseCodeExecutor):
+        return {}
+    delimiters = [tuple(d) for d in executor.code_block_delimiters] or [("```tool_code\n", "\n```")]
+    chosen = next((d for d in delimiters if "python" in d[0]), delimiters[0])
+    return {"code_delimiters": chosen, "model_side": isinstance(executor, BuiltInCodeExecutor)}
+
+
 def _code_arg(tool: ToolModel | None) -> str | None:
     if tool is None:
         return None
@@ -191,7 +209,8 @@ def describe_target(spec: str, profile: TargetProfile | None) -> TargetModel:
         built = resolve_target(spec)(env)
         try:
             via = _tool_names(built.app.root_agent)
-            agents = tuple(AgentModel(name=a.name, tools=_tools(a), transfers=_transfers(a), via_tool=via.get(a.name))
+            agents = tuple(AgentModel(name=a.name, tools=_tools(a), transfers=_transfers(a), via_tool=via.get(a.name),
+                                          **code_executor_of(a))
                            for a in _llm_agents(built.app.root_agent))
             profile = profile or built.profile
         finally:
@@ -218,7 +237,12 @@ def model_from(spec: str, profile: TargetProfile, agents: tuple[AgentModel, ...]
         notes.append(f"no argument of {delegate.name} looks like code: no code is delegated through it")
     delegation_key = profile.delegation_key if delegate is None else None
     exit_tool = profile.exit_tool if analyst_model and analyst_model.tool(profile.exit_tool) else None
+    # An analyst with an ADK code executor, and no tool or key of the profile's: code travels in its answer.
+    by_executor = analyst_model is not None and analyst_model.code_delimiters is not None and delegate is None \
+        and delegation_key is None
     return TargetModel(spec=spec, profile=profile, agents=agents, analyst=analyst,
                        delegate_tool=delegate.name if delegate else None, code_arg=code_arg,
                        delegation_key=delegation_key, exit_tool=exit_tool,
-                       preview_chars=profile.preview_chars or DEFAULT_PREVIEW_CHARS, notes=tuple(notes))
+                       preview_chars=profile.preview_chars or DEFAULT_PREVIEW_CHARS, notes=tuple(notes),
+                       code_delimiters=analyst_model.code_delimiters if by_executor else None,
+                       model_side=by_executor and analyst_model.model_side)

@@ -59,6 +59,11 @@ class TargetProfile(BaseModel):
                                                 "with a state delta is one execution.")
     execution_key: str | None = Field(default=None, description="Or: a state key written once per execution (by any "
                                                                 "author); takes precedence over the executor's events.")
+    code_executor: str | None = Field(
+        default=None, description="Or: the LlmAgent whose ADK code_executor runs its code (LlmAgent(code_executor="
+                                  "...)): its executable_code parts (or code in its executor's code_block_delimiters) "
+                                  "are the delegations, its code_execution_result parts the executions; takes "
+                                  "precedence over delegate_tool, delegation_key, job_builder and execution_key.")
     results_processor: str | None = Field(default=None, description="The LlmAgent that summarises an execution's "
                                                                     "results (null: none).")
     summary_author: str | None = Field(default=None, description="Who writes the summary key (default: the "

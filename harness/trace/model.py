@@ -16,6 +16,20 @@ class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class CodePartRecord(_Record):
+    """One code part of an event's content: code handed to an executor, or what running it gave.
+
+    ADK's code executors (``LlmAgent(code_executor=...)``) carry code as ``executable_code`` parts and its results as
+    ``code_execution_result`` parts: a local executor in two events of the agent, a model-side one
+    (``BuiltInCodeExecutor``) both in the model's own answer.
+    """
+
+    kind: Literal["executable_code", "code_execution_result"]
+    code: str = Field(default="", description="The code (executable_code parts).")
+    outcome: str | None = Field(default=None, description="OUTCOME_OK, OUTCOME_FAILED, ... (code_execution_result).")
+    output: str = Field(default="", description="The result's output, its first characters (code_execution_result).")
+
+
 class EventRecord(_Record):
     """One event as the runner appended it to the session service."""
 
@@ -34,6 +48,8 @@ class EventRecord(_Record):
     function_responses: list[str] = Field(default_factory=list)
     text: str = ""
     partial: bool = False
+    code_parts: list[CodePartRecord] = Field(default_factory=list, description="The event's executable_code and "
+                                             "code_execution_result parts, in content order.")
     artifact_statuses: dict[str, str] = Field(
         default_factory=dict, description="The target's artifact registry right after this event was appended "
                                           "(artifact id -> status), where the target lists executions cheaply.")
@@ -186,6 +202,17 @@ class AgentInfo(_Record):
     instruction_text: str | None = Field(default=None, description="The raw string instruction, when it is a string.")
     tools: list[str] = Field(default_factory=list)
     has_before_agent_callback: bool = False
+    code_executor: str | None = Field(default=None, description="Class of the LlmAgent's ADK code_executor (any "
+                                                                "BaseCodeExecutor), when it has one.")
+    code_block_delimiters: list[tuple[str, str]] = Field(
+        default_factory=list, description="The executor's code_block_delimiters: how code travels in the model's text.")
+    code_error_retry_attempts: int | None = Field(
+        default=None, description="The executor's error_retry_attempts: after this many failed runs in a row in one "
+                                  "invocation, ADK leaves the model's code unrun.")
+    llm_agent: bool | None = Field(default=None, description="Whether it is an LlmAgent (one that calls a model); "
+                                                             "None: not recorded.")
+    model_side_execution: bool = Field(default=False, description="The model runs the code itself "
+                                                                  "(BuiltInCodeExecutor): results come in its answer.")
 
 
 class ContractCaseRecord(_Record):

@@ -15,7 +15,10 @@ from google.adk.events import Event
 from google.adk.sessions import Session
 from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig, ListSessionsResponse
 
-from .model import EventRecord
+from .model import CodePartRecord, EventRecord
+
+CODE_OUTPUT_CHARS = 2_000
+"""How much of a code execution result's output an event record keeps."""
 
 
 def _names(event: Event, attr: str) -> list[str]:
@@ -28,6 +31,21 @@ def _text(event: Event, limit: int = 2_000) -> str:
         return ""
     text = "".join(p.text for p in event.content.parts if getattr(p, "text", None) and not getattr(p, "thought", False))
     return text[:limit]
+
+
+def code_parts(event: Event) -> list[CodePartRecord]:
+    """The event's executable_code and code_execution_result parts, in content order."""
+    parts = event.content.parts if event.content and event.content.parts else []
+    found: list[CodePartRecord] = []
+    for part in parts:
+        if getattr(part, "executable_code", None) is not None:
+            found.append(CodePartRecord(kind="executable_code", code=part.executable_code.code or ""))
+        if getattr(part, "code_execution_result", None) is not None:
+            result = part.code_execution_result
+            outcome = getattr(result.outcome, "name", None) or (str(result.outcome) if result.outcome else None)
+            found.append(CodePartRecord(kind="code_execution_result", outcome=outcome,
+                                        output=(result.output or "")[:CODE_OUTPUT_CHARS]))
+    return found
 
 
 class RecordingSessionService(BaseSessionService):
@@ -82,6 +100,7 @@ class RecordingSessionService(BaseSessionService):
                 function_responses=_names(appended, "get_function_responses"),
                 text=_text(appended),
                 partial=bool(appended.partial),
+                code_parts=code_parts(appended),
                 artifact_statuses=self._artifact_statuses(session.app_name, session.user_id, session.id)
                 if self._artifact_statuses is not None else {},
             )

@@ -37,10 +37,15 @@ class Step:
     names: tuple[str, ...] = ()
 
 
+CODE_EXECUTOR_EXAMPLE = "## Worked example: an agent on ADK's own code executor"
+"""Where the page's second project starts (tests/docs/test_your_agent_code_executor.py runs it)."""
+
+
 def doc_steps(text: str) -> list[Step]:
-    """Files (```yaml blocks whose first line is '# file: PATH') and commands ('$ ' lines of ```console blocks)."""
+    """Files (```yaml blocks whose first line is '# file: PATH') and commands ('$ ' lines of ```console blocks)
+    of the page's main project (up to the code-executor example, which runs in a folder of its own)."""
     steps: list[Step] = []
-    for language, body in FENCE.findall(text):
+    for language, body in FENCE.findall(text.split(CODE_EXECUTOR_EXAMPLE)[0]):
         first, _, rest = body.partition("\n")
         if language == "yaml" and first.startswith("# file: "):
             steps.append(Step("file", rest, path=first.removeprefix("# file: ").strip()))
