@@ -42,6 +42,10 @@ def processor_model_runs(ctx: CheckContext) -> CheckResult:
     if reason:
         return not_applicable(NAME, f"No results processor to judge: {reason}.")
     processor, key = profile.results_processor, profile.summary_key
+    if (info := next((a for a in trace.agents if a.name == processor), None)) and info.llm_agent is False:
+        return not_applicable(NAME, f"The results_processor is a {info.kind}, not an LlmAgent: it makes no model "
+                                    f"request by design (it digests results in code), so there is no model answer "
+                                    f"to check (nothing to fix; the other checks of the processor still judge it).")
     # The processor's answer is the summary only when it writes it (no other summary_author, a summary_key).
     compare = key is not None and profile.summary_writer == processor
     windows = execution_windows(trace, profile)

@@ -59,8 +59,10 @@ class TargetProfile(BaseModel):
                                                 "with a state delta is one execution.")
     execution_key: str | None = Field(default=None, description="Or: a state key written once per execution (by any "
                                                                 "author); takes precedence over the executor's events.")
-    results_processor: str | None = Field(default=None, description="The LlmAgent that summarises an execution's "
-                                                                    "results (null: none).")
+    results_processor: str | None = Field(default=None, description="The agent that summarises an execution's "
+                                                                    "results: an LlmAgent, or an agent digesting "
+                                                                    "them in code (processor_model_runs is then "
+                                                                    "n/a) (null: none).")
     summary_author: str | None = Field(default=None, description="Who writes the summary key (default: the "
                                                                  "results_processor).")
     exit_tool: str | None = Field(default=None, description="The tool that ends the loop.")

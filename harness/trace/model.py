@@ -180,6 +180,9 @@ class TurnRecord(_Record):
 class AgentInfo(_Record):
     name: str
     kind: str = Field(description="Class name, e.g. LlmAgent, LoopAgent, JobBuilderAgent.")
+    llm_agent: bool | None = Field(default=None, description="Whether it is an ADK LlmAgent (a subclass too): the "
+                                                             "only kind that sends model requests of its own "
+                                                             "(None: not recorded).")
     parent: str | None = None
     output_key: str | None = None
     instruction_kind: Literal["string", "provider", "none"] = "none"
