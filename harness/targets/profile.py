@@ -106,6 +106,11 @@ class TargetProfile(BaseModel):
                                   "(or a dict with 'status'); used when the target exposes no artifact registry.")
     consumed_value: str | int | float | bool = Field(
         default="consumed", description="The status meaning 'analysed' (any JSON scalar: 'consumed', true, 2, ...).")
+    consumed_by: Literal["same_turn", "next_turn"] = Field(
+        default="same_turn", description="When an analysed artifact must be marked consumed_value: in the turn that "
+                                         "analysed it (same_turn), or by the start of the session's next turn "
+                                         "(next_turn: a design that marks it when the next turn begins; an artifact "
+                                         "of a session's last turn is then not due).")
     pruning_plugins: tuple[str, ...] = Field(
         default=("RlmContextPruningPlugin",), description="Plugin class names that count as a pruning plugin."
     )
