@@ -119,12 +119,6 @@ def _tie(prefix: str, first_writes: dict[str, EventRecord], mine: list[Execution
     return claimed
 
 
-def _digests_in_code(trace: Trace, profile: TargetProfile) -> bool:
-    """The results processor is no LlmAgent (a BaseAgent digesting results): its state writes are its run."""
-    info = next((a for a in trace.agents if a.name == profile.results_processor), None)
-    return info is not None and info.llm_agent is False
-
-
 def _analysis(window: ExecutionWindow | None, trace: Trace, profile: TargetProfile,
               windows: list[ExecutionWindow]) -> tuple[list[EventRecord], EventRecord | None]:
     """The analysis of ``window``'s execution: its own, else that of a later execution of the same invocation (a
@@ -146,12 +140,6 @@ def _analysis_of(window: ExecutionWindow, trace: Trace, profile: TargetProfile
                  ) -> tuple[list[EventRecord], EventRecord | None]:
     """The events that analysed ``window``'s execution (the processor's run, else the summary writes), and the
     one that wrote the summary."""
-    if profile.results_processor is not None and _digests_in_code(trace, profile):
-        end = window.next_execution.index if window.next_execution else float("inf")
-        analysis = [e for e in appended_events(trace) if e.author == profile.results_processor and e.emitted_delta
-                    and e.session_id == window.execution.session_id and window.execution.index < e.index < end]
-        return analysis, next((e for e in analysis if profile.summary_key in e.emitted_delta),
-                              analysis[0] if analysis else None)
     if profile.results_processor is not None:
         analysis = list(window.runs[0].events) if window.runs else []
         return analysis, (next((e for e in analysis if profile.summary_key and profile.summary_key in e.emitted_delta),

@@ -54,9 +54,13 @@ class Digest(BaseAgent):
             SUMMARY: digest, OUTPUT: None, f"artifact:{ctx.session.state.get(RUN)}": "consumed"}))
 
 
-coder = LlmAgent(name="coder", model=MODEL, tools=[run_code, exit_loop],
-                 instruction="Answer with Python through run_code; call exit_loop when done. Last digest: "
-                             "{user:summary?}")
+def build_coder() -> LlmAgent:
+    return LlmAgent(name="coder", model=MODEL, tools=[run_code, exit_loop],
+                    instruction="Answer with Python through run_code; call exit_loop when done. Last digest: "
+                                "{user:summary?}")
+
+
+coder = build_coder()
 root_agent = LoopAgent(name="digest_loop", sub_agents=[coder, CodeRunner(name="runner"), Digest(name="digest")],
                        max_iterations=3)
 app = App(name="digest_rlm", root_agent=root_agent)
