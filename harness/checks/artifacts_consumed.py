@@ -94,9 +94,9 @@ def _tie(prefix: str, first_writes: dict[str, EventRecord], mine: list[Execution
     """Each artifact's execution (``first_writes``: artifact id -> the first event writing its key, in order).
 
     The execution whose event writes the artifact's key, or holds its id as a whole value, is its own (a part of a
-    value is no evidence: id '1' is in 'stdout: 1'). The others go by time: from the last artifact back, each takes
-    the latest execution not yet taken at or before its first status write — so the two artifacts one processor
-    event marks after two executions of one invocation get one each, in order; any left take the rest in order.
+    value is no evidence: id '1' is in 'stdout: 1', and tied artifact 1 to execution 2). The others, in the order
+    of their first status write, take the remaining executions in order: the two artifacts one processor event
+    marks after two executions of one invocation get one each, as do artifacts marked pending when delegated.
     """
     claimed: dict[str, ExecutionWindow] = {}
 
@@ -107,11 +107,6 @@ def _tie(prefix: str, first_writes: dict[str, EventRecord], mine: list[Execution
         window = next((w for w in mine if prefix + aid in w.execution.emitted_delta), None) or next(
             (w for w in mine if aid in [v for v in w.execution.emitted_delta.values() if isinstance(v, str)]), None)
         if window is not None and not taken(window):
-            claimed[aid] = window
-    for aid in reversed([a for a in first_writes if a not in claimed]):
-        window = next((w for w in reversed(mine) if w.execution.index <= first_writes[aid].index and not taken(w)),
-                      None)
-        if window is not None:
             claimed[aid] = window
     free = [w for w in mine if not taken(w)]
     for aid, window in zip([a for a in first_writes if a not in claimed], free):

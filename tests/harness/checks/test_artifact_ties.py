@@ -106,3 +106,19 @@ def test_consumption_due_at_the_next_turn_passes_when_marked_and_fails_stale() -
     result = next_turn_design(turns=2, mark_at_start=False).run()
     assert result.status is Status.FAIL, text(result)
     assert "artifact 1 " in text(result) and "by the next turn (turn 1)" in text(result)
+
+
+def test_artifacts_marked_pending_when_delegated_keep_their_own_executions() -> None:
+    d = Digest()
+    d.b.start_turn()
+    d.b.event("coder", delta={"artifact:k1": "pending"})
+    d.execute("1")
+    d.digest({"k1": "consumed"})
+    d.b.event("coder", delta={"artifact:k2": "pending"})
+    second = d.execute("2")
+    d.digest({"k2": "executed"})
+    d.b.end_turn()
+    result = d.run()
+    assert result.status is Status.FAIL, text(result)
+    [problem] = result.evidence
+    assert problem.startswith("artifact k2 ") and f"its execution event #{second.index} " in problem, problem
