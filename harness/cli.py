@@ -31,6 +31,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .baseline import add_arguments as add_baseline_arguments
 from .errors import HarnessError
 from .scenario_run import PROG, configure_logging
 from .targets.service_choice import SERVICE_CHOICE
@@ -160,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_snapshots(run)
     _add_formats(run, "all four")
     _add_wide(run)
+    add_baseline_arguments(run, what="run")
 
     record = commands.add_parser("record", help="run scenarios in record mode and write their cassettes",
                                  description="Run scenarios with recording on (scripted endpoint by default) and "
@@ -366,7 +368,7 @@ def _options(args: argparse.Namespace, *, record: bool) -> RunOptions:
     profile = load_profile(args.profile) if args.profile is not None else None
     return RunOptions(target=args.target, llm_mode=LlmMode(args.llm_mode), record=record,
                       cassette_dir=Path(args.cassette_dir), session_service=args.session_service, profile=profile,
-                      profile_path=args.profile,
+                      profile_path=args.profile, profile_is_default="--profile" in getattr(args, "configured_by", {}),
                       backend=args.backend, databricks_live=args.databricks_live, executor=args.executor,
                       allow_drift=args.allow_drift, require_confinement=args.require_confinement,
                       allow_script_misfit=getattr(args, "allow_script_misfit", False))
@@ -376,7 +378,8 @@ def _choice(scenario: Scenario, options: RunOptions) -> TargetChoice:
     """The target the scenario runs against (harness/targets/choice.py): the same decision the runner makes."""
     from .targets.choice import choose_target
 
-    return choose_target(scenario, target=options.target, profile=options.profile, profile_path=options.profile_path)
+    return choose_target(scenario, target=options.target, profile=options.profile, profile_path=options.profile_path,
+                         profile_is_default=options.profile_is_default)
 
 
 def _preflight(scenarios: list[Scenario], options: RunOptions) -> None:
@@ -500,8 +503,11 @@ def _print_written(console: Console, written: dict[str, Path]) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from . import baseline as accepted
+
     configure_logging(args.log_level)
     scenarios = _load(args.scenarios_dir, args.scenario, args.substring)
+    baseline = accepted.chosen(args)
     with _workers(scenarios, args.jobs, args.log_level) as pool:
         # The renderers (jinja2 and the rest, ~0.15 s) load while the workers import: before, they delayed them.
         from .report import DEFAULT_FORMATS, render_terminal, write_reports
@@ -520,7 +526,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     render_terminal(report, console, wide=args.wide, details_in=_details_in(args.reports_dir, formats))
     written = write_reports(report, args.reports_dir, formats, titles=titles)
     _print_written(console, written)
-    return EXIT_OK if report.ok else EXIT_FAILED
+    baseline, judgement = accepted.settle(args, baseline, accepted.run_findings(report.results),
+                                          judged=[r.scenario for r in report.results])
+    for line in accepted.report_lines(args, baseline, judgement):
+        console.print(line, markup=False)
+    return EXIT_OK if accepted.run_ok(report.results, judgement) else EXIT_FAILED
 
 
 def _refuse_remote_snapshot_update(args: argparse.Namespace, options: RunOptions) -> None:

@@ -25,3 +25,15 @@ def require_databricks(what: str) -> None:
     if not databricks_installed():
         raise ConfigError(f"{what} needs the Databricks SDK, which is an optional extra of rlm-conformance: "
                           f"{DATABRICKS_EXTRA} (local runs need none of it).")
+
+
+HYPOTHESIS_INSTALL = "pip install 'hypothesis>=6.170,<7'"
+
+
+def require_hypothesis(what: str) -> None:
+    """Raise unless Hypothesis is installed (a dependency of rlm-conformance; an environment may still lack it,
+    e.g. installed with --no-deps); ``what`` names the command that needs it."""
+    if not _installed("hypothesis"):
+        raise ConfigError(f"{what} generates conversations with Hypothesis, a dependency of rlm-conformance that is "
+                          f"not installed in this environment: {HYPOTHESIS_INSTALL} (or reinstall rlm-conformance "
+                          f"with its dependencies).")

@@ -102,7 +102,7 @@ def error_result(scenario: Scenario, options: RunOptions, error: str, duration_s
 
     try:
         target = choose_target(scenario, target=options.target, profile=options.profile,
-                               profile_path=options.profile_path).spec
+                               profile_path=options.profile_path, profile_is_default=options.profile_is_default).spec
     except Exception:  # noqa: BLE001 - its profile cannot be read: the error says why, the row needs a name only
         target = options.target or scenario.target or "?"
     return ScenarioResult(scenario=scenario.name, description=scenario.description, target=target,

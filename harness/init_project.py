@@ -18,7 +18,8 @@ The heuristics (kept simple, and only called "inferred" when the tree says so):
 * ``loop_agent``: the LoopAgent (the first in tree order when there are several, naming the others);
 * ``analyst``: the LlmAgent of the loop with a tool whose name suggests handing code over or running it
   (delegat, exec, run_code, python, repl, sandbox, ...) or an ``output_key`` naming code; else the loop's first
-  LlmAgent (said so);
+  LlmAgent (said so); with no LoopAgent, the first LlmAgent of the tree with such a tool (its tool calls are the
+  iterations);
 * ``delegate_tool``: that tool; else ``delegation_key``: the analyst's ``output_key`` (``delegation_pattern`` is left
   to the user: whether a plain answer is handed to the executor is the agent's choice);
 * ``job_builder``: the first agent after the analyst in the loop that is neither an LlmAgent nor a workflow agent;
@@ -122,10 +123,10 @@ def _tools(agent: Any) -> list[tuple[str, Any]]:
 
 
 def _descendants(agent: Any) -> list[Any]:
-    out = []
-    for child in getattr(agent, "sub_agents", None) or ():
-        out += [child, *_descendants(child)]
-    return out
+    """Every agent under ``agent``: sub-agents and agents behind an AgentTool (harness/targets/agent_tree.py)."""
+    from .targets.agent_tree import tree_agents
+
+    return tree_agents(agent)[1:]
 
 
 def _is_llm(agent: Any) -> bool:
@@ -196,6 +197,7 @@ class Draft:
     unscripted: list[tuple[str, str]] = field(default_factory=list)  # (agent, why it is not scripted)
     agents: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    session_service: Any = None  # the drafted session-service line (harness/init_session_service.py)
 
     def value(self, name: str) -> Any:
         return next((f.value for f in self.fields if f.name == name), None)
@@ -318,7 +320,8 @@ def infer_profile(spec: str, app: Any) -> Draft:
                        ("termination_key", "where the reason the loop ended is stored"),
                        ("run_conversation_author", "author of events your own driver appends outside the agents, "
                                                    "if any"),
-                       ("history_key", "user: key holding the user's history across sessions, if any"),
+                       ("history_key", "user: key holding the user's history across sessions (a list, newest last), "
+                                       "if any"),
                        ("contract", "which author may write which key, as [{key: ..., writers: [...]}] (while null, "
                                     "the smoke scenario skips minimal_deltas)")):
         draft.add(name, None, todo=todo)
@@ -335,11 +338,45 @@ def infer_profile(spec: str, app: Any) -> Draft:
                                    "agent/model callback, no plugin callback): it calls its model even when no code "
                                    "ran, which stage_gating reports; the smoke scenario scripts it so the run is "
                                    "judged rather than refused")
+    _note_tool_agents(draft, root)
+    _analyst_without_a_loop(draft, root)
     nested = [a.name for a in loops if a is not loop and a not in _descendants(loop)]
     if nested:
         draft.notes.append(f"LoopAgents besides {loop.name}: {', '.join(nested)}; the smoke scenario's "
                            "max_iterations applies to the profile's loop_agent only")
     return draft
+
+
+def _analyst_without_a_loop(draft: Draft, root: Any) -> None:
+    """No LoopAgent: an LlmAgent's own tool calls are the iterations (model, tool, model again). The first LlmAgent
+    of the tree with a tool whose name suggests running code is the analyst, that tool the delegate tool."""
+    if draft.value("loop_agent") is not None or draft.value("analyst") is not None:
+        return
+    for agent in (a for a in [root, *_descendants(root)] if _is_llm(a)):
+        matched = [name for name, _ in _tools(agent) if name != "exit_loop" and _DELEGATE_NAME.search(name)]
+        if not matched:
+            continue
+        lines = {line.name: line for line in draft.fields}
+        why = f"LlmAgent {agent.name} has tool {matched[0]!r}, whose name suggests running code (the tree has no " \
+              "LoopAgent: its tool calls are the iterations)"
+        lines["analyst"].value, lines["analyst"].inferred, lines["analyst"].todo = agent.name, why, None
+        lines["delegate_tool"].value, lines["delegate_tool"].todo = matched[0], None
+        lines["delegate_tool"].inferred = f"tool of {agent.name} whose name suggests handing code over or running it"
+        for name in ("delegation_key", "delegation_pattern"):
+            lines[name].todo = "not needed while delegate_tool is set"
+        return
+
+
+def _note_tool_agents(draft: Draft, root: Any) -> None:
+    """An LlmAgent behind an AgentTool runs only when its caller's model calls that tool: the smoke scenario's plain
+    answers never reach it (a step scripted for it would go unused), so it is named, not scripted."""
+    from .targets.agent_tree import tool_agents, tree_agents
+
+    for caller in tree_agents(root):
+        for agent in tool_agents(caller):
+            if _is_llm(agent):
+                draft.unscripted.append((agent.name, f"behind an AgentTool of {caller.name}, it runs only when "
+                                                     f"{caller.name}'s model calls that tool"))
 
 
 def _gate(agent: Any, app: Any) -> str | None:
@@ -482,13 +519,16 @@ def _toml_string(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)  # a JSON string is a TOML basic string
 
 
-def config_table(spec: str) -> dict[str, str]:
-    return {"target": spec, "profile": PROFILE_FILE, "scenarios": SCENARIOS_DIR, "cassettes": "cassettes",
-            "snapshots": "snapshots"}
+def config_table(spec: str, service: Any = None) -> dict[str, str]:
+    values = {"target": spec, "profile": PROFILE_FILE, "scenarios": SCENARIOS_DIR, "cassettes": "cassettes",
+              "snapshots": "snapshots"}
+    return {**values, "session-service": service.spec} if service is not None and service.spec else values
 
 
-def _table_text(values: dict[str, str]) -> str:
-    return f"[tool.{TABLE}]\n" + "".join(f"{k} = {_toml_string(v)}\n" for k, v in values.items())
+def _table_text(values: dict[str, str], service: Any = None) -> str:
+    """The table; the session-service line (or its commented example) last, with why."""
+    lines = [f"{k} = {_toml_string(v)}\n" for k, v in values.items() if not (service and k == "session-service")]
+    return f"[tool.{TABLE}]\n" + "".join(lines) + (f"{service.comment}\n" if service is not None else "")
 
 
 _HEADER = re.compile(r"^[ \t]*\[\[?[ \t]*(?P<name>[^\]]+?)[ \t]*\]\]?[ \t]*(#.*)?$", re.MULTILINE)
@@ -498,11 +538,12 @@ def _header_name(raw: str) -> tuple[str, ...]:
     return tuple(part.strip().strip('"').strip("'") for part in raw.split("."))
 
 
-def merged_pyproject(path: Path, spec: str, *, force: bool) -> tuple[str, str]:
+def merged_pyproject(path: Path, spec: str, *, force: bool, service: Any = None) -> tuple[str, str]:
     """The new text of ``path`` with the ``[tool.rlm-conformance]`` table, and what was done ("created", "added",
-    "replaced"). Everything else in an existing file is kept byte for byte; the result is checked with tomllib."""
-    values = config_table(spec)
-    table = _table_text(values)
+    "replaced"). Everything else in an existing file is kept byte for byte; the result is checked with tomllib.
+    ``service``: the drafted session-service line (harness/init_session_service.py)."""
+    values = config_table(spec, service)
+    table = _table_text(values, service)
     if not path.exists():
         return table, "created"
     try:
@@ -567,6 +608,7 @@ class InitResult:
 def init_project(spec: str, directory: Path, *, force: bool = False,
                  writer: Callable[[Path, str], None] = write_atomic) -> InitResult:
     """Draft the three artifacts for ``spec`` into ``directory``; refuse to overwrite without ``force``."""
+    from .init_session_service import draft_session_service
     from .llm.script_fit import agent_names, unknown_keys
     from .scenario.loader import ScenarioError, parse_scenario
     from .targets.profile import TargetProfile
@@ -593,7 +635,8 @@ def init_project(spec: str, directory: Path, *, force: bool = False,
     draft = infer_profile(spec, app)
     profile_text = render_profile(draft, directory)
     smoke_text = render_smoke(draft, directory)
-    pyproject_text, pyproject_action = merged_pyproject(pyproject, spec, force=force)
+    draft.session_service = draft_session_service(spec)
+    pyproject_text, pyproject_action = merged_pyproject(pyproject, spec, force=force, service=draft.session_service)
 
     # Everything is checked before anything is written.
     TargetProfile.model_validate(yaml.safe_load(profile_text))
@@ -640,6 +683,10 @@ def summary_lines(result: InitResult, prog: str = "rlm-conformance") -> list[str
                  + (f"; not scripted: {', '.join(name for name, _ in draft.unscripted)}" if draft.unscripted else "")
                  + ".")
     lines += [f"Note: {note}" for note in draft.notes]
+    if draft.session_service is not None:
+        service = draft.session_service
+        lines.append(f"Session service: {service.spec} ({service.why})." if service.spec else
+                     f"Session service: not set, left as a comment in {PYPROJECT} ({service.why}).")
     lines.append("Next:")
     lines += [f"  {n}. {step}" for n, step in enumerate(next_steps(result, prog), start=1)]
     return lines

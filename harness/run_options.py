@@ -60,6 +60,9 @@ class RunOptions:
     session_service: str = "delta"
     profile: TargetProfile | None = None
     profile_path: Path | None = None  # where ``profile`` came from: the commands the harness prints name it
+    # ``profile`` is the project's default ([tool.rlm-conformance] or an ini option), not --profile: a scenario's
+    # own ``profile:`` line wins over it (harness/targets/choice.py).
+    profile_is_default: bool = False
     work_dir: Path | None = None  # None: a fresh temporary folder per scenario
     secrets: tuple[str, ...] = field(default=(), repr=False)
     # Where the reference agent's SQL, volume and Job_B live: "local" (DuckDB, a folder, a subprocess) or

@@ -36,10 +36,11 @@ from .run_options import CASSETTE_VERDICT, DEFAULT_MODEL, MODEL_TIMEOUT_S, RETRY
 from .scenario.models import Scenario
 from .targets.base import BuiltTarget, SessionServiceFactory, TargetEnvironment
 from .targets.choice import TargetChoice, choose_target
-from .targets.none_semantics import settle_service_semantics
+from .targets.none_semantics import settle_with_origins
 from .targets.profile import TargetProfile
 from .targets.registry import resolve_target
 from .capture import persisted_snapshot
+from .service_folder import in_service_folder
 from .service_probe import probe_service
 from .trace.crash import describe_error
 from .trace.model import AgentInfo, Trace, TurnOutcome, TurnRecord
@@ -115,7 +116,7 @@ async def _run_scenario(scenario: Scenario, options: RunOptions) -> ScenarioResu
     started = time.perf_counter()
     try:
         choice = choose_target(scenario, target=options.target, profile=options.profile,
-                               profile_path=options.profile_path)
+                               profile_path=options.profile_path, profile_is_default=options.profile_is_default)
     except HarnessError as exc:  # the scenario's profile file cannot be used
         return ScenarioResult(scenario=scenario.name, description=scenario.description,
                               target=options.target or scenario.target or "?", llm_mode=options.llm_mode.value,
@@ -161,7 +162,7 @@ async def _run_scenario(scenario: Scenario, options: RunOptions) -> ScenarioResu
 
 async def _drive_in_work_dir(scenario: Scenario, options: RunOptions, choice: TargetChoice
                              ) -> tuple[Trace, TargetProfile]:
-    with _work_dir(options) as home:
+    with _work_dir(options) as home, in_service_folder(options, home, choice.spec) as options:
         return await _drive(scenario, options, choice, home)
 
 
@@ -169,7 +170,7 @@ async def _drive_in_work_dir(scenario: Scenario, options: RunOptions, choice: Ta
 def _work_dir(options: RunOptions) -> Iterator[Path]:
     if options.work_dir is not None:
         options.work_dir.mkdir(parents=True, exist_ok=True)
-        yield options.work_dir
+        yield options.work_dir.resolve()  # absolute: a user's session service runs with it as the current folder
         return
     with tempfile.TemporaryDirectory(prefix="rlm-conformance-") as tmp:
         yield Path(tmp)
@@ -227,9 +228,8 @@ async def _drive_on(scenario: Scenario, options: RunOptions, choice: TargetChoic
         try:
             with blamed(f"the session service {type(built.session_service).__name__} while the harness observed "
                         f"its None and stale-writer behaviour"):
-                built.profile = await settle_service_semantics(choice.profile or built.profile,
-                                                               built.session_service,
-                                                               observable=options.backend == "local")
+                built.profile, built.semantics_origins = await settle_with_origins(
+                    choice.profile or built.profile, built.session_service, observable=options.backend == "local")
             nonce = getattr(workspace, "run_nonce", None)  # a live workspace run's (harness/targets/databricks.py)
             with _credential_canaries(options) as planted, _model_routes(built, llm, scenario, options,
                                                                          nonce=nonce) as route, \
@@ -328,7 +328,8 @@ async def _run_sessions(scenario: Scenario, built: BuiltTarget, options: RunOpti
                     memory_service=built.memory_service)
     trace = Trace(scenario=scenario.name, target=built.name, llm_mode=mode_label,
                   session_service=type(built.session_service).__name__,
-                  plugins=[type(p).__name__ for p in built.app.plugins], agents=describe_agents(built.app.root_agent))
+                  plugins=[type(p).__name__ for p in built.app.plugins], agents=describe_agents(built.app.root_agent),
+                  service_semantics=dict(built.semantics_origins))
 
     try:
         await _drive_sessions(scenario, built, service, runner, app.name, trace, turn_counter)
@@ -343,6 +344,7 @@ async def _run_sessions(scenario: Scenario, built: BuiltTarget, options: RunOpti
         trace.adk_sessions = await _adk_sessions(scenario, built, app.name)
     trace.service_probe = await probe_service(built.session_service, spec=options.session_service,
                                               backend=options.backend, target=built.profile,
+                                              origins=built.semantics_origins,
                                               enabled=options.probe_session_service, share=options.probe_share)
     trace.events = service.records
     trace.llm_requests = recorder.requests

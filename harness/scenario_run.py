@@ -35,7 +35,8 @@ def with_snapshot(result: ScenarioResult, scenario: Scenario, options: RunOption
 
     if result.trace is None:
         return result
-    choice = choose_target(scenario, target=options.target, profile=options.profile, profile_path=options.profile_path)
+    choice = choose_target(scenario, target=options.target, profile=options.profile, profile_path=options.profile_path,
+                           profile_is_default=options.profile_is_default)
     target = None if choice.is_reference else choice.name
     command = f"{PROG} run --scenario {result.scenario} --snapshot-update" + (
         "" if choice.spec == "reference" else f" --target {choice.spec}") + (

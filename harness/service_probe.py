@@ -16,6 +16,7 @@ profile (``harness/contract/profiles.py``): a declared divergence that happens i
 from __future__ import annotations
 
 import traceback
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from google.adk.sessions.base_session_service import BaseSessionService
@@ -34,7 +35,8 @@ _BY_CLASS = {"DeltaSessionService": "delta", "InMemorySessionService": "adk-memo
              "DatabaseSessionService": "adk-sqlite"}
 
 
-def service_profile(spec: str, service: BaseSessionService, target: TargetProfile) -> ServiceProfile:
+def service_profile(spec: str, service: BaseSessionService, target: TargetProfile,
+                    origins: Mapping[str, str] | None = None) -> ServiceProfile:
     """The contract profile whose declarations apply: ``--session-service``'s own (a built-in name, or
     ``module:attr`` naming a ServiceProfile), else the service class's when the harness knows it (ADK's and the
     reference's, whoever built the instance), else what the target profile settled for it — its word, or what
@@ -51,9 +53,10 @@ def service_profile(spec: str, service: BaseSessionService, target: TargetProfil
     if known is not None and is_known_service(service):
         return BUILTIN_PROFILES[known]
     name = f"{spec} ({type(service).__name__})" if ":" in spec else type(service).__name__
-    origin = "the target profile's stale_writes, or what a probe of it observed"
-    divergences = {STALE_WRITER_REJECTED: f"{type(service).__name__} accepts a stale writer's append ({origin}); "
-                                          f"say stale_writes: reject in the target profile to require rejection"} \
+    origin = (origins or {}).get("stale_writes") or "the target profile's stale_writes, or what a probe of it observed"
+    divergences = {STALE_WRITER_REJECTED: f"{type(service).__name__} accepts a stale writer's append (said by "
+                                          f"{origin}); say stale_writes: reject in the target profile to require "
+                                          f"rejection"} \
         if target.stale_writes == "accept" else {}
     # A subclass of ADK's class keeps what its base declares about the rest of the contract (e.g. ADK 1.x's
     # ValueError for SessionNotFoundError); None and stale writes are observed or said above.
@@ -69,7 +72,8 @@ def service_profile(spec: str, service: BaseSessionService, target: TargetProfil
 
 
 async def probe_service(service: BaseSessionService, *, spec: str, backend: str, target: TargetProfile,
-                        enabled: bool = True, share: str | None = None) -> ServiceProbeRecord:
+                        enabled: bool = True, share: str | None = None,
+                        origins: Mapping[str, str] | None = None) -> ServiceProbeRecord:
     """Every contract case on ``service`` (cached per kind of service), or why it was not probed. ``share``: the
     folder the workers of one run share, so only one of them probes each kind (harness/probe_share.py)."""
     if not enabled:
@@ -77,7 +81,8 @@ async def probe_service(service: BaseSessionService, *, spec: str, backend: str,
             "this run did not probe its session service (RunOptions.probe_session_service is off: the differential "
             "mode compares what the services persisted and runs its own probes)"))
     name = f"{type(service).__module__}.{type(service).__qualname__}"
-    key = (name, spec, backend, target.none_semantics, target.stale_writes)  # what it is judged against
+    # What it is judged against, and who said so (the messages name it).
+    key = (name, spec, backend, target.none_semantics, target.stale_writes, (origins or {}).get("stale_writes", ""))
     if key in _PROBED:
         return _PROBED[key]
     if backend != "local":
@@ -85,21 +90,22 @@ async def probe_service(service: BaseSessionService, *, spec: str, backend: str,
             f"on the {backend} backend the service's SQL replays from the scenario's cassette, which holds only "
             f"the scenario's own statements; its contract is tested against the workspace fake in tests/databricks"))
     if share is None:
-        record = await _probe(service, spec, target)
+        record = await _probe(service, spec, target, origins)
     else:
         from .probe_share import shared_probe
 
         record = await shared_probe(share, tuple(map(str, key)), type(service).__name__,
-                                    lambda: _probe(service, spec, target))
+                                    lambda: _probe(service, spec, target, origins))
     if not record.pending:  # pending: the record is still being written elsewhere; look again next time
         _PROBED[key] = record
     return record
 
 
-async def _probe(service: BaseSessionService, spec: str, target: TargetProfile) -> ServiceProbeRecord:
+async def _probe(service: BaseSessionService, spec: str, target: TargetProfile,
+                 origins: Mapping[str, str] | None) -> ServiceProbeRecord:
     from .contract.suite import contract_cases
 
-    profile = service_profile(spec, service, target)
+    profile = service_profile(spec, service, target, origins)
     cases = []
     for case in contract_cases():
         cases.append(await _run_case(case, service, profile))

@@ -2,7 +2,8 @@
 
 Use them as ``--session-service tests.broken_services:temp_leak`` (and ``lost_update``,
 ``null_storing``, ``config_ignoring``, ``newest_first``, ``delete_keeps_events``): every factory takes no
-argument and builds on in-memory DuckDB.
+argument and builds on in-memory DuckDB (``stores_then_raises`` and ``raises_and_breaks``, stale writers refused
+badly: on ADK's InMemorySessionService).
 None declares a divergence, so everything they do differently must be reported.
 """
 
@@ -12,6 +13,7 @@ import json
 from typing import Any
 
 from google.adk.events.event import Event
+from google.adk.sessions import InMemorySessionService
 from google.adk.sessions.base_session_service import BaseSessionService
 from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
@@ -100,6 +102,39 @@ class DeleteKeepsEventsService(DeltaSessionService):
         keys = {"app_name": app_name, "user_id": user_id, "session_id": session_id}
         self.engine.execute(f"DELETE FROM sessions WHERE {_SESSION}", keys)
         self._forget_row(keys)
+
+
+class StoresThenRaisesService(InMemorySessionService):
+    """Bug: a stale writer's append is stored, and only then refused with the service's own ValueError: an error
+    that is no rejection (the stale write is in storage)."""
+
+    async def append_event(self, session: Session, event: Event) -> Event:
+        stored = self.sessions[session.app_name][session.user_id][session.id]
+        stale = not event.partial and len(stored.events) != len(session.events)
+        event = await super().append_event(session, event)
+        if stale:
+            raise ValueError("stale session")
+        return event
+
+
+class RaisesAndBreaksService(InMemorySessionService):
+    """Bug: a stale writer's append raises the service's own ValueError and leaves the session unreadable (its
+    stored copy gone): a crash, not a rejection."""
+
+    async def append_event(self, session: Session, event: Event) -> Event:
+        sessions = self.sessions[session.app_name][session.user_id]
+        if not event.partial and len(sessions[session.id].events) != len(session.events):
+            del sessions[session.id]
+            raise ValueError("stale session")
+        return await super().append_event(session, event)
+
+
+def stores_then_raises() -> StoresThenRaisesService:
+    return StoresThenRaisesService()
+
+
+def raises_and_breaks() -> RaisesAndBreaksService:
+    return RaisesAndBreaksService()
 
 
 def config_ignoring() -> ConfigIgnoringService:

@@ -282,6 +282,40 @@ def whole_state_delta(env: TargetEnvironment) -> BuiltTarget:
     return _build("whole_state_delta", env, job_builder=WholeStateJobBuilder)
 
 
+def _stuck_on_a_full_pipe() -> None:
+    """What upstream's local executor does on ~200 KB of output (issue 51): it waits for a child that waits for
+    it to read; here, a lock taken twice. Nothing returns, nothing raises."""
+    import threading
+
+    lock = threading.Lock()
+    lock.acquire()
+    lock.acquire()
+
+
+class DeadlockedJobBuilder(JobBuilderAgent):
+    """Hangs on every delegation it is given to run."""
+
+    async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
+        if ctx.session.state.get(keys.ARTIFACT_ID):
+            _stuck_on_a_full_pipe()
+        async for event in super()._run_async_impl(ctx):
+            yield event
+
+
+def deadlocked_executor(env: TargetEnvironment) -> BuiltTarget:
+    return _build("deadlocked_executor", env, job_builder=DeadlockedJobBuilder)
+
+
+def prompt_reads_state_key(env: TargetEnvironment) -> BuiltTarget:
+    """Two defects, one masking the other (the seeds' upstream agent, issue 51): the analyst's string instruction
+    reads ``{silo}``, a key the app sets before the first turn — every turn of a session that does not start with
+    it raises ADK's ``KeyError: Context variable not found`` — and job_builder writes whole states
+    (minimal_deltas), which only a turn that gets past the prompt shows."""
+    prompt = _ANALYST_BASE + "\nYou answer for the {silo} silo.\n"
+    return _build("prompt_reads_state_key", env, job_builder=WholeStateJobBuilder,
+                  analyst=lambda services, model: _analyst(services, model, instruction=prompt))
+
+
 # --- stage_gating: job_builder trusts any artifact id in state ---------------------------------
 
 

@@ -18,6 +18,14 @@ def _history(snapshot, key: str):
     return snapshot.session_state.get(key)
 
 
+def _wrong_shape(key: str, value: object, snapshot) -> CheckResult:
+    """A history that is no list has no newest entry to find: the check cannot judge it, and says what it needs."""
+    return not_applicable(NAME, f"The profile's history_key {key!r} holds a {type(value).__name__} ({show(value)} in "
+                                f"{name_snapshot(snapshot)}); this check needs a list of entries, newest last, each "
+                                f"holding its turn's question. Fix: map history_key to a key holding a list, or "
+                                f"keep the history as one (profile field history_key).")
+
+
 @check(
     NAME,
     title="The history fold keeps the newest entries",
@@ -37,6 +45,8 @@ def history_keeps_newest(ctx: CheckContext) -> CheckResult:
     for turn in trace.turns:
         snapshot = next((p for p in trace.persisted if p.session_id == turn.session_id and p.turn == turn.turn), None)
         history = _history(snapshot, key) if snapshot is not None else None
+        if history is not None and not isinstance(history, list):
+            return _wrong_shape(key, history, snapshot)
         if not isinstance(history, list) or not history:
             if snapshot is not None and not turn.run_error:  # the turn ran to its end: its fold is owed
                 missing.append(f"{name_snapshot(snapshot)}: no {key!r} history list after turn {turn.turn} "

@@ -48,7 +48,8 @@ def judge(name: str, trace: Trace) -> CheckResult:
     failures = [f"contract case {c.case} ({c.description}): {c.message}" for c in mine if c.status == "fail"]
     declared = [f"contract case {c.case}: declared divergence — {c.message}" for c in mine if c.status == "declared"]
     if failures:
-        return failed(name, f"The session service under test, {where}, breaks {what}.", failures + declared)
+        return failed(name, f"The session service under test, {where}, breaks {what}.{fix_for(name, trace)}",
+                      failures + declared)
     if declared and len(declared) == len(mine):
         return CheckResult(name, Status.NOT_APPLICABLE, f"{where} declares that it does not keep {what}.",
                            tuple(declared))
@@ -61,12 +62,27 @@ def judge(name: str, trace: Trace) -> CheckResult:
     return passed(name, f"{where} keeps {what}: {passing}.")
 
 
+def fix_for(name: str, trace: Trace) -> str:
+    """What to change when ``name`` fails, and who asked for the behaviour (harness/targets/none_semantics.py)."""
+    said = trace.service_semantics
+    if name == "stale_writer_rejected":
+        asked = f" (rejection required: said by {said['stale_writes']})" if said.get("stale_writes") else ""
+        return (f" Make it refuse a stale writer's append with any exception, storing nothing and leaving the session "
+                f"readable{asked}; if it accepts stale writes by design, say stale_writes: accept in the target "
+                f"profile (or rejects_stale_writes = False on its class).")
+    if name == "session_service_contract" and said.get("none_semantics"):
+        return (f" Where the contract allows a choice, the service is judged by what was said: None semantics by "
+                f"{said['none_semantics']} (none_semantics: delete | store in the target profile, or on its class).")
+    return ""
+
+
 @check(
     "stale_writer_rejected",
     title="Two writers on one session: exactly one wins, nothing is lost",
-    why="Optimistic concurrency: of two writers holding the same fetched session, the second to append must get "
-        "StaleSessionError, and after a reload every write — session, user: and app: keys — is there. A service "
-        "without a version check lets a stale writer overwrite or drop the other's update, silently. Run as "
+    why="Optimistic concurrency: of two writers holding the same fetched session, the second to append must be "
+        "refused (StaleSessionError, or any error of the service's own: judged by what was stored, nothing of the "
+        "stale write and the session still readable), and after a reload every write — session, user: and app: "
+        "keys — is there. A service without a version check lets a stale writer overwrite or drop the other's update, silently. Run as "
         "contract cases against the service the scenario used.",
     dod_item="design: DeltaSessionService with optimistic concurrency (a stale writer gets StaleSessionError)",
 )

@@ -75,7 +75,8 @@ def _targets_and_cassettes(scenarios: list, project, profile, cassettes: Path) -
     resolved: list[str] = []  # those that resolve
     for scenario in scenarios:
         try:
-            choice = choose_target(scenario, target=project.target, profile=profile, profile_path=project.profile)
+            choice = choose_target(scenario, target=project.target, profile=profile, profile_path=project.profile,
+                                   profile_is_default=True)  # the project's profile: a scenario's own beats it
         except HarnessError as exc:
             findings.append(error("target", f"scenario {scenario.name!r}: {exc}", "fix the profile it names"))
             continue

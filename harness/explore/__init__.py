@@ -21,6 +21,8 @@ The design, one job a module, data flowing one way:
   budgets of examples, time and shrink runs; the same seed gives the same findings.
 * ``pool`` — ``-j N``: worker processes running, ahead of the search, the examples it will ask for next (the same
   runs in the same order whatever N is, hence the same findings).
+* ``hang`` — ``--example-timeout``: a worker past the limit dumps its threads' stacks and ends; the example is
+  ``target_hung``, with where the target was stuck (under a limit examples run in workers, one with ``-j 1``).
 * ``writer`` — a finding written as a scenario file (script cut to the steps used, confirmed by a re-run under its
   own name), with a comment naming the check, the seed and the commands.
 * ``run`` — one exploration end to end (target read, search, findings written), shared by the CLI and the pytest

@@ -7,7 +7,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .run import DEFAULT_DB, DEFAULT_MAX_EXAMPLES, PROG, ExploreSettings
+from ..baseline import add_arguments as add_baseline_arguments
+from .run import DEFAULT_DB, DEFAULT_EXAMPLE_TIMEOUT_S, DEFAULT_MAX_EXAMPLES, DEFAULT_OUT, PROG, ExploreSettings
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -37,6 +38,13 @@ def _seconds(value: str) -> float:
     return number
 
 
+def _seconds_or_off(value: str) -> float | None:
+    """A number of seconds, or 0 for none (None)."""
+    if value.strip() in ("0", "0.0"):
+        return None
+    return _seconds(value)
+
+
 def add_explore_parser(commands: Any) -> None:
     explore = commands.add_parser(
         "explore", help="generate conversations from the target, find failing checks, write minimal scenarios",
@@ -52,15 +60,19 @@ def add_explore_parser(commands: Any) -> None:
                          help="target profile YAML naming your agent's roles and keys")
     explore.add_argument("--session-service", metavar="SERVICE", help="as for run (default: delta)")
     explore.add_argument("--executor", choices=("warm", "one-shot"), default="warm", help="as for run")
-    explore.add_argument("--scenarios-dir", metavar="DIR", help="the project's scenarios (--out defaults to its "
-                                                               "found/ folder)")
+    explore.add_argument("--scenarios-dir", metavar="DIR", help="the project's scenarios (explore writes "
+                                                               "none there: see --out)")
     explore.add_argument("--max-examples", type=_positive, metavar="N",
                          help="generated conversations to run (default: 100, or unbounded with --time alone)")
     explore.add_argument("--time", type=_seconds, metavar="S", help="stop after S seconds, shrinking included")
     explore.add_argument("--seed", type=int, default=0, help="the seed: the same one gives the same conversations "
                                                              "and findings (default: %(default)s)")
     explore.add_argument("--out", type=Path, metavar="DIR",
-                         help="where minimal failing scenarios are written (default: <scenarios dir>/found)")
+                         help=f"where minimal failing scenarios are written (default: {DEFAULT_OUT.as_posix()}: not a "
+                              "folder `run` loads; move a scenario into your scenarios folder to keep it)")
+    explore.add_argument("--seed-scenario", type=Path, metavar="FILE",
+                         help="start every generated session where this scenario's first session starts: its "
+                              "initial_state (over the profile's initial_state), its questions and its context")
     explore.add_argument("--check", action="append", default=[], metavar="NAME",
                          help="only these checks make findings (repeatable; default: every check)")
     explore.add_argument("--behaviours", type=Path, metavar="FILE",
@@ -69,12 +81,17 @@ def add_explore_parser(commands: Any) -> None:
     explore.add_argument("-j", "--jobs", type=_positive, metavar="N",
                          help="run examples in N worker processes, ahead of the search: the same seed gives the same "
                               "findings whatever N is (default: $RLM_CONFORMANCE_JOBS, else one per core)")
+    explore.add_argument("--example-timeout", type=_seconds_or_off, default=DEFAULT_EXAMPLE_TIMEOUT_S, metavar="S",
+                         help="an example running past S seconds is a finding, target_hung, naming where the target "
+                              "was stuck (examples run in worker processes, one with -j 1); 0: no limit, and with "
+                              "-j 1 every run in this process (default: %(default)g)")
     explore.add_argument("--shrink-runs", type=_positive, default=40, metavar="N",
                          help="runs spent shrinking each finding (default: %(default)s)")
     explore.add_argument("--database", type=Path, default=DEFAULT_DB, metavar="DIR",
                          help="Hypothesis' example database (default: %(default)s; gitignored)")
     explore.add_argument("--no-database", action="store_true", help="keep no example database")
     explore.add_argument("--fail-on-find", action="store_true", help="exit 1 when something was found (for CI)")
+    add_baseline_arguments(explore, what="--fail-on-find")
     explore.add_argument("--no-progress", action="store_true", help="no progress bar (off anyway without a TTY)")
     explore.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="error",
                          help="log records of the target and libraries from this level on (default: %(default)s)")
@@ -86,26 +103,34 @@ def settings_from(args: argparse.Namespace) -> ExploreSettings:
     max_examples = args.max_examples if args.max_examples is not None else (None if args.time else
                                                                              DEFAULT_MAX_EXAMPLES)
     return ExploreSettings(
-        out_dir=args.out if args.out is not None else Path(args.scenarios_dir[0]) / "found",
+        out_dir=args.out if args.out is not None else DEFAULT_OUT,
         target=args.target, profile_path=args.profile, session_service=args.session_service or "delta",
         executor=args.executor, max_examples=max_examples, time_s=args.time, seed=args.seed,
         checks=tuple(args.check), behaviours=args.behaviours, shrink_runs=args.shrink_runs,
         database=None if args.no_database else args.database,
-        jobs=args.jobs if args.jobs is not None else default_jobs())
+        jobs=args.jobs if args.jobs is not None else default_jobs(), seed_scenario=args.seed_scenario,
+        example_timeout=args.example_timeout)
 
 
 def cmd_explore(args: argparse.Namespace, console: Console) -> int:
+    from .. import baseline as accepted
     from ..scenario_run import configure_logging
     from .engine import Budget
     from .run import explore
 
     configure_logging(args.log_level)
     settings = settings_from(args)
+    baseline = accepted.chosen(args)  # a bad file: a usage error before the search
     budget = Budget(max_examples=settings.max_examples, time_s=settings.time_s)
     with _progress(console, enabled=not args.no_progress, budget=budget) as update:
         report = explore(settings, on_progress=update)
     render_report(report, console)
-    return EXIT_FOUND if report.findings and args.fail_on_find else EXIT_OK
+    findings = [(f.check, f.path.stem if f.path else f.check) for f in report.findings]
+    baseline, judgement = accepted.settle(args, baseline, findings, judged=report.judged,
+                                          checks=settings.checks or None)
+    for line in accepted.report_lines(args, baseline, judgement):
+        console.print(line, markup=False)
+    return EXIT_FOUND if judgement.unaccepted and args.fail_on_find else EXIT_OK
 
 
 def _progress(console: Console, *, enabled: bool, budget: Any) -> Any:
@@ -154,8 +179,13 @@ def render_report(report: Report, console: Console) -> None:
         console.print(f"  discarded {count}: {reason}", markup=False)
     for how, count in sorted(report.raised_reasons.items()):
         console.print(f"  turns raised {count}: {how} (judged all the same; not a finding by itself)", markup=False)
+    if report.examples_raised:
+        console.print(f"  {report.examples_raised} of {report.examples_judged} examples had a turn that raised "
+                      f"({report.raised_turns} of {report.turns_run} turns)", markup=False)
     for note in report.notes:
         console.print(f"  note: {note}", markup=False)
+    if report.obstruction:
+        console.print(f"  obstruction: {report.obstruction}", markup=False)
     if not report.findings:
         console.print("Nothing found.", markup=False)
         return

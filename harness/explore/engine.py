@@ -26,6 +26,12 @@ With ``jobs`` > 1 (``-j``), worker processes (pool.py) run what the search will 
 examples (a dry run of the same test function, seed, settings and database, read only, every example passing)
 and the structural shrinker's next candidates. The search itself is unchanged, so it makes the same runs in the
 same order and finds the same; ``Report.unused_runs`` counts the work done ahead for nothing.
+
+Obstructions (issue 51): the examples whose turns raised are counted; when they are most of the search, the
+report states an obstruction and reports it once (``_obstruction``). With ``stop_when_blocked`` the search ends
+as soon as every example so far raised on one missing state key (an instruction's ``{silo}``): run.py reports it,
+seeds the key into the starting state and searches again. A hang (``example_timeout``, hang.py) is a finding the
+rounds never shrink.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from ..run_options import RunOptions
-from .findings import HARNESS_BUG, Verdict, judge
+from .findings import HARNESS_BUG, TARGET_HUNG, TURNS_RAISED, Verdict, judge
 from .library import Library
 from .plan import Plan, to_scenario
 from .target_model import TargetModel
@@ -49,6 +55,15 @@ if TYPE_CHECKING:
 EXAMPLE_NAME = "explore_example"
 LOOKAHEAD = 100
 """Examples run ahead of a round whose budget is time alone (with ``jobs`` > 1)."""
+
+
+BLOCKED_AFTER = 8
+"""Examples judged before a missing state key that made every one of them raise stops the search (``blocked``)."""
+
+
+class _Blocked(BaseException):
+    """Every example so far raised on the same missing state key: the search says nothing about the other checks
+    until a session starts with it (run.py seeds it and searches again)."""
 
 
 class _Exhausted(BaseException):
@@ -98,6 +113,12 @@ class Report:
     discard_reasons: dict[str, int] = field(default_factory=dict)
     raised_reasons: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    judged: list[str] = field(default_factory=list)  # the scenario name a finding of each check searched gets
+    examples_judged: int = 0  # examples not discarded
+    examples_raised: int = 0  # ... of which a turn raised
+    turns_run: int = 0  # turns of the examples judged
+    obstruction: str | None = None  # most examples' turns raised: what the search could not get past
+    blocked_keys: tuple[str, ...] = ()  # the search stopped on these missing state keys (``stop_when_blocked``)
 
 
 @dataclass
@@ -111,9 +132,13 @@ class _Round:
 class Explorer:
     def __init__(self, model: TargetModel, library: Library, options: RunOptions, *, checks: frozenset[str],
                  seed: int, budget: Budget, database: Path | None,
-                 on_progress: Callable[[Report], None] | None = None, jobs: int = 1, run: Run | None = None) -> None:
+                 on_progress: Callable[[Report], None] | None = None, jobs: int = 1, run: Run | None = None,
+                 stop_when_blocked: bool = False, example_timeout: float | None = None) -> None:
         """``jobs``: worker processes running examples ahead of the search (1: every run in this process);
-        ``run``: what runs a scenario (default: ``run_scenario``; a module-level function, for the workers)."""
+        ``run``: what runs a scenario (default: ``run_scenario``; a module-level function, for the workers);
+        ``stop_when_blocked``: end the search once every example so far raised on one missing state key;
+        ``example_timeout``: seconds an example may run, past which it is ``target_hung`` (hang.py: examples then
+        run in worker processes, one with ``jobs`` 1; None: no limit)."""
         self.model, self.library, self.checks, self.seed, self.budget = model, library, checks, seed, budget
         self.options = replace(options, target=model.spec, profile=model.profile, probe_session_service=False)
         self.database = database
@@ -127,6 +152,11 @@ class Explorer:
         self.jobs, self._run_scenario = jobs, run
         self._pool: Pool | None = None
         self._sequence: dict[str, Plan] | None = None  # the examples every round draws, without a database
+        self.stop_when_blocked = stop_when_blocked
+        self.example_timeout = example_timeout
+        self._missing: dict[str, int] = {}  # missing state key -> examples that raised on it
+        self._smallest_raised: tuple[tuple[int, ...], Plan] | None = None
+        self._fails_raised: dict[str, int] = {}  # check -> examples whose turns raised and that failed it
 
     # --- one example -------------------------------------------------------------------------------------------
 
@@ -169,6 +199,8 @@ class Explorer:
             report.discarded += 1
             report.discard_reasons[verdict.discarded] = report.discard_reasons.get(verdict.discarded, 0) + 1
         size = plan.size(self.library)
+        if verdict.discarded is None:
+            self._count_raised(plan, verdict, size)
         for check, shape in verdict.failing.items():
             if check not in self._first:
                 self._first[check] = (time.perf_counter() - self._started, report.tried, shape)
@@ -176,7 +208,50 @@ class Explorer:
                 self._smallest[check] = (size, plan)
         report.elapsed_s = time.perf_counter() - self._started
         self.on_progress(report)
+        if self.stop_when_blocked and report.examples_judged >= BLOCKED_AFTER:
+            blocking = tuple(k for k, n in self._missing.items() if n == report.examples_judged)
+            if blocking:
+                report.blocked_keys = blocking
+                raise _Blocked()
         return verdict
+
+    def _count_raised(self, plan: Plan, verdict: Verdict, size: tuple[int, ...]) -> None:
+        """Examples judged and those whose turns raised (the obstruction's smallest one, its missing keys)."""
+        report = self.report
+        report.examples_judged += 1
+        report.turns_run += plan.turns
+        if not verdict.raised:
+            return
+        report.examples_raised += 1
+        for check in verdict.failing:
+            self._fails_raised[check] = self._fails_raised.get(check, 0) + 1
+        for key in verdict.missing_keys:
+            self._missing[key] = self._missing.get(key, 0) + 1
+        if self._smallest_raised is None or size < self._smallest_raised[0]:
+            self._smallest_raised = (size, plan)
+            self._first.setdefault(TURNS_RAISED, (time.perf_counter() - self._started, report.tried,
+                                                  verdict.raised[0]))
+
+    def _obstruction(self) -> None:
+        """Most examples' turns raised: never a clean search. The obstruction is stated, and reported once — by
+        the checks that failed on every example that raised (they own it: instructions_render for a prompt's
+        missing key), else as the pseudo-check ``turns_raised`` with the smallest such example. A blocked search
+        reports it alone."""
+        report = self.report
+        if self._smallest_raised is None or report.examples_raised * 2 <= report.examples_judged:
+            return
+        owners = sorted(c for c, n in self._fails_raised.items() if n == report.examples_raised)
+        if report.blocked_keys:
+            report.findings = [self._finding(check, self._smallest[check][1]) for check in owners]
+        how = max(report.raised_reasons.items(), key=lambda item: item[1])[0]
+        report.obstruction = (f"turns raised in {report.examples_raised} of {report.examples_judged} examples "
+                              f"(mostly {how}; reported as {', '.join(owners) or TURNS_RAISED}): the checks judged "
+                              f"turns that ended there, so the search says little about the rest of the target "
+                              f"until that is fixed")
+        if not owners:
+            after_s, after_examples, _ = self._first[TURNS_RAISED]
+            report.findings.insert(0, Finding(check=TURNS_RAISED, shape=how, plan=self._smallest_raised[1],
+                                              after_s=after_s, after_examples=after_examples))
 
     def _out_of_time(self) -> bool:
         return self.budget.time_s is not None and time.perf_counter() - self._started > self.budget.time_s
@@ -185,11 +260,16 @@ class Explorer:
 
     def __enter__(self) -> Explorer:
         """With ``jobs`` > 1: the worker processes, for ``explore`` and then ``judge_all`` (the writer's runs)."""
-        if self.jobs > 1 and self._pool is None:
+        if self._in_workers and self._pool is None:
             from .pool import Pool, run_scenario
 
-            self._pool = Pool(self.options, self.checks, self.jobs, run=self._run_scenario or run_scenario)
+            self._pool = Pool(self.options, self.checks, self.jobs, run=self._run_scenario or run_scenario,
+                              timeout_s=self.example_timeout)
         return self
+
+    @property
+    def _in_workers(self) -> bool:
+        return self.jobs > 1 or self.example_timeout is not None
 
     def __exit__(self, *exc: object) -> None:
         if self._pool is not None:
@@ -197,7 +277,7 @@ class Explorer:
             self._pool = None
 
     def explore(self) -> Report:
-        if self.jobs > 1 and self._pool is None:
+        if self._in_workers and self._pool is None:
             with self:
                 return self.explore()
         report = self._explore()
@@ -220,6 +300,15 @@ class Explorer:
 
     def _explore(self) -> Report:
         self._started = time.perf_counter()
+        try:
+            self._search()
+        except _Blocked:  # before any finding was kept: the obstruction alone is reported (``_obstruction``)
+            pass
+        self._obstruction()
+        self.report.elapsed_s = time.perf_counter() - self._started
+        return self.report
+
+    def _search(self) -> None:
         found: dict[str, Plan] = {}
         while not self._out_of_time() and not self.checks <= set(found):
             pending = self._pending(found)
@@ -234,14 +323,13 @@ class Explorer:
             found[check] = self._polish(check, plan, self.budget.shrink_runs - spent)
         for check in self._pending(found):  # out of time: as seen
             found[check] = self._smallest[check][1]
-        for check, plan in found.items():
-            after_s, after_examples, shape = self._first[check]
-            smallest = self._smallest[check][1]  # maybe smaller (by our measure) than Hypothesis' minimum
-            best = smallest if smallest.size(self.library) < plan.size(self.library) else plan
-            self.report.findings.append(Finding(check=check, shape=shape, plan=best, after_s=after_s,
-                                                after_examples=after_examples))
-        self.report.elapsed_s = time.perf_counter() - self._started
-        return self.report
+        self.report.findings += [self._finding(check, plan) for check, plan in found.items()]
+
+    def _finding(self, check: str, plan: Plan) -> Finding:
+        after_s, after_examples, shape = self._first[check]
+        smallest = self._smallest[check][1]  # maybe smaller (by our measure) than Hypothesis' minimum
+        best = smallest if smallest.size(self.library) < plan.size(self.library) else plan
+        return Finding(check=check, shape=shape, plan=best, after_s=after_s, after_examples=after_examples)
 
     def _pending(self, found: dict[str, Plan]) -> list[str]:
         """Checks some run failed that no round has shrunk yet."""
@@ -251,8 +339,12 @@ class Explorer:
         return self.budget.max_examples is not None and self._generated >= self.budget.max_examples
 
     def _polish(self, check: str, plan: Plan, budget: int) -> Plan:
-        """``plan`` after the structural pass (harness/explore/shrink.py), within ``budget`` runs."""
+        """``plan`` after the structural pass (harness/explore/shrink.py), within ``budget`` runs (a hang is kept
+        as found: each candidate could cost the whole example timeout)."""
         from .shrink import polish
+
+        if check == TARGET_HUNG:
+            return plan
 
         runs = 0
 
@@ -292,7 +384,7 @@ class Explorer:
                     self.report.shrink_runs += 1
             verdict = self.verdict(plan)
             if state.target is None:
-                new = [c for c in verdict.failing if c not in known]
+                new = [c for c in verdict.failing if c not in known and c != TARGET_HUNG]  # a hang: not shrunk
                 state.target = (HARNESS_BUG if HARNESS_BUG in new else new[0]) if new else None
             if state.target is not None and state.target in verdict.failing:
                 raise failure(state.target)(state.target, plan)

@@ -5,10 +5,10 @@ A plan is what Hypothesis draws: sessions (each a user, a number of turns and ke
 plain text, a call of an offered tool with arguments, a delegation of code from the behaviour library, or a
 model fault (an HTTP error the client retries, a broken answer, or a timeout), or a transfer to an agent ADK
 lets it transfer to; an answer may come late (``delay``, well inside the client's timeout). Every other LlmAgent
-(a results processor, a formatter) and the sub-LM answer with plain text. Each agent's script is padded with
-plain-text answers past what the conversation can use, so the target never asks its model more often than
-scripted: steps left unused are the generator's slack, never a finding (``trimmed`` cuts them off the scenario
-that is written).
+(a results processor, a formatter, an agent behind an ``AgentTool`` the analyst calls) and the sub-LM answer with
+plain text. Each agent's script is padded with plain-text answers past what the conversation can use, so the
+target never asks its model more often than scripted: steps left unused are the generator's slack, never a
+finding (``trimmed`` cuts them off the scenario that is written).
 """
 
 from __future__ import annotations
@@ -139,8 +139,9 @@ def to_scenario(plan: Plan, model: TargetModel, library: Library, *, name: str, 
         if agent.name == model.analyst:
             steps = [analyst_step(s, model, library) for s in plan.steps]
             script[agent.name] = steps + [{"text": ANALYST_TEXT}] * filler
-        else:
-            script[agent.name] = [{"text": FILLER_TEXT}] * filler
+        else:  # an agent behind an AgentTool answers once more for each call of its tool
+            calls = sum(1 for s in plan.steps if s.kind == "call" and agent.via_tool and s.tool == agent.via_tool)
+            script[agent.name] = [{"text": FILLER_TEXT}] * (filler + calls)
     sub_lm: list[dict[str, Any]] = []
     for step in plan.steps:
         if step.behaviour:
@@ -149,14 +150,16 @@ def to_scenario(plan: Plan, model: TargetModel, library: Library, *, name: str, 
     script[SUB_LM] = sub_lm + [{"text": "hello"}] * filler
     sessions = []
     number = 0
+    questions = model.questions or QUESTIONS
     for spec in plan.sessions:
         turns = []
         for _ in range(spec.turns):
-            turns.append({"user": QUESTIONS[number % len(QUESTIONS)]})
+            turns.append({"user": questions[number % len(questions)]})
             number += 1
         session: dict[str, Any] = {"user": spec.user, "turns": turns}
-        if spec.initial_state:
-            session["initial_state"] = {key: INITIAL_STATE[key] for key in spec.initial_state}
+        if spec.initial_state or model.starting_state:  # the drawn keys over the target's starting state
+            session["initial_state"] = {**model.starting_state,
+                                        **{key: INITIAL_STATE[key] for key in spec.initial_state}}
         sessions.append(session)
     data: dict[str, Any] = {"name": name, "description": description, "sessions": sessions, "script": script}
     if plan.max_iterations is not None:  # written out only when it changes the target's own bound
@@ -166,7 +169,7 @@ def to_scenario(plan: Plan, model: TargetModel, library: Library, *, name: str, 
     if profile is not None:
         data["profile"] = profile
     if plan.context:
-        data["context"] = SAMPLE_CONTEXT
+        data["context"] = model.context if model.context is not None else SAMPLE_CONTEXT
     if limits := plan_limits(plan, library):
         data["limits"] = limits
     if any(step.behaviour and library.named(step.behaviour).escape_probe for step in plan.steps):

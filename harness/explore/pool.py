@@ -41,19 +41,42 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> ScenarioResult:
     return runner.run_scenario(scenario, options)
 
 
-def _serve(conn: Connection, options: RunOptions, checks: frozenset[str], run: Run, log_level: str) -> None:
-    """A worker: judge every ``(key, scenario)`` the parent sends until it sends None."""
+def _serve(conn: Connection, options: RunOptions, checks: frozenset[str], run: Run, log_level: str,
+           timeout_s: float | None = None) -> None:
+    """A worker: judge every ``(key, scenario)`` the parent sends until it sends None; past ``timeout_s`` on one,
+    dump every thread's stack into its temporary folder and end (hang.py)."""
+    import os
+    import tempfile
+
     from ..parallel import leave_now
     from ..scenario_run import configure_logging
+    from .hang import DUMP_NAME, watched
 
     configure_logging(log_level)
+    if timeout_s is not None:  # the imports (seconds, the first time) are the worker's start, not an example's time
+        _warm(options)
+    dump = open(os.path.join(tempfile.gettempdir(), DUMP_NAME), "w+", encoding="utf-8")  # noqa: SIM115
     try:
         while (job := conn.recv()) is not None:
             key, scenario = job
-            conn.send((key, judge(run(scenario, options), checks)))
+            with watched(dump, timeout_s):
+                verdict = judge(run(scenario, options), checks)
+            conn.send((key, verdict))
     except (KeyboardInterrupt, EOFError, BrokenPipeError):  # Ctrl-C, or the parent went away: stop quietly
         return
     leave_now()  # as harness/parallel.py's workers: the exit handlers, not the interpreter's slow teardown
+
+
+def _warm(options: RunOptions) -> None:
+    """Import the pipeline and the target (a target that does not import fails its example as it would)."""
+    from .. import runner  # noqa: F401
+    from ..errors import HarnessError
+    from ..targets.registry import resolve_target
+
+    try:
+        resolve_target(options.target)
+    except HarnessError:
+        pass
 
 
 class Pool:
@@ -61,8 +84,9 @@ class Pool:
     each call replaces the last, whose candidates went stale) and ``ahead`` (the round's coming examples)."""
 
     def __init__(self, options: RunOptions, checks: frozenset[str], jobs: int, *, run: Run = run_scenario,
-                 log_level: str = "error") -> None:
-        self._args = (options, checks, run, log_level)
+                 log_level: str = "error", timeout_s: float | None = None) -> None:
+        self._args = (options, checks, run, log_level, timeout_s)
+        self.timeout_s = timeout_s  # a run past it: the worker ends itself, the verdict is target_hung (hang.py)
         self._context = multiprocessing.get_context("spawn")
         self._now: collections.deque[tuple[str, Scenario]] = collections.deque()
         self._soon: collections.deque[tuple[str, Scenario]] = collections.deque()
@@ -123,6 +147,7 @@ class Pool:
     def _collect(self) -> None:
         """Wait for at least one worker to finish (or die), keep its verdict, give it the next job."""
         from ..parallel import death_reason
+        from .hang import hung_verdict
 
         busy = [(slot, self._workers[slot]) for slot in self._busy]
         ready = wait([w.conn for _, w in busy] + [w.process.sentinel for _, w in busy])
@@ -139,6 +164,12 @@ class Pool:
                     continue
             if worker.process.sentinel in ready or not worker.process.is_alive():
                 worker.process.join()
+                if (hung := hung_verdict(worker.temp_folder, self.timeout_s)) is not None:  # not a crash
+                    self._ready[self._busy.pop(slot)] = hung
+                    self._deaths = 0
+                    worker.ended()
+                    self._workers[slot] = self._start()
+                    continue
                 self._deaths += 1
                 if self._deaths > len(self._workers):  # not one plan's crash: the workers cannot run at all
                     raise HarnessError(f"explore -j: every worker process died before it could run a conversation "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,13 +17,22 @@ from ..errors import HarnessError
 
 if TYPE_CHECKING:
     from ..targets.profile import TargetProfile
-    from .engine import Explorer, Report
+    from .engine import Explorer, Finding, Report
     from .library import Library
     from .target_model import TargetModel
 
 PROG = "rlm-conformance"
 DEFAULT_DB = Path(".rlm-conformance") / "explore-db"
+DEFAULT_OUT = Path(".rlm-conformance") / "found"
+"""Where findings go by default: beside the example database, not in a folder ``run`` loads (a found scenario has
+no cassette or snapshot yet: the next plain ``run`` would fail on it). Keeping one is moving it into the scenarios."""
 DEFAULT_MAX_EXAMPLES = 100
+SEEDED_VALUE = "explore"
+"""The value explore gives a state key the target's instruction reads and no session held (an obstruction)."""
+MAX_SEEDED_PASSES = 3
+DEFAULT_EXAMPLE_TIMEOUT_S = 120.0
+"""``--example-timeout``'s default: a generated example takes seconds (code run past the executor's 5 s timeout
+among the slowest); past this one it is a hang (hang.py)."""
 
 
 @dataclass(frozen=True)
@@ -41,23 +50,37 @@ class ExploreSettings:
     shrink_runs: int = 40
     database: Path | None = DEFAULT_DB
     jobs: int = 1  # worker processes running examples ahead of the search (the findings do not depend on it)
+    example_timeout: float | None = DEFAULT_EXAMPLE_TIMEOUT_S  # None: no limit (-j 1: every run in this process)
+    seed_scenario: Path | None = None  # a scenario whose first session's state, questions and context start each one
 
     def command_line(self) -> str:
         """The ``rlm-conformance explore`` command that searches the same way (written into each finding)."""
         words = [PROG, "explore", "--seed", str(self.seed)]
-        for flag, value in (("--target", self.target), ("--profile", self.profile_path),
+        profile = None if self.profile_path is None else relative(self.profile_path)
+        for flag, value in (("--target", self.target), ("--profile", profile),
                             ("--max-examples", self.max_examples), ("--time", self.time_s)):
             if value is not None:
                 words += [flag, str(value)]
         for name in self.checks:
             words += ["--check", name]
+        if self.seed_scenario is not None:
+            words += ["--seed-scenario", relative(self.seed_scenario)]
         return shlex.join(words)
+
+
+def relative(path: Path) -> str:
+    from .writer import relative as relative_to
+
+    return relative_to(path)
 
 
 def explore(settings: ExploreSettings, *, profile: TargetProfile | None = None,
             on_progress: Callable[[Report], None] | None = None) -> Report:
     """Search ``settings.target``, write each finding into ``settings.out_dir``; ``profile``: the profile already
     loaded from ``settings.profile_path`` (loaded here when None)."""
+    from ..extras import require_hypothesis
+
+    require_hypothesis("explore")  # before anything imports it: one line and exit 2, not a traceback
     from ..checks import registered_checks
     from ..llm.modes import LlmMode
     from ..run_options import RunOptions
@@ -77,18 +100,55 @@ def explore(settings: ExploreSettings, *, profile: TargetProfile | None = None,
     spec = settings.target or (profile.target if profile is not None else None) or "reference"
     resolve_target(spec)  # a target that does not import: a usage error naming it
     library = load_library(settings.behaviours)
-    model = describe_target(spec, profile)
+    model = starting_point(describe_target(spec, profile), settings.seed_scenario)
     _delegation_text_counts(model, library, settings)
     options = RunOptions(target=spec, llm_mode=LlmMode.SCRIPTED, session_service=settings.session_service,
                          profile=model.profile if profile is not None else None,
                          profile_path=settings.profile_path, executor=settings.executor,
                          probe_session_service=False)
     budget = Budget(max_examples=settings.max_examples, time_s=settings.time_s, shrink_runs=settings.shrink_runs)
-    with Explorer(model, library, options, checks=checks, seed=settings.seed, budget=budget,
-                  database=settings.database, on_progress=on_progress, jobs=settings.jobs) as explorer:
-        report = explorer.explore()
-        _write(report, explorer, settings, name=target_name(spec, profile))
+    obstructions: list[Finding] = []
+    notes: list[str] = []
+    for attempt in range(MAX_SEEDED_PASSES + 1):
+        with Explorer(model, library, options, checks=checks, seed=settings.seed, budget=budget,
+                      database=settings.database, on_progress=on_progress, jobs=settings.jobs,
+                      stop_when_blocked=attempt < MAX_SEEDED_PASSES,
+                      example_timeout=settings.example_timeout) as explorer:
+            report = explorer.explore()
+            _write(report, explorer, settings, name=target_name(spec, profile))
+        if not report.blocked_keys:
+            break
+        # One bug must not mask the others: its example is written, then every session starts with the key.
+        obstructions += report.findings  # the obstruction, by the checks that own it (else turns_raised)
+        seeded = {key: SEEDED_VALUE for key in report.blocked_keys}
+        notes.append(f"obstruction: every turn of the first {report.examples_judged} examples raised on the state "
+                     f"key(s) {', '.join(seeded)} the target's instruction reads and no session held; reported once "
+                     f"({', '.join(f.check for f in report.findings)}), then the search went on with "
+                     f"{', '.join(f'{k}={v!r}' for k, v in seeded.items())} in the starting state (set initial_state "
+                     f"in the profile, or --seed-scenario, to give it the value your app sets)")
+        model = replace(model, starting_state={**model.starting_state, **seeded})
+    report.findings[:0] = obstructions
+    report.notes[:0] = notes
+    from .writer import scenario_name
+
+    report.judged = [scenario_name(target_name(spec, profile), check) for check in sorted(checks)]
     return report
+
+
+def starting_point(model: TargetModel, seed_scenario: Path | None) -> TargetModel:
+    """Where generated sessions start: the profile's ``initial_state``, then the seed scenario's first session (its
+    initial_state over the profile's, its turns' questions) and context."""
+    state = dict(model.profile.initial_state)
+    if seed_scenario is None:
+        return replace(model, starting_state=state)
+    from ..scenario.loader import load_scenarios
+
+    if not seed_scenario.is_file():
+        raise HarnessError(f"--seed-scenario {seed_scenario}: no such scenario file. Fix: name a scenario YAML file.")
+    scenario = load_scenarios(seed_scenario)[0]
+    first = scenario.sessions[0]
+    return replace(model, starting_state={**state, **first.initial_state},
+                   questions=tuple(turn.user for turn in first.turns), context=scenario.context)
 
 
 def _delegation_text_counts(model: TargetModel, library: Library, settings: ExploreSettings) -> None:
@@ -108,16 +168,17 @@ def _delegation_text_counts(model: TargetModel, library: Library, settings: Expl
 
 def _write(report: Report, explorer: Explorer, settings: ExploreSettings, *, name: str) -> None:
     """Each finding's scenario, confirmed by a run (the trimmed one first, the whole one if that no longer fails)."""
+    from .findings import evidence_of, fails
     from .writer import candidates, write_finding
 
     pairs = [candidates(f, explorer.model, explorer.library, out_dir=settings.out_dir,
                         profile_path=settings.profile_path, target_name=name,
                         used=explorer.verdict(f.plan).used_steps) for f in report.findings]
     trimmed = explorer.judge_all([t for t, _ in pairs])
-    retry = [i for i, (f, v) in enumerate(zip(report.findings, trimmed)) if f.check not in v.failing]
+    retry = [i for i, (f, v) in enumerate(zip(report.findings, trimmed)) if not fails(f.check, v)]
     whole = dict(zip(retry, explorer.judge_all([pairs[i][1] for i in retry])))
     for i, finding in enumerate(report.findings):
         verdict = trimmed[i] if i not in whole else whole[i]
-        chosen, reproduced = (pairs[i][0], True) if i not in whole else (pairs[i][1], finding.check in whole[i].failing)
+        chosen, reproduced = (pairs[i][0], True) if i not in whole else (pairs[i][1], fails(finding.check, whole[i]))
         write_finding(finding, chosen, reproduced=reproduced, seed=settings.seed, out_dir=settings.out_dir,
-                      explore_command=settings.command_line(), evidence=verdict.evidence.get(finding.check))
+                      explore_command=settings.command_line(), evidence=evidence_of(finding.check, verdict))

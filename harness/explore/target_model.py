@@ -1,5 +1,6 @@
-"""What ``explore`` knows of the target: its LlmAgents, the tools each offers with their parameter schemas, and
-the profile's roles (analyst, delegate tool and its code argument or delegation key, exit tool, processor).
+"""What ``explore`` knows of the target: its LlmAgents (those behind an ``AgentTool`` too), the tools each offers
+with their parameter schemas, and the profile's roles (analyst, delegate tool and its code argument or delegation
+key, exit tool, processor).
 
 The target is built once, as ``init`` builds it (a placeholder model, nothing run), and closed again.
 """
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..targets.agent_tree import tool_agents, tree_agents
 from ..targets.profile import TargetProfile
 
 _CODE_ARG = re.compile(r"code|program|script|python|source", re.IGNORECASE)
@@ -39,6 +41,7 @@ class AgentModel:
     name: str
     tools: tuple[ToolModel, ...] = ()
     transfers: tuple[str, ...] = ()  # agents it may hand the conversation to with transfer_to_agent
+    via_tool: str | None = None  # the AgentTool that runs it (it answers once per call of that tool)
 
     def tool(self, name: str | None) -> ToolModel | None:
         return next((t for t in self.tools if t.name == name), None)
@@ -57,6 +60,11 @@ class TargetModel:
     preview_chars: int = DEFAULT_PREVIEW_CHARS
     notes: tuple[str, ...] = field(default=())
     loop_bound: int | None = None  # the target's own loop bound (None: no LoopAgent read, or an unbounded one)
+    # Where every generated session starts (run.py: the profile's initial_state, a seed scenario's, keys explore
+    # seeded past an obstruction): state, the users' questions, the context (None: the plan's sample).
+    starting_state: dict[str, Any] = field(default_factory=dict)
+    questions: tuple[str, ...] = ()
+    context: Any = None
 
     def agent(self, name: str | None) -> AgentModel | None:
         return next((a for a in self.agents if a.name == name), None)
@@ -151,8 +159,14 @@ def _llm_agents(root: Any) -> list[Any]:
         seen.add(id(agent))
         if isinstance(agent, LlmAgent):
             out.append(agent)
-        pending += list(getattr(agent, "sub_agents", None) or ())
+        pending += [*(getattr(agent, "sub_agents", None) or ()), *tool_agents(agent)]
     return out
+
+
+def _tool_names(root: Any) -> dict[str, str]:
+    """Agent name -> the name of the AgentTool that runs it, for the agents of the tree wrapped as tools."""
+    return {wrapped.name: tool.name for agent in tree_agents(root) for tool in getattr(agent, "tools", None) or ()
+            if (wrapped := getattr(tool, "agent", None)) in tool_agents(agent)}
 
 
 def _code_arg(tool: ToolModel | None) -> str | None:
@@ -177,7 +191,8 @@ def describe_target(spec: str, profile: TargetProfile | None) -> TargetModel:
                                 sub_lm=no_sub_lm, home=Path(home), max_iterations=None, profile=profile)
         built = resolve_target(spec)(env)
         try:
-            agents = tuple(AgentModel(name=a.name, tools=_tools(a), transfers=_transfers(a))
+            via = _tool_names(built.app.root_agent)
+            agents = tuple(AgentModel(name=a.name, tools=_tools(a), transfers=_transfers(a), via_tool=via.get(a.name))
                            for a in _llm_agents(built.app.root_agent))
             profile = profile or built.profile
             bound = loop_bound(built.app.root_agent, profile)

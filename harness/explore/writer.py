@@ -38,11 +38,15 @@ def scenario_name(target: str, check: str) -> str:
     return re.sub(r"[^a-z0-9_]+", "_", f"found_{target}_{check}".lower()).strip("_")
 
 
+def relative(path: Path, start: Path | None = None) -> str:
+    """``path`` relative to ``start`` (default: the current folder), POSIX style: a found scenario is committed,
+    so it names no folder of the machine it was found on."""
+    return Path(os.path.relpath(Path(path).resolve(), (start or Path.cwd()).resolve())).as_posix()
+
+
 def _profile_ref(profile_path: Path | None, out_dir: Path) -> str | None:
-    if profile_path is None:
-        return None
-    relative = Path(os.path.relpath(profile_path.resolve(), out_dir.resolve()))
-    return relative.as_posix() if relative.parts.count(os.pardir) <= 2 else profile_path.resolve().as_posix()
+    """The scenario's ``profile:``, which is read relative to the scenario file."""
+    return None if profile_path is None else relative(profile_path, out_dir)
 
 
 def render(scenario: Scenario, finding: Finding, *, seed: int, out_dir: Path, explore_command: str,
@@ -51,15 +55,15 @@ def render(scenario: Scenario, finding: Finding, *, seed: int, out_dir: Path, ex
     evidence the search saw —, what it shrank to, how to reproduce and keep it), then the scenario."""
     data = scenario.model_dump(mode="json", exclude_defaults=True)
     data["sessions"] = [{"user": spec.user, **dumped} for spec, dumped in zip(scenario.sessions, data["sessions"])]
-    reproduce = shlex.join([PROG, "run", "--scenario", scenario.name, "--scenarios-dir", str(out_dir),
+    reproduce = shlex.join([PROG, "run", "--scenario", scenario.name, "--scenarios-dir", relative(out_dir),
                             "--llm-mode", "scripted"])
     header = [f"# Found by `{PROG} explore` (seed {seed}): this scenario fails the check {finding.check}.",
               f"#   evidence: {evidence}" if evidence else f"#   kind of evidence: {finding.shape}",
               f"#   shrunk to: {finding.plan.describe()}",
               f"# Reproduce: {reproduce}",
               f"# Found with: {explore_command}",
-              f"# Keep it as a regression test: `{PROG} record --scenario {scenario.name} --scenarios-dir {out_dir}` "
-              "then replay in CI."]
+              f"# Keep it as a regression test: move it into your scenarios folder, `{PROG} record --scenario "
+              f"{scenario.name} --scenarios-dir <that folder>`, then replay in CI."]
     body = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
     return "\n".join(header) + "\n" + body
 

@@ -55,6 +55,9 @@ def add_import_parser(commands: Any) -> None:
     evalset.add_argument("--exact-state", action="store_true",
                          help="compare final_session_state as the whole state (state_match: exact); the default "
                               "compares the keys it names (subset)")
+    evalset.add_argument("--sub-lm", type=Path, metavar="FILE",
+                         help="the sub-model's answers to code that calls llm_query/llm_query_batched (no eval set "
+                              "holds them): a YAML list for every such case, or a mapping of case name -> list")
     conformance = kinds.add_parser(
         "adk-conformance", help="ADK conformance cases (spec.yaml with what `adk conformance record` wrote)",
         description="Import ADK conformance cases: each folder with a spec.yaml and its generated-recordings.yaml "
@@ -144,7 +147,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     app = _app(where.target)
     if args.kind == "evalset":
         imported, refused = import_eval_sets(args.path, agent_tree(app), exact_state=args.exact_state,
-                                             profile=where.profile, target=where.target, taken=existing)
+                                             profile=where.profile, target=where.target, taken=existing,
+                                             sub_lm=args.sub_lm)
     else:
         imported, refused = import_cases(args.path, agent_tree(app), app_name=app.name, profile=where.profile,
                                          target=where.target, taken=existing)
@@ -153,8 +157,10 @@ def cmd_import(args: argparse.Namespace) -> int:
     paths = _write_all([(item.name, render(item.scenario, header.format(source=item.source, target=where.target)))
                         for item in imported], where.out, force=True)
     console = _console()
-    for path in paths:
+    for path, item in zip(paths, imported):
         console.print(f"wrote {path}", markup=False)
+        for note in item.notes:
+            console.print(f"  note: {note}", markup=False, style="yellow")
     for refusal in refused:
         console.print(f"refused {refusal}", markup=False, style="bold red")
     console.print(f"{len(imported)} case(s) imported into {where.out}, {len(refused)} refused.", markup=False)

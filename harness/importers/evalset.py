@@ -13,7 +13,9 @@ is the same conversation with the model's side as a script, so:
   which may come before the turn's last tool calls; for ADK 1.x files it is the agent whose turn the last event
   was, or the agent a ``transfer_to_agent`` handed over to, at the end) —
   unless a custom (non-LLM) agent gave it, an executor's report: running that agent gives it again;
-* ``final_session_state`` -> ``expect.state``, compared as a subset or, with ``exact``, as the whole state.
+* ``final_session_state`` -> ``expect.state``, compared as a subset or, with ``exact``, as the whole state;
+* what no eval set holds — the sub-model's answers to code that calls ``llm_query`` — is named per case (a note
+  with the fix), or taken from a file of answers (``--sub-lm``).
 
 What cannot be scripted faithfully is refused, one ``Refusal`` per case with the reason, never dropped in
 silence: a ``conversation_scenario`` (a user simulator plays the user: there is no fixed conversation), a user
@@ -24,6 +26,7 @@ that is not an agent of the target.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterable
@@ -31,7 +34,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import yaml
+
 from ..errors import HarnessError
+from ..scenario.script import SUB_LM
 
 if TYPE_CHECKING:
     from google.adk.evaluation.eval_case import EvalCase, Invocation
@@ -59,6 +65,7 @@ class Imported:
     name: str
     source: str
     scenario: dict[str, Any]
+    notes: tuple[str, ...] = ()  # what the file could not hold and the scenario needs (the fix included)
 
 
 @dataclass(frozen=True)
@@ -72,6 +79,67 @@ class Refusal:
 
 class CaseRefused(HarnessError):
     """One case cannot be scripted; carries the reason."""
+
+
+SUB_MODEL_CALL = re.compile(r"\bllm_query(?:_batched)?\s*\(")
+"""Code that asks the sub-model: its answers come from the executor, not from any event an eval set holds."""
+
+
+def sub_model_callers(script: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """The scripted answers (``agent[step]``) whose code calls ``llm_query``/``llm_query_batched``."""
+    def strings(value: Any) -> Iterable[str]:
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, dict):
+            for item in value.values():
+                yield from strings(item)
+        elif isinstance(value, list):
+            for item in value:
+                yield from strings(item)
+
+    return [f"{agent}[{number}]" for agent, steps in script.items() for number, step in enumerate(steps)
+            if any(SUB_MODEL_CALL.search(text) for text in strings(step))]
+
+
+def load_sub_model_answers(path: Path) -> dict[str | None, list[dict[str, Any]]]:
+    """A file of sub-model answers: a YAML list (for every case whose code asks the sub-model), or a mapping of
+    scenario name or eval id -> list; each answer a text, or a script step (``{text: ..., when: ...}``)."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise EvalSetError(f"{path}: cannot read the sub-model answers ({exc}). Fix: a YAML list of answers, or a "
+                           f"mapping of case name -> list.") from None
+    by_case = {None: data} if isinstance(data, list) else data
+    if not isinstance(by_case, dict) or not all(isinstance(v, list) for v in by_case.values()):
+        raise EvalSetError(f"{path}: sub-model answers are a YAML list (every case) or a mapping of scenario name "
+                           f"or eval id -> list, got {type(data).__name__}. Fix: e.g. `- positive` lines, or "
+                           f"`my_case: [positive, negative]`.")
+    steps: dict[str | None, list[dict[str, Any]]] = {}
+    for case, answers in by_case.items():
+        for number, answer in enumerate(answers):
+            if not isinstance(answer, (str, dict)):
+                raise EvalSetError(f"{path}: {case or 'the list'}[{number}]: an answer is a text or a script step "
+                                   f"({{text: ..., when: ...}}), got {answer!r}. Fix: quote it as text.")
+        steps[None if case is None else str(case)] = [a if isinstance(a, dict) else {"text": a} for a in answers]
+    return steps
+
+
+def _with_sub_model(imported: Imported, case_id: str, answers: dict[str | None, list[dict[str, Any]]] | None,
+                    answers_file: Path | None) -> Imported:
+    """The sub-model's answers the case's code needs, from ``answers``; else a note saying how to give them."""
+    callers = sub_model_callers(imported.scenario["script"])
+    if not callers:
+        return imported
+    mine = None if answers is None else answers.get(imported.name, answers.get(case_id, answers.get(None)))
+    if mine is not None:
+        scenario = {**imported.scenario, "script": {**imported.scenario["script"], SUB_LM: mine}}
+        return dataclasses.replace(imported, scenario=scenario, notes=(
+            f"the code of {', '.join(callers)} asks the sub-model: {len(mine)} answer(s) from {answers_file}",))
+    return dataclasses.replace(imported, notes=(
+        f"the code of {', '.join(callers)} calls llm_query/llm_query_batched, whose answers no eval set holds: the "
+        f"run stops at the first such call. Fix: give them with --sub-lm FILE (a YAML list of answers, or "
+        f"{imported.name}: [answer, ...]), or record the scenario against a live model (rlm-conformance record "
+        f"--llm-mode live --scenario {imported.name})",))
 
 
 def eval_set_files(path: Path) -> list[Path]:
@@ -203,6 +271,15 @@ def _turn_steps(invocation: Invocation, tree: AgentTree, where: str) -> list[tup
     return steps
 
 
+def _bookkeeping(invocation: Invocation) -> bool:
+    """An invocation with no user message, no final response and no event a conversion kept: what a target's own
+    turn function appends outside its agents' turns (ADK gives it an invocation of its own)."""
+    events = getattr(invocation.intermediate_data, "invocation_events", None)
+    has_trajectory = bool(events) or bool(getattr(invocation.intermediate_data, "tool_uses", None))
+    return not (invocation.user_content and invocation.user_content.parts) and invocation.final_response is None \
+        and not has_trajectory
+
+
 def scenario_from_case(case: EvalCase, tree: AgentTree, *, source: str, name: str, exact_state: bool,
                        profile: str | None, target: str | None = None) -> dict[str, Any]:
     """The scenario mapping of one case (raises ``CaseRefused`` with the reason when it cannot be faithful)."""
@@ -214,6 +291,8 @@ def scenario_from_case(case: EvalCase, tree: AgentTree, *, source: str, name: st
     for number, invocation in enumerate(case.conversation or ()):
         where = f"invocation {number}"
         message = _text(invocation.user_content)
+        if not message and _bookkeeping(invocation):
+            continue  # the target's own appends between turns (a history fold): no user message, no answer
         if not message:
             raise CaseRefused(f"{where}: the user's message is not text (a scenario's turns are text)")
         turns.append({"user": message})
@@ -243,9 +322,12 @@ def scenario_from_case(case: EvalCase, tree: AgentTree, *, source: str, name: st
 
 
 def import_eval_sets(path: Path, tree: AgentTree, *, exact_state: bool = False, profile: str | None = None,
-                     target: str | None = None, taken: Iterable[str] = ()) -> tuple[list[Imported], list[Refusal]]:
+                     target: str | None = None, taken: Iterable[str] = (),
+                     sub_lm: Path | None = None) -> tuple[list[Imported], list[Refusal]]:
     """Every case of every eval set file at ``path``: the scenarios, and the cases refused with their reasons.
-    Names are ``<file stem>_<eval id>`` made slugs, unique against ``taken`` and each other."""
+    Names are ``<file stem>_<eval id>`` made slugs, unique against ``taken`` and each other. ``sub_lm``: a file of
+    the sub-model's answers (``load_sub_model_answers``) for cases whose code calls it."""
+    answers = load_sub_model_answers(sub_lm) if sub_lm is not None else None
     imported: list[Imported] = []
     refused: list[Refusal] = []
     used = set(taken)
@@ -262,7 +344,7 @@ def import_eval_sets(path: Path, tree: AgentTree, *, exact_state: bool = False, 
                 refused.append(Refusal(source, str(exc)))
                 continue
             used.add(name)
-            imported.append(Imported(name, source, scenario))
+            imported.append(_with_sub_model(Imported(name, source, scenario), case.eval_id, answers, sub_lm))
     return imported, refused
 
 

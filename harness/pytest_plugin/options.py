@@ -171,6 +171,11 @@ class PluginOptions:
     def configured(self, name: str) -> bool:
         return self.origins.get(name, DEFAULT) != DEFAULT
 
+    @property
+    def profile_is_default(self) -> bool:
+        """The profile is the project's (ini or pyproject), not --profile: a scenario's own profile: beats it."""
+        return self.configured("profile") and self.origins["profile"] != "--profile"
+
     @classmethod
     def from_config(cls, config: pytest.Config) -> PluginOptions:
         from ..project_config import ProjectConfigError, load_project_config

@@ -128,7 +128,8 @@ class ConformanceSession:
         from ..targets.choice import choose_target
 
         return choose_target(scenario, target=self.options.target, profile=self.profile,
-                             profile_path=self.options.profile_path)
+                             profile_path=self.options.profile_path,
+                             profile_is_default=self.options.profile_is_default)
 
     def target_of(self, scenario: Scenario) -> str:
         return self.choice(scenario).spec
@@ -164,7 +165,7 @@ class ConformanceSession:
             mode, record = LlmMode.REPLAY, False
         return RunOptions(target=o.target, llm_mode=mode, record=record, cassette_dir=o.cassette_dir,
                           session_service=o.session_service, profile=self.profile, profile_path=o.profile_path,
-                          backend=o.backend,
+                          profile_is_default=o.profile_is_default, backend=o.backend,
                           allow_drift=o.allow_drift, executor=o.executor,
                           require_confinement=o.require_confinement)
 

@@ -2,7 +2,8 @@
 
 One decision, shared by the runner, the CLI and the pytest plugin (cassette and snapshot folders, the commands
 they print): the command line's ``--target`` / ``--profile`` win over the scenario's ``target:`` / ``profile:``,
-which win over the profile's own ``target:``; the default is the reference agent. The name is the profile's
+which win over the project's default profile (``[tool.rlm-conformance] profile``, ``rlm_profile``) and the
+profile's own ``target:``; the default is the reference agent. The name is the profile's
 ``name`` — stable when the import path moves — else the spec made folder-safe.
 """
 
@@ -48,8 +49,9 @@ def scenario_profile_path(scenario: Scenario) -> Path | None:
 
 
 def choose_target(scenario: Scenario, *, target: str | None = None, profile: TargetProfile | None = None,
-                  profile_path: Path | None = None) -> TargetChoice:
-    if profile is None and (path := scenario_profile_path(scenario)) is not None:
+                  profile_path: Path | None = None, profile_is_default: bool = False) -> TargetChoice:
+    """``profile_is_default``: ``profile`` is the project's default, which the scenario's own ``profile:`` beats."""
+    if (profile is None or profile_is_default) and (path := scenario_profile_path(scenario)) is not None:
         profile, profile_path = load_profile(path), path
     spec = target or scenario.target or (profile.target if profile is not None else None) or REFERENCE
     return TargetChoice(spec=spec, name=target_name(spec, profile), profile=profile, profile_path=profile_path)

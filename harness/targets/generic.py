@@ -1,6 +1,7 @@
 """Any ADK App or root agent as a target, with no glue: the harness supplies what the agent expects.
 
-* the run's model under every ``LlmAgent`` of the tree (replay, scripted or live), put back afterwards;
+* the run's model under every ``LlmAgent`` of the tree, agents behind an ``AgentTool`` too (replay, scripted or
+  live), put back afterwards;
   the agent's own google-genai clients reach the same model through the model gateway (harness/llm/gateway.py);
 * the scenario's ``max_iterations``, when it sets one, on the profile's loop agent (every ``LoopAgent`` when it
   names none; a scenario that sets none runs the agent's own bound),
@@ -30,6 +31,7 @@ from google.genai import types
 
 from ..trace.crash import describe_error
 from ..trace.model import TurnOutcome
+from .agent_tree import tree_agents
 from .base import BuiltTarget, TargetEnvironment
 from .driver import Driver, DriverError, bind_driver, outcome_from_driver
 from .importing import import_named
@@ -37,10 +39,8 @@ from .profile import TargetProfile
 
 
 def walk_agents(root: BaseAgent) -> list[BaseAgent]:
-    agents = [root]
-    for child in getattr(root, "sub_agents", None) or []:
-        agents.extend(walk_agents(child))
-    return agents
+    """Every agent of the tree, agents behind an ``AgentTool`` included (harness/targets/agent_tree.py)."""
+    return tree_agents(root)
 
 
 @dataclass

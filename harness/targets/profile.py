@@ -89,18 +89,22 @@ class TargetProfile(BaseModel):
                                                               "before the first turn (targets the harness builds).")
     summary_key: str | None = Field(default=None, description="The durable summary of the latest execution, which "
                                                               "must reach the analyst's next prompt.")
-    iteration_key: str | None = Field(default=None, description="The iteration counter.")
+    iteration_key: str | None = Field(default=None, description="The iteration counter (the key holds an integer).")
     final_answer_key: str | None = Field(default=None, description="Where the final answer is stored.")
-    termination_key: str | None = Field(default=None, description="Where the reason the loop ended is stored.")
+    termination_key: str | None = Field(default=None, description="Where the reason the loop ended is stored (the "
+                                                                  "key holds a scalar, named through termination_map).")
     termination_map: dict[str, str] = Field(
         default_factory=dict, description="The target's termination values -> the names scenarios use (final_answer, "
                                           "exit_loop, max_iterations, fatal_error, ...); unmapped values pass through.")
     history_key: str | None = Field(default=None, description="user: key holding the user's history across "
-                                                              "sessions; written only by appended events.")
+                                                              "sessions: a list of entries, newest last, each "
+                                                              "holding its turn's question; written only by "
+                                                              "appended events.")
     prompt_app_keys: tuple[str, ...] = Field(default=(), description="app: keys the analyst's prompt must show "
                                                                      "(for a dict, its item names).")
-    stale_flag_keys: tuple[str, ...] = Field(default=(), description="Per-turn flags that must be cleared by an "
-                                                                     "appended event before the next turn's work.")
+    stale_flag_keys: tuple[str, ...] = Field(default=(), description="Per-turn flags (a list of state keys) that "
+                                                                     "must be cleared by an appended event before "
+                                                                     "the next turn's work.")
     artifact_status_prefix: str | None = Field(
         default=None, description="Consumed marks as state keys: '<prefix><artifact id>' holds the artifact's status "
                                   "(or a dict with 'status'); used when the target exposes no artifact registry.")
@@ -143,8 +147,8 @@ class TargetProfile(BaseModel):
                                           "becomes the scenario's private work folder.")
     stale_writes: Literal["auto", "reject", "accept"] = Field(
         default="auto", description="What the session service does with a stale writer's append (two writers "
-                                    "holding one fetched session): reject it (StaleSessionError, optimistic "
-                                    "concurrency) or accept it. auto: what the service is declared to do (ADK's "
+                                    "holding one fetched session): reject it (any exception that stores nothing "
+                                    "of it and leaves the session readable: optimistic concurrency) or accept it. auto: what the service is declared to do (ADK's "
                                     "and the reference's), else what a short probe of it observes. Say reject to "
                                     "make stale_writer_rejected fail on a service that accepts.")
     # Written out, not read from an agent's executor: a defect there must not widen the allow-list.
@@ -153,6 +157,12 @@ class TargetProfile(BaseModel):
         description="The only environment variables the code the executor runs may see (locale variables LC_* "
                     "aside); any other name, and any value holding a planted canary credential, fails "
                     "executor_env_clean.")
+
+    initial_state: dict[str, Any] = Field(
+        default_factory=dict,
+        description="State every session explore generates starts with (a mapping key -> value), e.g. a key the "
+                    "analyst's instruction reads ({silo}) that your app sets before the first turn. Hand-written "
+                    "scenarios set their own initial_state.")
 
     @field_validator("delegation_pattern")
     @classmethod

@@ -259,6 +259,13 @@ class Trace(_Record):
     escape_probe: EscapeProbeRecord | None = Field(
         default=None, description="What the harness saw of an escape-probe scenario's attempts from outside "
                                   "the executor (harness/escape_probe.py).")
+    service_semantics: dict[str, str] = Field(
+        default_factory=dict, description="Where the run's none_semantics and stale_writes came from (key: the "
+                                          "profile field): the target profile, the service class's attribute, "
+                                          "a probe of the service, or the contract the harness declares for it; "
+                                          "none_behaviour: what the service itself does with None (delete | "
+                                          "store) when its class, ADK's contract or the probe says, whatever "
+                                          "the profile asks.")
     service_probe: ServiceProbeRecord | None = Field(
         default=None, description="The session-service contract run against the service this scenario used.")
     script_problems: list[str] = Field(default_factory=list, description=(

@@ -86,6 +86,11 @@ class TraceRecorderPlugin(BasePlugin):
         session = invocation_context.session
         fresh = await self._store.get_session(app_name=session.app_name, user_id=session.user_id,
                                               session_id=session.id)
+        if fresh is None and invocation_context.session_service is not None:
+            # A nested Runner's session (ADK's AgentTool runs its agent in one, on a service of its own, and passes
+            # on the plugins): its storage is that service, not the harness's, which never held the session.
+            fresh = await invocation_context.session_service.get_session(
+                app_name=session.app_name, user_id=session.user_id, session_id=session.id)
         self.live_states.append(
             LiveStateRecord(
                 session_id=session.id,

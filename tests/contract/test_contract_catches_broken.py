@@ -66,3 +66,21 @@ TestNullStoringDeclared = make_contract_tests(ServiceProfile(
     factory=lambda folder: broken_services.null_storing(),
     divergences={"none_semantics": "this broken service stores None; declared here to exercise xfail(strict)"},
 ), cases=[CASES["none_semantics"], CASES["event_order"]])
+
+
+# A stale writer is judged by what was stored, not by the error's class (issue 51: a home-made service's own
+# ValueError was a false alarm).
+async def test_a_stale_writer_refused_with_the_services_own_error_is_a_rejection(tmp_path):
+    await run_case(CASES["stale_writer_rejected"], profile_from_spec("tests.user_session_services:RejectingSessions"),
+                   tmp_path)
+
+
+@pytest.mark.parametrize(("spec", "named"), [
+    ("tests.broken_services:stores_then_raises", "the refused stale append was stored anyway"),
+    ("tests.broken_services:raises_and_breaks", "the session is unreadable after the stale append raised"),
+    ("tests.broken_services:lost_update", "expected the stale writer's append to be refused"),
+], ids=["stores_then_raises", "raises_and_breaks", "accepts"])
+async def test_a_stale_writer_error_that_is_no_clean_rejection_fails_by_name(spec, named, tmp_path):
+    with pytest.raises(AssertionError) as caught:
+        await run_case(CASES["stale_writer_rejected"], profile_from_spec(spec), tmp_path)
+    assert named in str(caught.value)

@@ -157,3 +157,45 @@ def test_a_time_budget_alone_ends_the_search(fake_runs: list[Scenario]) -> None:
                         database=None)
     report = explorer.explore()
     assert {f.check for f in report.findings} <= {HARNESS_BUG} and 0 < report.tried and report.elapsed_s < 15
+
+
+def _raising(scenario: Scenario, options: RunOptions) -> ScenarioResult:
+    """Every turn raises (a store that refuses the harness's ids, as a sqlite file left by an earlier run did):
+    not a missing state key, so nothing to seed; none_deletes still fails, judged on turns that ended early."""
+    from harness.trace.model import TurnError, TurnOutcome, TurnRecord
+
+    result = fake_result(scenario)
+    crash = TurnError(type="AlreadyExistsError", message="Session e-1 already exists.", origin="session service X")
+    turns = [TurnRecord(turn=i, session_id="s", user_id=s.user, message=t.user, outcome=TurnOutcome(crash=crash))
+             for s in scenario.sessions for i, t in enumerate(s.turns)]
+    return ScenarioResult(scenario=result.scenario, description="", target="fake:app", llm_mode="scripted",
+                          session_service="x", checks=result.checks, duration_s=0.0,
+                          trace=result.trace.model_copy(update={"turns": turns}))
+
+
+def test_a_search_where_most_turns_raise_is_an_obstruction_not_a_clean_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rich.console import Console
+
+    from harness.explore.command import render_report
+    from harness.explore.findings import TURNS_RAISED
+
+    monkeypatch.setattr("harness.runner.run_scenario", _raising)
+    report = explore(examples=10, checks=frozenset({"stage_gating"}))  # fails on some examples, not the raise's
+    assert report.examples_raised == report.examples_judged == report.tried and report.turns_run > 0
+    assert [f.check for f in report.findings][0] == TURNS_RAISED
+    assert report.findings[0].shape == "AlreadyExistsError from session service X"
+    console = Console(record=True, width=200)
+    render_report(report, console)
+    text = console.export_text()
+    assert f"{report.tried} of {report.tried} examples had a turn that raised" in text
+    assert "obstruction: turns raised in" in text and "mostly AlreadyExistsError from session service X" in text
+
+
+def test_a_check_failing_on_every_example_that_raised_reports_the_obstruction(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.explore.findings import TURNS_RAISED
+
+    monkeypatch.setattr("harness.runner.run_scenario", _raising)
+    report = explore(examples=10, checks=frozenset({"none_deletes"}))  # none_deletes fails on every example
+    assert TURNS_RAISED not in [f.check for f in report.findings] and "none_deletes" in [f.check for f in
+                                                                                         report.findings]
+    assert "reported as none_deletes" in report.obstruction

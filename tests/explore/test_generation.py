@@ -159,7 +159,7 @@ def test_a_finding_exits_1_only_with_fail_on_find(monkeypatch: pytest.MonkeyPatc
                               session_service="delta", checks=(check,), trace=None, duration_s=0.0)
 
     monkeypatch.setattr("harness.runner.run_scenario", failing)
-    assert main(["explore", "--no-progress", "--no-database", "--max-examples", "1", "--out", str(tmp_path),
+    assert main(["explore", "--no-progress", "--no-database", "--example-timeout", "0", "--max-examples", "1", "--out", str(tmp_path),
                  *flags]) == code
     assert (tmp_path / "found_reference_none_deletes.yaml").is_file()
 

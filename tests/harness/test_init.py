@@ -13,7 +13,7 @@ import yaml
 
 import tests.init_fixture_agent as fixture
 from harness.cli import EXIT_OK, EXIT_USAGE, main
-from harness.init_project import (PROFILE_FILE, PYPROJECT, InitError, init_project,
+from harness.init_project import (PROFILE_FILE, PYPROJECT, InitError, init_project, summary_lines,
                                   write_atomic)
 from harness.llm.modes import LlmMode
 from harness.runner import RunOptions, run_scenario
@@ -27,6 +27,7 @@ ROOT_AGENT = "tests.init_fixture_agent:root_agent"
 FACTORY = "tests.init_fixture_agent:build_app"
 TOOL_RLM = "tests.user_agents.tool_rlm.agent:app"
 OUTPUT_KEY_RLM = "tests.user_agents.output_key_rlm.agent:app"
+AGENT_TOOL_RLM = "tests.user_agents.agent_tool_rlm.agent:app"
 
 
 def _profile_lines(directory: Path) -> dict[str, str]:
@@ -173,6 +174,49 @@ def test_an_output_key_delegating_agent_gets_a_green_smoke(tmp_path: Path) -> No
     (tmp_path / "scenarios" / "smoke.yaml").write_text(delegating, encoding="utf-8")
     gating = next(c for c in _run_green(tmp_path, OUTPUT_KEY_RLM).checks if c.name == "stage_gating")
     assert "1 fresh delegation(s), 1 execution(s), 1 processor run(s)" in gating.explanation
+
+
+def test_an_agent_behind_an_agent_tool_is_listed_and_named_in_the_smoke_scenario(tmp_path: Path) -> None:
+    """tests/user_agents/agent_tool_rlm: the coder is in no sub_agents list, only behind solver's AgentTool. init
+    listed the root agent alone; now the coder is in the tree, and the smoke scenario says why it is not scripted
+    (its plain answer never calls the tool) — and stays green."""
+    result = init_project(AGENT_TOOL_RLM, tmp_path)
+    assert result.draft.agents == ["solver", "coder"]
+    profile = load_profile(tmp_path / PROFILE_FILE)  # no LoopAgent: the root's own tool calls are the iterations
+    assert (profile.loop_agent, profile.analyst, profile.delegate_tool) == (None, "solver", "run_code")
+    assert "the tree has no LoopAgent" in _profile_lines(tmp_path)["analyst"]
+    assert "# Agents in the tree: solver, coder" in (tmp_path / PROFILE_FILE).read_text(encoding="utf-8")
+    assert result.draft.smoke_agents == ["solver"] and [name for name, _ in result.draft.unscripted] == ["coder"]
+    text = (tmp_path / "scenarios" / "smoke.yaml").read_text(encoding="utf-8")
+    assert "# coder: not scripted — behind an AgentTool of solver, it runs only when solver's model calls" in text
+    _run_green(tmp_path, AGENT_TOOL_RLM)
+
+
+def test_the_session_service_line_is_the_target_modules_factory_or_a_comment_saying_what_it_is_for(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """init never wrote session-service: a team's DatabaseSessionService factory beside its App went unused and the
+    first run quietly used ADK's InMemorySessionService. Now the table names the module's factory, the summary says
+    so, and the smoke scenario runs green on it; a module with none gets a commented line saying what it is for."""
+    result = init_project(AGENT_TOOL_RLM, tmp_path / "own")
+    table = tomllib.loads((tmp_path / "own" / PYPROJECT).read_text(encoding="utf-8"))["tool"]["rlm-conformance"]
+    spec = "tests.user_agents.agent_tool_rlm.sessions:sqlite_sessions"
+    assert table["session-service"] == spec
+    assert any(line.startswith(f"Session service: {spec} (inferred: ") for line in summary_lines(result))
+    monkeypatch.chdir(tmp_path / "own")  # the project folder: the factory's relative sqlite file must not land here
+    scenario = load_scenario(tmp_path / "own" / "scenarios" / "smoke.yaml")
+    path = scenario_profile_path(scenario)
+    run = run_scenario(scenario, RunOptions(llm_mode=LlmMode.SCRIPTED, target=AGENT_TOOL_RLM, session_service=spec,
+                                            profile=load_profile(path), profile_path=path))
+    assert run.status == "pass" and run.session_service == "DatabaseSessionService", run.error
+    assert not (tmp_path / "own" / "sessions.db").exists()
+
+    result = init_project(APP, tmp_path / "none")
+    text = (tmp_path / "none" / PYPROJECT).read_text(encoding="utf-8")
+    assert "session-service" not in tomllib.loads(text)["tool"]["rlm-conformance"]
+    assert '# session-service = "package.module:factory"  # tests.init_fixture_agent defines none; unset: every ' \
+           "run uses ADK's InMemorySessionService" in text
+    assert any(line.startswith("Session service: not set, left as a comment in pyproject.toml")
+               for line in summary_lines(result))
 
 
 def test_builtin_targets_are_refused(tmp_path: Path) -> None:
@@ -415,6 +459,26 @@ def test_the_smoke_comment_names_every_plugin_that_may_gate_the_processor() -> N
     only = App(name="gated", root_agent=processor, plugins=[StageGate(name="g")])
     assert _gate(processor, only) == "plugin StageGate.before_agent_callback"
     assert _gate(processor, App(name="plain", root_agent=processor)) is None
+
+
+def test_a_shared_service_instance_is_named_with_what_to_write_instead(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A module-level instance (or a Runner holding one) would be shared by every scenario: not drafted as the line,
+    but named in the comment; a class of the team's own is drafted (called bare, as docs/your-agent.md says)."""
+    from harness.init_session_service import draft_session_service
+
+    (tmp_path / "inst_agent.py").write_text(
+        "from google.adk.sessions import InMemorySessionService\nsessions = InMemorySessionService()\n",
+        encoding="utf-8")
+    (tmp_path / "own_agent.py").write_text(
+        "from google.adk.sessions import InMemorySessionService\nclass TeamSessions(InMemorySessionService):\n"
+        "    pass\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    shared = draft_session_service("inst_agent:app")
+    assert shared.spec is None and "inst_agent.sessions holds an instance of InMemorySessionService, which every " \
+                                   "scenario would share" in shared.why
+    assert shared.comment.startswith('# session-service = "package.module:factory"  # inst_agent.sessions')
+    assert draft_session_service("own_agent:app").spec == "own_agent:TeamSessions"
 
 
 DIGEST_RLM = "tests.user_agents.digest_rlm.agent:app"

@@ -131,6 +131,29 @@ def test_flag_beats_ini_beats_pyproject_beats_default(project: InnerProject) -> 
         "reference", "scripted", "adk-memory", "cassettes")  # flag, ini, pyproject, default
 
 
+@pytest.mark.parametrize(("origin", "is_default"), [
+    ("[tool.rlm-conformance] profile in /p/pyproject.toml", True), ("ini option rlm_profile in /p/pytest.ini", True),
+    ("--profile", False)])
+def test_the_projects_profile_yields_to_a_scenarios_own_and_the_flags_does_not(origin: str, is_default: bool) -> None:
+    """The profile from the table or the ini file is the project's default: a scenario's own ``profile:`` beats it
+    (choose_target, as the CLI does: test_project_config.py runs that end to end); ``--profile`` beats the scenario."""
+    from harness.llm.modes import LlmMode
+    from harness.pytest_plugin.options import PluginOptions
+    from harness.scenario.loader import load_scenario
+    from harness.targets.choice import choose_target
+    from harness.targets.profile import TargetProfile
+
+    options = PluginOptions(target=None, session_service="delta", llm_mode=LlmMode.REPLAY, record_mode="none",
+                            scenarios=(), cassette_dir=Path("cassettes"), profile_path=Path("default.yaml"),
+                            origins={"profile": origin})
+    assert options.profile_is_default is is_default
+    scenario = load_scenario(Path(__file__).resolve().parents[1] / "user_agents" / "agent_tool_rlm" / "scenarios"
+                             / "coder_then_run.yaml")
+    choice = choose_target(scenario, profile=TargetProfile(name="project_default", target="pkg.agent:app"),
+                           profile_is_default=options.profile_is_default)
+    assert choice.name == ("agent_tool_rlm" if is_default else "project_default")
+
+
 def test_record_mode_turns_a_configured_replay_into_scripted(project: InnerProject) -> None:
     set_table(project, 'llm-mode = "replay"\nscenarios = "conformance/scenarios"\n')
     assert settings(run(project, "--collect-only", "--record-mode", "once"))["llm_mode"] == "scripted"

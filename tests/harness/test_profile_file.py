@@ -97,6 +97,14 @@ def test_nested_misspelling_names_its_own_line_and_field(tmp_path: Path) -> None
     assert "did you mean 'writers'?" in message
 
 
+@pytest.mark.parametrize("name, shape", [("history_key", "a list of entries, newest last"),
+                                         ("iteration_key", "an integer"), ("termination_key", "a scalar"),
+                                         ("stale_flag_keys", "a list of state keys")])
+def test_a_field_whose_key_must_hold_a_shape_says_it(name: str, shape: str) -> None:
+    """A newcomer mapped history_key to a string transcript: nothing said it must hold a list (issue 51)."""
+    assert shape in TargetProfile.model_fields[name].description
+
+
 # --- the schema ------------------------------------------------------------------------------------------------
 
 

@@ -123,3 +123,23 @@ def test_a_bad_table_stops_the_cli_with_exit_2(project: Path, capsys: pytest.Cap
     assert main(["list"]) == EXIT_USAGE
     assert "unknown key 'scenario' (did you mean 'scenarios'?)" in capsys.readouterr().err
     assert main(["explain", "stage_gating"]) == EXIT_OK  # commands that read no setting still work
+
+
+def test_a_scenarios_own_profile_beats_the_tables_and_the_flag_beats_both(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The table's profile is the project's default: it overrode a scenario's own ``profile:`` line (issue 51), so
+    a scenario written for another agent of the project ran against the default's target. ``--profile`` still
+    wins over the scenario (the command line says so). This one runs a scenario (scripted, ~3 s) per command."""
+    own = Path(__file__).resolve().parents[1] / "user_agents" / "agent_tool_rlm"
+    write(tmp_path / "pyproject.toml", '[tool.rlm-conformance]\nprofile = "default.yaml"\nscenarios = "scenarios"\n'
+                                       'llm-mode = "scripted"\n')
+    write(tmp_path / "default.yaml", 'name: project_default\ntarget: "tests.user_agents.tool_rlm.agent:app"\n')
+    scenario = (own / "scenarios" / "coder_then_run.yaml").read_text(encoding="utf-8")
+    write(tmp_path / "scenarios" / "coder_then_run.yaml",
+          scenario.replace("profile: ../rlm-profile.yaml", f"profile: {own / 'rlm-profile.yaml'}"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "300")
+    main(["run", "--no-progress", "--reports-dir", str(tmp_path / "r1")])
+    assert "Ran against target tests.user_agents.agent_tool_rlm.agent:app" in capsys.readouterr().out
+    main(["run", "--no-progress", "--profile", "default.yaml", "--reports-dir", str(tmp_path / "r2")])
+    assert "Ran against target tests.user_agents.tool_rlm.agent:app" in capsys.readouterr().out

@@ -83,3 +83,52 @@ def test_the_exported_session_input_holds_the_context_the_target_was_given(proje
     assert not refused, refused
     [case] = eval_set.eval_cases
     assert case.session_input.state == {"user:tier": "gold", "data": {"rows": [1, 2, 3]}}
+
+
+@pytest.mark.slow
+def test_sub_model_answers_no_eval_set_holds_are_named_then_supplied(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """The reference agent's code asks the sub-model (llm_query): ADK's conversion keeps no such call, so the
+    imported scenario stopped at it with nothing said at import. Now import names the step and the fix, and
+    --sub-lm FILE gives the answers: the round trip runs green."""
+    from harness.importers.evalset import agent_tree
+    from harness.init_project import load_target_app
+
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path / "eval" / "llm_query.evalset.json"
+    assert main(["export", "evalset", "--out", str(out), "--scenarios-dir", str(root / "scenarios"),
+                 "--scenario", "llm_query"]) == 0
+    tree = agent_tree(load_target_app("reference", allow_builtin=True))
+    [bare], _ = import_eval_sets(out, tree)
+    assert "sub_lm" not in bare.scenario["script"]
+    [note] = bare.notes
+    assert "databricks_analyst[0]" in note and "--sub-lm FILE" in note
+
+    answers = tmp_path / "answers.yaml"
+    answers.write_text("- positive\n", encoding="utf-8")
+    [back], refused = import_eval_sets(out, tree, sub_lm=answers)
+    assert not refused and back.scenario["script"]["sub_lm"] == [{"text": "positive"}]
+    # The reference agent keeps a scenario's context in its volume, not in session state, and draws its artifact
+    # ids and folders at random: an eval set holds neither (docs/import.md), so both are given back here.
+    back.scenario.update(name="llm_query", context={"review": "The delivery was fast and the product works."})
+    back.scenario.pop("expect")
+    path = tmp_path / "back" / "llm_query.yaml"
+    path.parent.mkdir()
+    path.write_text(yaml.safe_dump(back.scenario, sort_keys=False), encoding="utf-8")
+    result = run_scenario(load_scenario(path), RunOptions(llm_mode=LlmMode.SCRIPTED, cassette_dir=tmp_path / "c"))
+    failing = {c.name: c.evidence for c in result.checks if c.status.value == "fail"}
+    assert result.status == "pass", failing or result.error
+    assert result.check("script").status.value == "pass"  # the sub-model's answer was asked for and served
+    assert [x.sublm_calls for x in result.trace.executions] == [1]
+
+
+def test_a_sub_model_answers_file_that_is_not_a_list_names_the_fix(tmp_path: Path) -> None:
+    from harness.importers.evalset import EvalSetError, load_sub_model_answers
+
+    bad = tmp_path / "answers.yaml"
+    bad.write_text("just text\n", encoding="utf-8")
+    with pytest.raises(EvalSetError, match=r"answers\.yaml: sub-model answers are a YAML list"):
+        load_sub_model_answers(bad)
+    bad.write_text("case: [positive, [nested]]\n", encoding="utf-8")
+    with pytest.raises(EvalSetError, match=r"case\[1\]: an answer is a text or a script step"):
+        load_sub_model_answers(bad)

@@ -279,6 +279,65 @@ def test_none_deletes_flags_null_in_stored_state() -> None:
                 "persisted snapshot of session s1 after turn 0: session_state stores 'rlm:fatal_error' = null")
 
 
+def as_reloaded(trace: Trace) -> Trace:
+    """``trace`` as a service without row access shows it (a fresh get_session): each event keeps its delta as
+    appended, a delete included as ``{key: None}`` (ADK's events do; there is no deleted_keys)."""
+    for snapshot in trace.persisted:
+        snapshot.source = "reload"
+        for row in snapshot.events:
+            row.state_delta = {**row.state_delta, **{k: None for k in row.deleted_keys}}
+            row.deleted_keys = []
+    return trace
+
+
+def test_none_deletes_reads_a_reloaded_events_none_as_the_delete_when_storage_lacks_the_key() -> None:
+    """Issue 51: on a service that deletes on None, the None its stored event keeps was "a delete belongs in
+    deleted_keys"; storage's state, which does not hold the key, says the delete happened."""
+    trace = as_reloaded(two_turn_trace())
+    last = trace.persisted[-1]
+    last.events[-1].state_delta["rlm:scratch"] = None  # the turn's last write deletes a key storage lacks
+    result = run("none_deletes", trace)
+    assert_pass(result)
+    assert "3 None value(s) in stored events' deltas are deletes" in result.explanation
+    last.session_state["rlm:scratch"] = None  # the service kept the null after all: still a finding
+    assert_fail(run("none_deletes", trace), "session_state stores 'rlm:scratch' = null")
+    # A service known to store None (ADK's DatabaseSessionService where the profile asks delete): the null it
+    # stored at turn 1's cleanup, set again later in the turn, shows only in the event's delta.
+    stored = as_reloaded(two_turn_trace())
+    stored.service_semantics = {"none_behaviour": "store"}
+    assert_fail(run("none_deletes", stored), "state_delta stores null for 'rlm:exit_requested'",
+                "stores None as a value")
+
+
+def test_none_deletes_leaves_a_null_the_scenario_planted_to_the_harness() -> None:
+    """Issue 51: explore plants ``explore_cleared: null`` in a starting state; that null is the harness's."""
+    trace = happy_trace()
+    trace.created_with["s1"] = {"explore_cleared": None}
+    trace.persisted[-1].session_state["explore_cleared"] = None
+    result = run("none_deletes", trace)
+    assert_pass(result)
+    assert "'explore_cleared'" in result.explanation and "initial_state" in result.explanation
+    # The agent writing None to that key itself, and storage keeping the null: the agent's finding again.
+    trace.persisted[-1].events[-1].deleted_keys.append("explore_cleared")
+    assert_fail(run("none_deletes", trace), "session_state stores 'explore_cleared' = null")
+
+
+def test_none_deletes_says_where_the_semantics_came_from() -> None:
+    """Issue 51: the message said "the profile says none_semantics: delete" where only the class attribute did."""
+    trace = storing_trace()
+    said = "the service class's attribute OwnSessions.none_semantics = 'delete'"
+    trace.service_semantics = {"none_semantics": said}
+    result = run("none_deletes", trace)
+    assert result.failed and said in result.explanation and "the profile says" not in result.explanation
+    trace.service_semantics = {}  # a trace that does not say: the profile's field, by name
+    assert "none_semantics: delete" in run("none_deletes", trace).explanation
+    stored = storing_trace()
+    stored.service_semantics = {"none_semantics": "a probe of OwnSessions (None written, then read back)"}
+    result = run("none_deletes", stored, profile=reference_profile().model_copy(update={"none_semantics": "store"}))
+    assert_na(result, "a probe of OwnSessions")
+    assert "ADK's contract" not in result.explanation
+
+
 # --- (h) no_unpersisted_mutation -------------------------------------------------
 
 

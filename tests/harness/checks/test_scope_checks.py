@@ -146,6 +146,19 @@ def test_history_folded_by_event_not_applicable_without_history() -> None:
     assert_status(run("history_folded_by_event", happy_trace()), Status.PASS)
 
 
+def test_history_keeps_newest_says_which_shape_it_needs_when_the_key_holds_another() -> None:
+    """A history kept as one string (a transcript) is no list of entries: the check cannot tell the newest entry,
+    and said "no history list ... never folded" (a false failure). It says what it found and what it needs."""
+    b = TraceBuilder()
+    one_turn(b, Q1, session="s1", user="alice")
+    b.trace.persisted.pop()
+    b.event(keys.RUN_CONVERSATION, delta={keys.USER_HISTORY: f"Q: {Q1}"}, invocation_id="history-0")
+    b.snapshot()
+    assert_status(run("history_keeps_newest", b.build()), Status.NOT_APPLICABLE,
+                  f"history_key {keys.USER_HISTORY!r} holds a str", "needs a list", "newest last",
+                  "Fix: map history_key to a key holding a list")
+
+
 # --- app_data_shared ---------------------------------------------------------------------------------
 
 SNIPPETS = {"sales_by_region": {"code": "print(1)", "description": "totals"}}
