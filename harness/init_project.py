@@ -29,6 +29,10 @@ The heuristics (kept simple, and only called "inferred" when the tree says so):
   container, Vertex AI, GKE, a user's own): it is the analyst, ADK runs its code blocks (no delegate tool, key or
   executor agent), and the agent after it in the loop is the ``results_processor``; the smoke scripts one block in
   the executor's own delimiters (a model-side executor: the model's answer with the code and its result);
+* with no such output_key, the summary from code (harness/init_roles.py): a key the analyst's instruction shows that
+  an agent after it names in its code — the executor's (``summary_author``) or a later BaseAgent's
+  (``results_processor``, digesting results in code);
+* ``driver``: a function of the target's module whose parameters are the names the harness passes a driver;
 * ``exit_tool``: ``exit_loop`` when an LlmAgent of the loop has it;
 * ``pruning_plugins``: ``App.plugins`` whose class name mentions pruning (besides the default);
 * ``app_tools``: tools whose source writes an ``app:`` key.
@@ -50,6 +54,7 @@ import yaml
 
 from . import files
 from .errors import HarnessError
+from .init_roles import draft_driver, draft_summary_writer
 
 PROFILE_FILE = "rlm-profile.yaml"
 SCENARIOS_DIR = "scenarios"
@@ -293,6 +298,8 @@ def infer_profile(spec: str, app: Any) -> Draft:
     draft.add("summary_key", processor.output_key if processor is not None else None,
               inferred=f"the output_key of {processor.name if processor else '?'}",
               todo="the state key holding the durable summary that must reach the analyst's next prompt")
+    draft_summary_writer(draft, analyst, after, lambda a: not _is_llm(a) and not _is_workflow(a))
+    draft_driver(draft, spec)
 
     has_exit = any(name == "exit_loop" for a in llms for name, _ in _tools(a))
     draft.add("exit_tool", "exit_loop" if has_exit else None,

@@ -500,11 +500,13 @@ def describe_agents(root: Any, parent: str | None = None) -> list[AgentInfo]:
     tools = []
     for tool in getattr(root, "tools", None) or []:
         tools.append(getattr(tool, "name", None) or getattr(tool, "__name__", type(tool).__name__))
-    info = AgentInfo(name=root.name, kind=type(root).__name__, parent=parent,
+    from google.adk.agents import LlmAgent
+
+    info = AgentInfo(name=root.name, kind=type(root).__name__, llm_agent=isinstance(root, LlmAgent), parent=parent,
                      output_key=getattr(root, "output_key", None), instruction_kind=kind,
                      instruction_text=instruction if isinstance(instruction, str) else None, tools=tools,
                      has_before_agent_callback=bool(getattr(root, "before_agent_callback", None)),
-                     llm_agent=isinstance(root, LlmAgent), **code_executor_info(root))
+                     **code_executor_info(root))
     agents = [info]
     for child in getattr(root, "sub_agents", None) or []:
         agents.extend(describe_agents(child, root.name))

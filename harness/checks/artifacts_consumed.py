@@ -10,6 +10,7 @@ holds.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,17 +81,7 @@ def _from_state_keys(trace: Trace, profile: TargetProfile, windows: list[Executi
                     writes.setdefault(key[len(prefix):], []).append((event, _status(value)))
         snapshot = trace.final_persisted(sid)
         mine = [w for w in windows if w.execution.session_id == sid]
-        claimed: dict[str, ExecutionWindow] = {}
-        for aid in writes:  # an execution that writes the key, or names the id, is its own
-            window = next((w for w in mine if prefix + aid in w.execution.emitted_delta), None) or next(
-                (w for w in mine if any(isinstance(v, str) and aid in v for v in w.execution.emitted_delta.values())),
-                None) or next((w for w in mine if any(aid in text for text in execution_code(w, trace))), None)
-            if window is not None and all(window is not w for w in claimed.values()):
-                claimed[aid] = window
-        # The others, in the order of their first write, take the remaining executions in order.
-        free = [w for w in mine if all(w is not c for c in claimed.values())]
-        for aid, window in zip([a for a in writes if a not in claimed], free):
-            claimed[aid] = window
+        claimed = _tie(prefix, {aid: history[0][0] for aid, history in writes.items()}, mine, trace)
         for aid, history in writes.items():
             held, stored = state_value(snapshot, prefix + aid) if snapshot is not None else (False, None)
             status = _status(stored) if held else history[-1][1]
@@ -101,12 +92,59 @@ def _from_state_keys(trace: Trace, profile: TargetProfile, windows: list[Executi
     return artifacts
 
 
-def _analysis(window: ExecutionWindow | None, trace: Trace, profile: TargetProfile
-              ) -> tuple[list[EventRecord], EventRecord | None]:
-    """The events that analysed ``window``'s execution (the processor's run, else the summary writes), and the
-    one that wrote the summary."""
+def _tie(prefix: str, first_writes: dict[str, EventRecord], mine: list[ExecutionWindow],
+         trace: Trace) -> dict[str, ExecutionWindow]:
+    """Each artifact's execution (``first_writes``: artifact id -> the first event writing its key, in order).
+
+    The execution whose event writes the artifact's key, or holds its id as a whole value, is its own (a part of a
+    value is no evidence: id '1' is in 'stdout: 1', and tied artifact 1 to execution 2). The others, in the order
+    of their first status write, take the remaining executions in order: the two artifacts one processor event
+    marks after two executions of one invocation get one each, as do artifacts marked pending when delegated.
+    Next after those, an ADK code block whose code or output holds the id as a word is its artifact's.
+    """
+    claimed: dict[str, ExecutionWindow] = {}
+
+    def taken(window: ExecutionWindow) -> bool:
+        return any(window is w for w in claimed.values())
+
+    for aid in first_writes:
+        window = next((w for w in mine if prefix + aid in w.execution.emitted_delta), None) or next(
+            (w for w in mine if aid in [v for v in w.execution.emitted_delta.values() if isinstance(v, str)]), None) \
+            or next((w for w in mine if any(_names(text, aid) for text in execution_code(w, trace))), None)
+        if window is not None and not taken(window):
+            claimed[aid] = window
+    free = [w for w in mine if not taken(w)]
+    for aid, window in zip([a for a in first_writes if a not in claimed], free):
+        claimed[aid] = window
+    return claimed
+
+
+def _names(text: str, aid: str) -> bool:
+    """``aid`` in ``text`` as a word of its own (not inside another id or number)."""
+    return re.search(rf"(?<![\w-]){re.escape(aid)}(?![\w-])", text) is not None
+
+
+def _analysis(window: ExecutionWindow | None, trace: Trace, profile: TargetProfile,
+              windows: list[ExecutionWindow]) -> tuple[list[EventRecord], EventRecord | None]:
+    """The analysis of ``window``'s execution: its own, else that of a later execution of the same invocation (a
+    processor running once after several executions of one model turn analyses them all)."""
     if window is None:
         return [], None
+    later = [w for w in windows if w.execution.session_id == window.execution.session_id
+             and w.execution.index > window.execution.index]
+    for candidate in [window, *later]:
+        if candidate.execution.invocation_id != window.execution.invocation_id:
+            break
+        analysis, summary = _analysis_of(candidate, trace, profile)
+        if summary is not None:
+            return analysis, summary
+    return [], None
+
+
+def _analysis_of(window: ExecutionWindow, trace: Trace, profile: TargetProfile
+                 ) -> tuple[list[EventRecord], EventRecord | None]:
+    """The events that analysed ``window``'s execution (the processor's run, else the summary writes), and the
+    one that wrote the summary."""
     if profile.results_processor is not None:
         runs = window.runs or _next_run(window, trace, profile)
         analysis = list(runs[0].events) if runs else []
@@ -135,7 +173,7 @@ def _next_run(window: ExecutionWindow, trace: Trace, profile: TargetProfile) -> 
 def _no_status_written(trace: Trace, profile: TargetProfile, windows: list[ExecutionWindow]) -> CheckResult:
     """No ``'<prefix><id>'`` key at all: a missing lifecycle when some execution was analysed, else nothing to judge."""
     prefix = profile.artifact_status_prefix
-    analysed = [(w, summary) for w in windows if (summary := _analysis(w, trace, profile)[1]) is not None]
+    analysed = [(w, summary) for w in windows if (summary := _analysis(w, trace, profile, windows)[1]) is not None]
     if not analysed:
         return not_applicable(NAME, f"No event wrote a {prefix!r}<id> key and no execution was analysed: the "
                                     f"state holds no artifact for these sessions.")
@@ -181,10 +219,11 @@ def artifacts_consumed(ctx: CheckContext) -> CheckResult:
             return _no_status_written(trace, profile, windows)
     analyser = profile.results_processor or profile.summary_writer
     problems: list[str] = []
-    consumed = 0
+    consumed = not_due = 0
     for artifact in artifacts:
         window = artifact.window
-        analysis, summary = _analysis(window, trace, profile)
+        analysis, summary = _analysis(window, trace, profile, windows)
+        due = _next_turn(trace, summary) if summary is not None and profile.consumed_by == "next_turn" else None
         if summary is not None:
             if profile.is_consumed(artifact.status):
                 consumed += 1
@@ -193,6 +232,16 @@ def artifacts_consumed(ctx: CheckContext) -> CheckResult:
                     problems.append(f"{artifact.label}: already {consumed_value!r} right after {name_event(first)}, "
                                     f"before {name_event(summary)} wrote the summary that analysed it: consumed "
                                     f"means analysed, so it may only be marked after the summary")
+                elif first is not None and due is not None and first.turn > due:
+                    problems.append(f"{artifact.label}: {consumed_value!r} only after {name_event(first)}, not by "
+                                    f"the next turn (turn {due}) after {name_event(summary)} analysed it (profile "
+                                    f"consumed_by: next_turn)")
+            elif profile.consumed_by == "next_turn" and due is None:
+                not_due += 1  # analysed in its session's last turn: its next turn, when it is marked, never came
+            elif due is not None:
+                problems.append(f"{artifact.label}: status {artifact.status!r} although {name_event(analysis[0])} "
+                                f"analysed its execution {name_event(window.execution)}; expected "
+                                f"{consumed_value!r} by the next turn (turn {due}) (profile consumed_by: next_turn)")
             else:
                 problems.append(f"{artifact.label}: status {artifact.status!r} although {name_event(analysis[0])} "
                                 f"{'processed' if profile.results_processor else 'summarised'} its execution {name_event(window.execution)}; expected "
@@ -205,5 +254,13 @@ def artifacts_consumed(ctx: CheckContext) -> CheckResult:
     if problems:
         return failed(NAME, f"{len(problems)} artifact(s) break the analysis-consumed lifecycle ({source}).",
                       capped(problems))
-    return passed(NAME, f"{consumed} analysed artifact(s) {consumed_value}; {len(artifacts) - consumed} not analysed "
-                        f"and not {consumed_value} ({source}).")
+    later = (f"; {not_due} analysed in its session's last turn, not due yet (consumed_by: next_turn: marked when "
+             f"the next turn starts)" if not_due else "")
+    return passed(NAME, f"{consumed} analysed artifact(s) {consumed_value}; {len(artifacts) - consumed - not_due} not "
+                        f"analysed and not {consumed_value}{later} ({source}).")
+
+
+def _next_turn(trace: Trace, summary: EventRecord) -> int | None:
+    """The turn after the one in which ``summary`` analysed an artifact, in its session (None: it was the last)."""
+    return min((t.turn for t in trace.turns if t.session_id == summary.session_id and t.turn > summary.turn),
+               default=None)

@@ -41,10 +41,12 @@ def processor_model_runs(ctx: CheckContext) -> CheckResult:
     reason = profile.unmapped("results_processor") or executions_unmapped(profile)
     if reason:
         return not_applicable(NAME, f"No results processor to judge: {reason}.")
-    if any(a.name == profile.results_processor and a.llm_agent is False for a in trace.agents):
-        return not_applicable(NAME, f"{profile.results_processor} is not an LlmAgent: it makes no model request by "
-                                    f"design, so there is no model answer to judge (stage_gating judges its runs).")
     processor, key = profile.results_processor, profile.summary_key
+    if (info := next((a for a in trace.agents if a.name == processor), None)) and info.llm_agent is False:
+        return not_applicable(NAME, f"The results_processor {processor} is not an LlmAgent but a {info.kind}: it "
+                                    f"makes no model request by design (it digests results in code), so there is no "
+                                    f"model answer to check (nothing to fix; stage_gating and the other checks of "
+                                    f"the processor still judge its runs).")
     # The processor's answer is the summary only when it writes it (no other summary_author, a summary_key).
     compare = key is not None and profile.summary_writer == processor
     windows = execution_windows(trace, profile)

@@ -39,11 +39,11 @@ PROCESSOR_PROMPT = "You summarise the output of Python code that was just execut
 def reference_agents(profile: TargetProfile) -> list[AgentInfo]:
     """The reference agent's tree under the profile's names (roles the profile leaves unmapped left out)."""
     agents = [
-        AgentInfo(name=profile.loop_agent or "", kind="LoopAgent"),
-        AgentInfo(name=profile.analyst or "", kind="LlmAgent", parent=profile.loop_agent, instruction_kind="provider",
+        AgentInfo(name=profile.loop_agent or "", kind="LoopAgent", llm_agent=False),
+        AgentInfo(name=profile.analyst or "", kind="LlmAgent", llm_agent=True, parent=profile.loop_agent, instruction_kind="provider",
                   tools=[t for t in (profile.delegate_tool, profile.exit_tool) if t]),
-        AgentInfo(name=profile.job_builder or "", kind="JobBuilderAgent", parent=profile.loop_agent),
-        AgentInfo(name=profile.results_processor or "", kind="StageGatedLlmAgent", parent=profile.loop_agent,
+        AgentInfo(name=profile.job_builder or "", kind="JobBuilderAgent", llm_agent=False, parent=profile.loop_agent),
+        AgentInfo(name=profile.results_processor or "", kind="StageGatedLlmAgent", llm_agent=True, parent=profile.loop_agent,
                   output_key=profile.summary_key, instruction_kind="provider"),
     ]
     return [a for a in agents if a.name]

@@ -141,7 +141,7 @@ class ProcessorRun:
     """Consecutive results_processor events of one invocation, at least one with text or a call: one run.
 
     A group holding only state deltas (a plugin's after_agent write while the agent
-    itself was gated) is not a run — unless the processor is not an LlmAgent: then its writes are its work.
+    itself was gated) is not a run — unless the processor digests in code (``processor_in_code``).
     """
 
     events: tuple[EventRecord, ...]
@@ -170,11 +170,17 @@ def processor_runs(trace: Trace, profile: TargetProfile) -> list[ProcessorRun]:
                 current.append(event)
         if current:
             groups.append(ProcessorRun(tuple(current)))
-    # A processor that is not an LlmAgent (a BaseAgent digesting results) runs when it writes state: no model text.
-    plain = any(a.name == profile.results_processor and a.llm_agent is False for a in trace.agents)
-    substantive = [g for g in groups if any(e.text.strip() or e.function_calls or (plain and e.emitted_delta)
+    in_code = processor_in_code(trace, profile)  # no model: its state writes are its run
+    substantive = [g for g in groups if any(e.text.strip() or e.function_calls or (in_code and e.emitted_delta)
                                             for e in g.events)]
     return sorted(substantive, key=lambda r: r.first.index)
+
+
+def processor_in_code(trace: Trace, profile: TargetProfile) -> bool:
+    """The results processor is no LlmAgent (a BaseAgent digesting results in code): it sends no model request,
+    and an event of it with a state delta is its run."""
+    info = next((a for a in trace.agents if a.name == profile.results_processor), None)
+    return info is not None and info.llm_agent is False
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,7 @@ class StepPlan:
 
 @dataclass(frozen=True)
 class Plan:
-    max_iterations: int
+    max_iterations: int | None  # None: the target's own loop bound (the scenario leaves max_iterations out)
     sessions: tuple[SessionPlan, ...]
     steps: tuple[StepPlan, ...]
     context: bool = True
@@ -91,19 +91,21 @@ class Plan:
         later = sum(i for i, b in enumerate(library.behaviours) for s in self.steps if s.behaviour == b.name)
         state = sum(len(s.initial_state) for s in self.sessions)
         late = sum(1 for s in self.steps if s.delay)
-        return (self.turns, len(self.sessions), len(self.steps), state, self.max_iterations, later, code, late,
+        return (self.turns, len(self.sessions), len(self.steps), state, self.max_iterations or 0, later, code, late,
                 int(self.context), self.key())
 
     def describe(self) -> str:
         who = ", ".join(f"{s.user}x{s.turns}" + (f" with {'/'.join(s.initial_state)}" if s.initial_state else "")
                         for s in self.sessions)
-        return f"sessions [{who}], max_iterations {self.max_iterations}, steps [" + ", ".join(
+        bound = "own" if self.max_iterations is None else self.max_iterations
+        return f"sessions [{who}], max_iterations {bound}, steps [" + ", ".join(
             s.describe() for s in self.steps) + "]"
 
 
-def _filler_count(plan: Plan) -> int:
+def _filler_count(plan: Plan, model: TargetModel) -> int:
     # An iteration asks the analyst at most a few times (a tool call, then text); other agents once or twice.
-    return plan.turns * plan.max_iterations * 3 + 4
+    iterations = plan.max_iterations or model.loop_bound or 1
+    return plan.turns * iterations * 3 + 4
 
 
 def analyst_step(step: StepPlan, model: TargetModel, library: Library) -> dict[str, Any]:
@@ -146,7 +148,7 @@ def code_answer(code: str, model: TargetModel) -> dict[str, Any]:
 
 def to_scenario(plan: Plan, model: TargetModel, library: Library, *, name: str, description: str,
                 target: str | None = None, profile: str | None = None) -> Scenario:
-    filler = _filler_count(plan)
+    filler = _filler_count(plan, model)
     script: dict[str, list[dict[str, Any]]] = {}
     for agent in model.agents:
         if agent.name == model.analyst:
@@ -174,8 +176,9 @@ def to_scenario(plan: Plan, model: TargetModel, library: Library, *, name: str, 
             session["initial_state"] = {**model.starting_state,
                                         **{key: INITIAL_STATE[key] for key in spec.initial_state}}
         sessions.append(session)
-    data: dict[str, Any] = {"name": name, "description": description, "max_iterations": plan.max_iterations,
-                            "sessions": sessions, "script": script}
+    data: dict[str, Any] = {"name": name, "description": description, "sessions": sessions, "script": script}
+    if plan.max_iterations is not None:  # written out only when it changes the target's own bound
+        data["max_iterations"] = plan.max_iterations
     if target is not None:
         data["target"] = target
     if profile is not None:

@@ -29,7 +29,7 @@ def candidates(plan: Plan, library: Library) -> Iterator[Plan]:
             yield replace(plan, sessions=_with(sessions, i, replace(session, turns=session.turns - 1)))
     for i in range(len(steps)):
         yield replace(plan, steps=tuple(steps[:i] + steps[i + 1:]))
-    if plan.max_iterations > 1:
+    if plan.max_iterations is not None and plan.max_iterations > 1:
         yield replace(plan, max_iterations=plan.max_iterations - 1)
     for i, session in enumerate(sessions):
         for key in session.initial_state:

@@ -95,10 +95,17 @@ def sessions() -> st.SearchStrategy[tuple[SessionPlan, ...]]:
     return st.lists(one, min_size=1, max_size=MAX_SESSIONS).map(tuple)
 
 
+def iteration_bounds(model: TargetModel) -> st.SearchStrategy[int | None]:
+    """The target's own loop bound first (None: the scenario leaves max_iterations out), then small ones that reach
+    the bound cheaply; a target whose bound is unknown (no LoopAgent read, or an unbounded one): small ones only."""
+    small = st.integers(1, MAX_ITERATIONS)
+    return st.one_of(st.none(), small) if model.loop_bound is not None else small
+
+
 def plans(model: TargetModel, library: Library) -> st.SearchStrategy[Plan]:
     """Whole conversations for ``model``."""
     steps = st.lists(analyst_steps(model, library), max_size=MAX_STEPS).map(tuple)
-    plan = st.builds(Plan, max_iterations=st.integers(1, MAX_ITERATIONS), sessions=sessions(), steps=steps,
+    plan = st.builds(Plan, max_iterations=iteration_bounds(model), sessions=sessions(), steps=steps,
                      context=st.booleans())
     return st.builds(_late, plan, st.sampled_from(LATE_STEP))
 

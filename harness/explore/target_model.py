@@ -11,7 +11,7 @@ import asyncio
 import inspect
 import re
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,7 @@ class TargetModel:
     exit_tool: str | None
     preview_chars: int = DEFAULT_PREVIEW_CHARS
     notes: tuple[str, ...] = field(default=())
+    loop_bound: int | None = None  # the target's own loop bound (None: no LoopAgent read, or an unbounded one)
     # Where every generated session starts (run.py: the profile's initial_state, a seed scenario's, keys explore
     # seeded past an obstruction): state, the users' questions, the context (None: the plan's sample).
     starting_state: dict[str, Any] = field(default_factory=dict)
@@ -205,7 +206,7 @@ def describe_target(spec: str, profile: TargetProfile | None) -> TargetModel:
 
     with tempfile.TemporaryDirectory(prefix="rlm-explore-") as home:
         env = TargetEnvironment(model=Gemini(model="gemini-2.5-flash"), model_name="gemini-2.5-flash",
-                                sub_lm=no_sub_lm, home=Path(home), max_iterations=1, profile=profile)
+                                sub_lm=no_sub_lm, home=Path(home), max_iterations=None, profile=profile)
         built = resolve_target(spec)(env)
         try:
             via = _tool_names(built.app.root_agent)
@@ -213,12 +214,25 @@ def describe_target(spec: str, profile: TargetProfile | None) -> TargetModel:
                                           **code_executor_of(a))
                            for a in _llm_agents(built.app.root_agent))
             profile = profile or built.profile
+            bound = loop_bound(built.app.root_agent, profile)
         finally:
             built.close()
             closer = getattr(built.session_service, "close", None)
             if inspect.iscoroutinefunction(closer):
                 asyncio.run(closer())
-    return model_from(spec, profile, agents)
+    return replace(model_from(spec, profile, agents), loop_bound=bound)
+
+
+def loop_bound(root: Any, profile: TargetProfile | None) -> int | None:
+    """The target's own bound: the max_iterations of the profile's loop_agent (the first LoopAgent when it names
+    none); None without one, or for an unbounded loop."""
+    from google.adk.agents import LoopAgent
+
+    from ..targets.generic import walk_agents
+
+    loops = [a for a in walk_agents(root) if isinstance(a, LoopAgent)
+             and (profile is None or profile.loop_agent in (None, a.name))]
+    return loops[0].max_iterations if loops else None
 
 
 def model_from(spec: str, profile: TargetProfile, agents: tuple[AgentModel, ...]) -> TargetModel:

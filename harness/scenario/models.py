@@ -169,7 +169,8 @@ class Scenario(_Model):
     profile: str | None = Field(default=None, min_length=1,
                                 description="The target profile YAML this scenario is written for, relative to the "
                                             "scenario file (--profile overrides it).")
-    max_iterations: int = Field(default=6, ge=1, description="max_iterations of the orchestrator loop.")
+    max_iterations: int | None = Field(default=None, ge=1, description="max_iterations of the orchestrator loop "
+                                                                      "(null: the target's own LoopAgent bound).")
     limits: Limits = Field(default_factory=Limits, description="Limits: Job_B timeout, sub-LM budgets, the analyst's prompt budget.")
     executor: Literal["warm", "one-shot"] | None = Field(
         default=None, description="How a local Job_B runs this scenario's blocks whatever the run's --executor says: "

@@ -33,7 +33,7 @@ class TargetEnvironment:
     model_name: str
     sub_lm: SubLm
     home: Path
-    max_iterations: int
+    max_iterations: int | None  # None: the target's own loop bound (its LoopAgent's max_iterations)
     context: Any = None
     # None: the target's own default (DeltaSessionService on DuckDB for the reference agent).
     session_service_factory: SessionServiceFactory | None = None

@@ -3,7 +3,8 @@
 * the run's model under every ``LlmAgent`` of the tree, agents behind an ``AgentTool`` too (replay, scripted or
   live), put back afterwards;
   the agent's own google-genai clients reach the same model through the model gateway (harness/llm/gateway.py);
-* the scenario's ``max_iterations`` on the profile's loop agent (every ``LoopAgent`` when it names none),
+* the scenario's ``max_iterations``, when it sets one, on the profile's loop agent (every ``LoopAgent`` when it
+  names none; a scenario that sets none runs the agent's own bound),
   and its ``context`` in each new session's state under the profile's ``context_key``;
 * a Runner with an artifact and a memory service (in memory) besides the chosen session service
   (ADK's ``InMemorySessionService`` unless ``--session-service`` says otherwise);
@@ -63,7 +64,8 @@ def _apply_environment(app: App, env: TargetEnvironment, profile: TargetProfile)
     for agent in walk_agents(app.root_agent):
         if isinstance(agent, LlmAgent):
             overrides.set(agent, "model", env.model)
-        if isinstance(agent, LoopAgent) and (profile.loop_agent in (None, agent.name)):
+        own_bound = env.max_iterations is None  # the scenario sets none: the agent's own LoopAgent bound
+        if isinstance(agent, LoopAgent) and profile.loop_agent in (None, agent.name) and not own_bound:
             overrides.set(agent, "max_iterations", env.max_iterations)
     return overrides
 

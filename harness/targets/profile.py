@@ -64,8 +64,10 @@ class TargetProfile(BaseModel):
                                   "...)): its executable_code parts (or code in its executor's code_block_delimiters) "
                                   "are the delegations, its code_execution_result parts the executions; takes "
                                   "precedence over delegate_tool, delegation_key, job_builder and execution_key.")
-    results_processor: str | None = Field(default=None, description="The LlmAgent that summarises an execution's "
-                                                                    "results (null: none).")
+    results_processor: str | None = Field(default=None, description="The agent that summarises an execution's "
+                                                                    "results: an LlmAgent, or an agent digesting "
+                                                                    "them in code (processor_model_runs is then "
+                                                                    "n/a) (null: none).")
     summary_author: str | None = Field(default=None, description="Who writes the summary key (default: the "
                                                                  "results_processor).")
     exit_tool: str | None = Field(default=None, description="The tool that ends the loop.")
@@ -113,6 +115,11 @@ class TargetProfile(BaseModel):
                                   "(or a dict with 'status'); used when the target exposes no artifact registry.")
     consumed_value: str | int | float | bool = Field(
         default="consumed", description="The status meaning 'analysed' (any JSON scalar: 'consumed', true, 2, ...).")
+    consumed_by: Literal["same_turn", "next_turn"] = Field(
+        default="same_turn", description="When an analysed artifact must be marked consumed_value: in the turn that "
+                                         "analysed it (same_turn), or by the start of the session's next turn "
+                                         "(next_turn: a design that marks it when the next turn begins; an artifact "
+                                         "of a session's last turn is then not due).")
     pruning_plugins: tuple[str, ...] = Field(
         default=("RlmContextPruningPlugin",), description="Plugin class names that count as a pruning plugin."
     )

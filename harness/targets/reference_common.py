@@ -98,7 +98,9 @@ def settings_for(env: TargetEnvironment) -> AgentSettings:
     configured = AgentSettings.from_env()
     confinement = {name: getattr(configured, name) for name in CONFINEMENT_SETTINGS}
     confinement["require_confinement"] = configured.require_confinement or env.require_confinement
-    return AgentSettings(home=env.home, model=env.model_name, max_iterations=env.max_iterations,
+    if env.max_iterations is not None:  # else the agent's own bound (AgentSettings' default)
+        limits["max_iterations"] = env.max_iterations
+    return AgentSettings(home=env.home, model=env.model_name,
                          executor_timeout_s=env.executor_timeout_s, warm_executor=env.warm_executor,
                          **limits, **confinement)
 

@@ -196,6 +196,9 @@ class TurnRecord(_Record):
 class AgentInfo(_Record):
     name: str
     kind: str = Field(description="Class name, e.g. LlmAgent, LoopAgent, JobBuilderAgent.")
+    llm_agent: bool | None = Field(default=None, description="Whether it is an ADK LlmAgent (a subclass too): the "
+                                                             "only kind that sends model requests of its own "
+                                                             "(None: not recorded).")
     parent: str | None = None
     output_key: str | None = None
     instruction_kind: Literal["string", "provider", "none"] = "none"
@@ -209,8 +212,6 @@ class AgentInfo(_Record):
     code_error_retry_attempts: int | None = Field(
         default=None, description="The executor's error_retry_attempts: after this many failed runs in a row in one "
                                   "invocation, ADK leaves the model's code unrun.")
-    llm_agent: bool | None = Field(default=None, description="Whether it is an LlmAgent (one that calls a model); "
-                                                             "None: not recorded.")
     model_side_execution: bool = Field(default=False, description="The model runs the code itself "
                                                                   "(BuiltInCodeExecutor): results come in its answer.")
 

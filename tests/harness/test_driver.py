@@ -85,3 +85,17 @@ def test_a_driver_that_cannot_be_used_is_the_scenarios_error(tmp_path: Path, upd
     result = _run(tmp_path, **update)
     assert result.status == "error" and said in result.error, result.error
     assert (planner.model, root_agent.max_iterations) == before  # the user's agents are left as they were
+
+
+@pytest.mark.slow
+def test_with_no_outcome_key_a_driver_is_judged_against_the_events(tmp_path: Path) -> None:
+    """No termination_key, no final_answer_key: the outcome lives only in what the driver returns. A driver that
+    reports an answer no event produced fails; one that reads storage passes (it was n/a either way)."""
+    unkeyed = {"termination_key": None, "final_answer_key": None, "stale_flag_keys": ()}
+    result = _run(tmp_path / "blind", driver=f"{DRIVERS}:reports_done_blindly", driver_outcome=MAPPED, **unkeyed)
+    check = result.check("outcome_from_storage")
+    assert check.status is Status.FAIL, (check.explanation, check.evidence)
+    assert "the driver reports final_answer 'negative' but no event of the turn holds it" in "\n".join(check.evidence)
+    result = _run(tmp_path / "reads", driver=f"{DRIVERS}:run_conversation", driver_outcome=MAPPED, **unkeyed)
+    check = result.check("outcome_from_storage")
+    assert check.status is Status.PASS, (check.explanation, check.evidence)

@@ -479,3 +479,41 @@ def test_a_shared_service_instance_is_named_with_what_to_write_instead(tmp_path:
                                    "scenario would share" in shared.why
     assert shared.comment.startswith('# session-service = "package.module:factory"  # inst_agent.sessions')
     assert draft_session_service("own_agent:app").spec == "own_agent:TeamSessions"
+
+
+DIGEST_RLM = "tests.user_agents.digest_rlm.agent:app"
+
+
+def test_a_processor_written_in_code_and_the_teams_driver_are_drafted(tmp_path: Path) -> None:
+    """tests/user_agents/digest_rlm: the summary the coder's instruction shows ({user:summary?}) is written by a
+    BaseAgent digest, not an LlmAgent's output_key; its module holds run_conversation(runner, user_id, session_id,
+    message), the documented driver parameter names. init drafted neither; the smoke stays green with both."""
+    init_project(DIGEST_RLM, tmp_path)
+    profile = load_profile(tmp_path / PROFILE_FILE)
+    assert (profile.job_builder, profile.results_processor, profile.summary_key) == ("runner", "digest",
+                                                                                       "user:summary")
+    assert profile.driver == "tests.user_agents.digest_rlm.agent:run_conversation"
+    lines = _profile_lines(tmp_path)
+    assert "# inferred: " in lines["results_processor"] and "# inferred: " in lines["driver"]
+    assert "not needed" in lines["summary_author"]
+    result = _run_green(tmp_path, DIGEST_RLM)
+    assert all(t.outcome.reported_by for t in result.trace.turns)
+
+
+def test_a_summary_the_executor_writes_itself_is_drafted_as_its_summary_author() -> None:
+    from google.adk.agents import LlmAgent, LoopAgent
+    from google.adk.apps import App
+
+    from harness.init_project import infer_profile
+    from tests.user_agents.digest_rlm.agent import CodeRunner, Digest, run_code
+
+    class SummarisingRunner(CodeRunner):
+        def summary_key(self) -> str:
+            return "exec_summary"  # its code names the key the coder's instruction shows
+
+    coder = LlmAgent(name="coder", model="gemini-2.5-flash", tools=[run_code], instruction="Notes: {exec_summary?}")
+    app = App(name="selfsum", root_agent=LoopAgent(name="loop", sub_agents=[coder, SummarisingRunner(name="runner"),
+                                                                            Digest(name="digest")]))
+    draft = infer_profile("pkg.agent:app", app)
+    assert (draft.value("job_builder"), draft.value("summary_author"), draft.value("summary_key"),
+            draft.value("results_processor")) == ("runner", "runner", "exec_summary", None)

@@ -43,7 +43,7 @@ def error_for(tmp_path: Path, text: str, name: str = "single_delegation.yaml") -
 def test_example_scenario_loads() -> None:
     scenario = load_scenario(EXAMPLE)
     assert scenario.name == "single_delegation"
-    assert scenario.target is None and scenario.profile is None and scenario.max_iterations == 6
+    assert scenario.target is None and scenario.profile is None and scenario.max_iterations is None
     assert scenario.context == {"sales": [{"region": "north", "amount": 120}, {"region": "south", "amount": 80}]}
     assert scenario.sessions[0].user == "analyst_1" and scenario.sessions[0].id is None
     delegate, exit_call = scenario.script["databricks_analyst"]

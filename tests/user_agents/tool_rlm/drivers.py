@@ -53,3 +53,11 @@ def sync_driver(runner: Runner, user_id: str, session_id: str, message: str, lab
 
 async def needs_a_tenant(runner: Runner, tenant: str, user_id: str, session_id: str, prompt: str) -> None:
     raise AssertionError("never called: the harness cannot fill 'tenant'")
+
+
+async def reports_done_blindly(runner: Runner, user_id: str, session_id: str, query: str) -> ConversationResult:
+    """Says "done" with an answer of its own making, whatever the turn did: what no stored key can expose when the
+    team's outcome lives only in what its turn function returns."""
+    async for _ in runner.run_async(user_id=user_id, session_id=session_id, new_message=_message(query)):
+        pass
+    return ConversationResult(response_text="negative", status="done", delegation_count=1)
