@@ -113,6 +113,10 @@ def add_options(parser: pytest.Parser) -> None:
     _add(group, "--executor", dest="rlm_executor", default="warm", choices=("warm", "one-shot"),
          help="local backend: run a session's Job_B blocks in one warm process (default) or each in a one-shot "
               "process, as every Databricks job run does.")
+    _add(group, "--baseline", dest="rlm_baseline", default=None, type=Path, metavar="FILE",
+         help="accepted findings (check, where, reason; rlm-conformance run --write-baseline writes it): a scenario "
+              "whose only failures it accepts is xfail with the entry as the reason; an entry naming a scenario "
+              "whose check passed is a warning to remove it (docs/explore.md).")
     _add(group, "--rlm-explore", dest="rlm_explore", default=None, type=_examples, metavar="N",
          help="also run `rlm-conformance explore` with N generated conversations against the configured target "
               "(scripted, every check, seed 0) before the tests: each finding is a failing item explore::<check>, "

@@ -294,6 +294,7 @@ CLI_ONLY = {
     "--databricks-live": "the databricks backend's live workspace is a CLI recording step",
     "--allow-script-misfit": "record-only escape hatch for deliberately broken targets",
     "--wide": "the console matrix; pytest reports each scenario × check as its own item",
+    "--write-baseline": "the CLI writes the baseline file (run --write-baseline); pytest reads it (--baseline)",
     "--help": "", "-h": "",
 }
 PLUGIN_ONLY = {

@@ -215,3 +215,24 @@ def test_xdist_gives_the_serial_verdicts_and_snapshots(project: InnerProject) ->
     result = run_with_workers(project, "test_conformance.py", "--llm-mode", "scripted")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*test_scenario[[]third_scenario[]]*", "*snapshot*third_scenario.json differs*"])
+
+
+def test_a_baseline_accepts_known_failures_and_only_those(project: InnerProject) -> None:
+    """--baseline FILE, as `run --baseline`: a scenario whose only failures the file accepts is xfail, naming the
+    entry; a finding it does not accept fails the item, and an entry whose finding is gone is a warning."""
+    from harness.cli import main
+
+    target = ("--target", "tests.broken_targets:direct_mutation", "--llm-mode", "scripted")
+    baseline = project.path / "baseline.yaml"
+    assert main(["run", *target, "--scenarios-dir", "scenarios", "--reports-dir", "reports", "--no-progress",
+                 "--write-baseline", str(baseline)]) == 1  # the snapshot is missing: a harness row, never accepted
+    assert "check: no_unpersisted_mutation" in baseline.read_text(encoding="utf-8")
+    run(project, "scenarios", *target, "--snapshot-update")
+    result = run(project, "scenarios", *target, "--baseline", str(baseline))
+    result.assert_outcomes(xfailed=1)
+    baseline.write_text(baseline.read_text(encoding="utf-8").replace("no_unpersisted_mutation", "none_deletes"),
+                        encoding="utf-8")
+    result = run(project, "scenarios", *target, "--baseline", str(baseline), "-W", "always::UserWarning")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["  FAIL no_unpersisted_mutation: *"])
+    result.stdout.fnmatch_lines(["*no longer occurs: none_deletes in single_delegation*"])
