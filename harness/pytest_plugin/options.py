@@ -114,8 +114,8 @@ def add_options(parser: pytest.Parser) -> None:
          help="local backend: run a session's Job_B blocks in one warm process (default) or each in a one-shot "
               "process, as every Databricks job run does.")
     _add(group, "--baseline", dest="rlm_baseline", default=None, type=Path, metavar="FILE",
-         help="accepted findings (check, where, reason; rlm-conformance run --write-baseline writes it): a scenario "
-              "whose only failures it accepts is xfail with the entry as the reason; an entry naming a scenario "
+         help="accepted findings (check, where, reason; the CLI's run writes one with its write-baseline "
+              "option): a scenario whose only failures it accepts is xfail with the entry as the reason; an entry naming a scenario "
               "whose check passed is a warning to remove it (docs/explore.md).")
     _add(group, "--rlm-explore", dest="rlm_explore", default=None, type=_examples, metavar="N",
          help="also run `rlm-conformance explore` with N generated conversations against the configured target "
