@@ -115,8 +115,8 @@ def add_options(parser: pytest.Parser) -> None:
               "process, as every Databricks job run does.")
     _add(group, "--baseline", dest="rlm_baseline", default=None, type=Path, metavar="FILE",
          help="accepted findings (check, where, reason; the CLI's run writes one with its write-baseline "
-              "option): a scenario whose only failures it accepts is xfail with the entry as the reason; an entry naming a scenario "
-              "whose check passed is a warning to remove it (docs/explore.md).")
+              "option): a scenario whose only failures it accepts is xfail with the entry as the reason; an entry "
+              "naming a scenario whose check passed is a warning to remove it (docs/explore.md).")
     _add(group, "--rlm-explore", dest="rlm_explore", default=None, type=_examples, metavar="N",
          help="also run `rlm-conformance explore` with N generated conversations against the configured target "
               "(scripted, every check, seed 0) before the tests: each finding is a failing item explore::<check>, "
