@@ -152,6 +152,10 @@ def spawn_worker(context: multiprocessing.context.SpawnContext, target: Callable
 
 
 def _in_temp_folder(folder: str, target: Callable[..., None], *args: object) -> None:
+    # The parent still ends the worker with itself (it is daemonic there); inside, the target may start processes of
+    # its own: ADK 1.x's UnsafeLocalCodeExecutor runs each code block in a multiprocessing child, which a daemonic
+    # process may not have ("daemonic processes are not allowed to have children").
+    multiprocessing.current_process().daemon = False
     os.environ["TMPDIR"] = folder
     tempfile.tempdir = folder  # in case something of the start-up asked tempfile already
     target(*args)
