@@ -97,10 +97,10 @@ def _tie(prefix: str, first_writes: dict[str, EventRecord], mine: list[Execution
     """Each artifact's execution (``first_writes``: artifact id -> the first event writing its key, in order).
 
     The execution whose event writes the artifact's key, or holds its id as a whole value, is its own (a part of a
-    value is no evidence: id '1' is in 'stdout: 1', and tied artifact 1 to execution 2). The others, in the order
-    of their first status write, take the remaining executions in order: the two artifacts one processor event
-    marks after two executions of one invocation get one each, as do artifacts marked pending when delegated.
-    Next after those, an ADK code block whose code or output holds the id as a word is its artifact's.
+    value is no evidence: id '1' is in 'stdout: 1', and tied artifact 1 to execution 2); failing those, the ADK
+    code block whose code or output holds the id as a word of its own. The others, in the order of their first
+    status write, take the remaining executions in order: the two artifacts one processor event marks after two
+    executions of one invocation get one each, as do artifacts marked pending when delegated.
     """
     claimed: dict[str, ExecutionWindow] = {}
 
