@@ -11,18 +11,9 @@ import yaml
 
 from harness.baseline import NEW_REASON, Accepted, Baseline, judge, load_baseline
 from harness.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
-from tests.harness.test_cli import SCENARIO
+from tests.harness.test_cli import workdir  # noqa: F401 (the CLI tests' project folder, a fixture)
 
 BROKEN = "tests.broken_targets:whole_state_delta"
-
-
-@pytest.fixture
-def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "scenarios").mkdir()
-    (tmp_path / "scenarios" / "cli_smoke.yaml").write_text(SCENARIO, encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("COLUMNS", "200")
-    return tmp_path
 
 
 def run(*flags: str) -> int:
