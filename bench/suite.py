@@ -63,13 +63,13 @@ QUICK_SCENARIOS = ("single_delegation",)
 
 def discover(names: tuple[str, ...] | None = None) -> list[Any]:
     """Every scenario under scenarios/ whose cassette exists (for the scenario's own target)."""
-    from harness.run.runner import cassette_dir_for
+    from harness.recording.layout import cassette_dir
     from harness.scenario.loader import load_scenarios
     from harness.targets.choice import choose_target
 
     scenarios = load_scenarios(ROOT / "scenarios")
     found = [s for s in scenarios
-             if (cassette_dir_for(ROOT / "cassettes", choose_target(s).name) / f"{s.name}.yaml").exists()]
+             if (cassette_dir(ROOT / "cassettes", choose_target(s).name) / f"{s.name}.yaml").exists()]
     if names:
         found = [s for s in found if s.name in names]
     return found
@@ -407,7 +407,7 @@ _CATEGORIES = (
                                                          ("duckdb_engine.py", "close")], "ct"),
     ("vcrpy cassette load (YAML parse)", [("vcr/cassette.py", "_load")], "ct"),
     ("checks (run_checks)", [("harness/checks/__init__.py", "run_checks")], "ct"),
-    ("persisted read-back (persisted_snapshot)", [("harness/run/capture.py", "persisted_snapshot")], "ct"),
+    ("persisted read-back (persisted_snapshot)", [("harness/trace/persisted.py", "persisted_snapshot")], "ct"),
     ("scenario temp dir cleanup (rmtree)", [("shutil.py", "rmtree")], "ct"),
     ("event loop idle: waiting on Job_B subprocesses, sockets, retry sleeps", [("~", "<method 'poll' of 'select.epoll' objects>")], "tt"),
 )

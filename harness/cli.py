@@ -542,7 +542,7 @@ def _refuse_remote_snapshot_update(args: argparse.Namespace, options: RunOptions
 def cmd_record(args: argparse.Namespace) -> int:
     from .report import DEFAULT_FORMATS, render_terminal, write_reports
     from .report.summary import error_lines
-    from .run.runner import cassette_dir_for
+    from .recording.layout import cassette_dir
 
     formats = _report_formats(args.formats, DEFAULT_FORMATS)
     configure_logging(args.log_level)
@@ -551,7 +551,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         options = _options(args, record=True)
         _refuse_remote_snapshot_update(args, options)
         _preflight(scenarios, options)
-        paths = {s.name: cassette_dir_for(options.cassette_dir, _choice(s, options).name, options.backend)
+        paths = {s.name: cassette_dir(options.cassette_dir, _choice(s, options).name, options.backend)
                  / f"{s.name}.yaml" for s in scenarios}
         before = {name: _stamp(path) for name, path in paths.items()}
         titles = _titles()
@@ -765,7 +765,7 @@ VERDICT_ROWS = {
               "fault (the scripted endpoint answers 400 past the end of an agent's steps), and every scripted step "
               "is asked for. A failing row names the scenario file:line of each misfit; the other checks still judge "
               "the run, since an agent calling its model more or less often than scripted is often the bug they "
-              "name. `record` saves nothing for such a run (harness/llm/script_fit.py).",
+              "name. `record` saves nothing for such a run (harness/run/script_fit.py).",
     "snapshot": "`run` compares each scenario's normalized trace with snapshots/<scenario>.json exactly as the "
                 "pytest plugin does through syrupy (same serialisation), so `run` and `pytest` give one verdict. "
                 "Accept an intended change with --snapshot-update, after reviewing the diff.",
@@ -779,7 +779,7 @@ COMMANDS = {"run": cmd_run, "record": cmd_record, "list": cmd_list, "report": cm
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["differential"]:  # its own parser: argparse cannot hand options through a sub-command
-        from .contract.differential import main as differential_main
+        from .differential.run import main as differential_main
 
         return differential_main(argv[1:])
     parser = build_parser()

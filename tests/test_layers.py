@@ -2,8 +2,9 @@
 
 * The core knows no agent: only the targets built on the reference agent (and the check-testing helpers,
   and the profile's defaults) import ``reference_agent``.
-* ``harness/llm`` is below the pipeline: it never imports ``harness.run.runner`` (``harness.run.options`` holds
-  what both need).
+* Every room of ``harness/`` (a package, or a module standing alone) stands on one floor of ``FLOORS``, and every
+  import (lazy and TYPE_CHECKING ones too) goes to a room on a lower floor, or stays in its room: no arrow runs
+  back up. README.md's map of the tree names the rooms floor by floor, in this order.
 * No module takes a private name (``_x``) from another harness module; a private *module* is its own
   package's business only.
 * No import cycle among harness modules, counting imports inside functions, less the two declared below.
@@ -25,25 +26,41 @@ pytestmark = pytest.mark.line_independent
 
 MAY_IMPORT_THE_AGENT = {
     "harness/targets/reference.py", "harness/targets/reference_common.py", "harness/targets/legacy.py",
-    "harness/targets/databricks.py", "harness/targets/reference_profile.py", "harness/checks/testing.py",
+    "harness/targets/databricks.py", "harness/targets/reference_profile.py", "harness/checks/trace_builder.py",
     # the doctor checks the reference agent's Databricks backend: its settings, flags and payload
     "harness/doctor/databricks.py", "harness/doctor/context.py", "harness/doctor/payload.py",
     "harness/doctor/settings_flags.py",
     # the audit reads a Databricks catalog.schema with the backend's settings, SDK client and SQL engine
     "harness/audit/stores/databricks.py",
 }
+# The floors of harness/, from the ground up: a room imports only rooms of lower floors (and itself).
+FLOORS: tuple[tuple[str, ...], ...] = (
+    ("errors",),
+    ("files", "environ", "json_walk", "extras"),
+    ("scenario", "trace", "databricks_fake"),
+    ("llm", "project_config"),
+    ("recording",),
+    ("targets",),
+    ("checks",),
+    ("result", "snapshot", "contract"),
+    ("run", "report"),
+    ("differential", "init", "audit", "doctor"),
+    ("importers", "explore"),
+    ("cli", "pytest_plugin"),
+    ("__main__",),
+)
 # Lazy imports that close a cycle on purpose; each names why.
 DECLARED_CYCLE_EDGES = {
     ("harness.checks.base", "harness.checks._load_all"): "registered_checks() imports every check module, "
                                                          "and each check module registers itself with base",
-    ("harness.contract", "harness.contract.differential"): "the package's __getattr__ loads the differential "
+    ("harness.contract", "harness.differential.run"): "the package's __getattr__ loads the differential "
                                                            "mode (which runs the runner) only when asked for",
 }
 
 
 @dataclass(frozen=True)
 class Import:
-    source: str  # the importing module, e.g. harness.llm.session
+    source: str  # the importing module, e.g. harness.run.model_session
     where: str  # path:line
     module: str  # the absolute module imported from
     names: tuple[str, ...]  # the names taken (empty for ``import x``)
@@ -97,10 +114,36 @@ def agent_imports(root: Path = ROOT) -> list[str]:
             for i in imports_of(path, root) if i.module.split(".")[0] == "reference_agent"]
 
 
-def llm_imports_of_the_runner(root: Path = ROOT) -> list[str]:
-    return [f"{i.where}: {i.module} {', '.join(i.names)}".rstrip() for path in _sources(root)
-            for i in imports_of(path, root) if i.source.startswith("harness.llm")
-            and (i.module == "harness.run.runner" or (i.module == "harness" and "runner" in i.names))]
+def room_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if parts[0] == "harness" and len(parts) > 1 else None
+
+
+def floor_of(room: str, floors: tuple[tuple[str, ...], ...] = FLOORS) -> int | None:
+    return next((n for n, rooms in enumerate(floors) if room in rooms), None)
+
+
+def rooms(root: Path = ROOT) -> set[str]:
+    return {path.relative_to(root / "harness").parts[0].removesuffix(".py") for path in _sources(root)
+            if path.relative_to(root / "harness").parts[0] != "__init__.py"}
+
+
+def arrows_up(root: Path = ROOT, floors: tuple[tuple[str, ...], ...] = FLOORS) -> list[str]:
+    """Imports from a room to one on the same floor or higher (a room left off every floor is one too)."""
+    found = [f"harness/{room}: on no floor of FLOORS" for room in sorted(rooms(root)) if floor_of(room, floors) is None]
+    modules = {module_name(p, root) for p in _sources(root)}
+    for path in _sources(root):
+        for i in imports_of(path, root):
+            source = room_of(i.source)
+            for target in {i.module, *(f"{i.module}.{n}" for n in i.names)} & modules or {i.module}:
+                room = room_of(target)
+                if source is None or room is None or room == source or target == "harness":
+                    continue
+                here, there = floor_of(source, floors), floor_of(room, floors)
+                if here is not None and there is not None and there >= here:
+                    found.append(f"{i.where}: {i.module} (harness/{source}, floor {here} -> harness/{room}, "
+                                 f"floor {there})")
+    return sorted(set(found))
 
 
 def private_imports(root: Path = ROOT) -> list[str]:
@@ -182,10 +225,10 @@ def test_only_the_reference_targets_import_the_agent() -> None:
                        + "\n".join(found))
 
 
-def test_llm_does_not_import_the_runner() -> None:
-    found = llm_imports_of_the_runner()
-    assert not found, "harness/llm is below the runner; take RunOptions & co. from harness.run.options:\n" + \
-        "\n".join(found)
+def test_no_import_runs_back_up() -> None:
+    found = arrows_up()
+    assert not found, ("an import runs up (or across) the floors of harness/ (FLOORS): move what both need to a "
+                       "room below them, or pass it in from above:\n" + "\n".join(found))
 
 
 def test_no_private_name_crosses_a_module() -> None:
@@ -224,8 +267,14 @@ def test_the_scans_see_each_violation(fake_tree) -> None:
         "harness/targets/__init__.py": "",
         "harness/targets/reference.py": "import reference_agent\nfrom ..report import _private\n",
     })
-    assert agent_imports(root) == ["harness/report/write.py:3: reference_agent.app"]
-    assert llm_imports_of_the_runner(root) == ["harness/llm/session.py:2: harness.run.runner RETRY_OPTIONS"]
+    assert agent_imports(root) == ["harness/report/write.py:3: reference_agent.app",
+                                   "harness/targets/reference.py:1: reference_agent"][:len(MAY_IMPORT_THE_AGENT) and 1 or 2]
+    assert arrows_up(root, (("llm", "report"), ("run",))) == [
+        "harness/llm/session.py:2: harness.run.runner (harness/llm, floor 0 -> harness/run, floor 1)",
+        "harness/targets: on no floor of FLOORS"]
+    assert arrows_up(root, (("llm",), ("run", "report"), ("targets",))) == [
+        "harness/llm/session.py:2: harness.run.runner (harness/llm, floor 0 -> harness/run, floor 1)",
+        "harness/run/runner.py:2: harness.report.write (harness/run, floor 1 -> harness/report, floor 1)"]
     assert private_imports(root) == ["harness/run/runner.py:2: _helper from harness.report.write",
                                      "harness/targets/reference.py:2: harness.report._private (a private module "
                                      "of harness.report)"]

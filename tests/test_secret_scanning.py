@@ -3,7 +3,7 @@
 ``SCANNER_RULES`` are gitleaks' default rules for the credentials an RLM deployment holds, as gitleaks writes
 them (word boundaries included); GitHub's push protection blocks the same shapes. Two promises follow: no file
 this repository tracks holds such a string (a test that needs one builds it at run time: tests/secret_shapes.py),
-and whatever the harness writes — cassettes, traces, reports — has each shape scrubbed (harness/llm/secret_patterns.py).
+and whatever the harness writes — cassettes, traces, reports — has each shape scrubbed (harness/recording/secret_patterns.py).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.llm.cassettes import could_scrub, scrub_text
+from harness.recording.filters import could_scrub, scrub_text
 from tests.secret_shapes import SHAPES
 
 ROOT = Path(__file__).resolve().parent.parent

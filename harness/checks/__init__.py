@@ -12,7 +12,7 @@ import traceback
 from .base import CheckContext, CheckResult, CheckSpec, Status, check, failed, not_applicable, passed, registered_checks
 
 ALL_CHECK_NAMES: tuple[str, ...] = tuple(registered_checks())
-"""Every built-in check, in report order."""
+"""Every built-in check, by name (the report's order)."""
 
 
 def _validate_names(names: list[str], where: str, known: dict[str, CheckSpec]) -> None:
@@ -24,7 +24,7 @@ def _validate_names(names: list[str], where: str, known: dict[str, CheckSpec]) -
 
 def run_checks(ctx: CheckContext, *, only: list[str] | None = None,
                skip: dict[str, str] | None = None) -> list[CheckResult]:
-    """Run the registered checks on ``ctx``, in registration order.
+    """Run the registered checks on ``ctx``, in name order.
 
     ``only`` limits the run to those names; ``skip`` maps a name to the reason it
     does not apply (reported as not-applicable with that reason). The runner passes

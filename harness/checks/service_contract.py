@@ -63,7 +63,7 @@ def judge(name: str, trace: Trace) -> CheckResult:
 
 
 def fix_for(name: str, trace: Trace) -> str:
-    """What to change when ``name`` fails, and who asked for the behaviour (harness/targets/none_semantics.py)."""
+    """What to change when ``name`` fails, and who asked for the behaviour (harness/run/service_semantics.py)."""
     said = trace.service_semantics
     if name == "stale_writer_rejected":
         asked = f" (rejection required: said by {said['stale_writes']})" if said.get("stale_writes") else ""

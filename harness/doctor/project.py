@@ -65,7 +65,7 @@ def project_findings(start: Path | None = None) -> list[Finding]:
 
 
 def _targets_and_cassettes(scenarios: list, project, profile, cassettes: Path) -> list[Finding]:  # noqa: ANN001
-    from ..run.runner import cassette_dir_for
+    from ..recording.layout import cassette_dir
     from ..targets.choice import choose_target
     from ..targets.registry import resolve_target
 
@@ -88,7 +88,7 @@ def _targets_and_cassettes(scenarios: list, project, profile, cassettes: Path) -
             except HarnessError as exc:
                 findings.append(error("target", str(exc), "fix the target's module:attr, or the import error "
                                                           "it raises (run `python -c 'import <module>'`)"))
-        if not (cassette_dir_for(cassettes, choice.name, project.backend or "local") / f"{scenario.name}.yaml"
+        if not (cassette_dir(cassettes, choice.name, project.backend or "local") / f"{scenario.name}.yaml"
                 ).is_file():
             missing.append(scenario.name)
     findings += [ok("target", f"{spec} resolves") for spec in resolved]

@@ -84,7 +84,8 @@ def explore(settings: ExploreSettings, *, profile: TargetProfile | None = None,
     from ..checks import registered_checks
     from ..llm.modes import LlmMode
     from ..run.options import RunOptions
-    from ..targets.profile import load_profile, target_name
+    from ..recording.layout import target_name
+    from ..targets.profile import load_profile
     from ..targets.registry import resolve_target
     from .engine import Budget, Explorer
     from .library import load_library

@@ -16,7 +16,7 @@ import os
 from typing import Any
 
 from ..errors import HarnessError
-from ..llm.cassettes import scrub_value
+from harness.recording.filters import scrub_value
 from ..llm.modes import API_KEY_VARIABLES
 from .evalset import AgentTree, scenario_from_case
 

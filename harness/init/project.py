@@ -708,7 +708,7 @@ def init_project(spec: str, directory: Path, *, force: bool = False,
                  writer: Callable[[Path, str], None] = write_atomic) -> InitResult:
     """Draft the three artifacts for ``spec`` into ``directory``; refuse to overwrite without ``force``."""
     from .session_service import draft_session_service
-    from ..llm.script_fit import agent_names, unknown_keys
+    from ..run.script_fit import agent_names, unknown_keys
     from ..scenario.loader import ScenarioError, parse_scenario
     from ..targets.profile import TargetProfile
 

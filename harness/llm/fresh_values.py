@@ -1,7 +1,7 @@
 """Values every run makes afresh (UUIDs, hex ids, temporary paths), masked wherever two runs are compared.
 
-A replayed request is compared with its recording (harness/llm/drift.py) and a sub-LM call is matched to its
-recording by its prompt (harness/llm/matchers.py); an id the agent generated must not make either differ.
+A replayed request is compared with its recording (harness/recording/drift.py) and a sub-LM call is matched to its
+recording by its prompt (harness/recording/matchers.py); an id the agent generated must not make either differ.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ A call past the end of an agent's script gets HTTP 400 (``FAILED_PRECONDITION``)
 naming the agent and the call index. Every generate call, answered or not, is
 logged in ``calls``; ``countTokens`` calls consume no step and are not logged.
 A request the endpoint cannot serve at all (an unknown route, a body that is not
-JSON) is logged in ``refused``. ``harness/llm/script_fit.py`` reads both, and
+JSON) is logged in ``refused``. ``harness/run/script_fit.py`` reads both, and
 ``unserved()``, to tell whether a run followed its script.
 """
 

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ..llm.modes import LlmMode
-from ..snapshot.extension import SNAPSHOT_DIR, SNAPSHOTS_DIRNAME, snapshot_dir
+from ..recording.layout import snapshot_dir
+from ..snapshot.extension import SNAPSHOT_DIR, SNAPSHOTS_DIRNAME
 from .options import PluginOptions
 
 if TYPE_CHECKING:
@@ -135,9 +136,9 @@ class ConformanceSession:
         return self.choice(scenario).spec
 
     def cassette_path(self, scenario: Scenario) -> Path:
-        from ..run.runner import cassette_dir_for
+        from ..recording.layout import cassette_dir
 
-        return (cassette_dir_for(self.options.cassette_dir, self.choice(scenario).name, self.options.backend)
+        return (cassette_dir(self.options.cassette_dir, self.choice(scenario).name, self.options.backend)
                 / f"{scenario.name}.yaml")
 
     def snapshot_folder(self, scenario: Scenario) -> Path:

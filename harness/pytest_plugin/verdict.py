@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ..run.options import CASSETTE_VERDICT
+from ..checks.run_rows import CASSETTE_VERDICT
 from ..snapshot.extension import SNAPSHOT_FOLDER, SNAPSHOT_NAME, ScenarioSnapshotExtension
 from .session import SESSION
 

@@ -48,7 +48,7 @@ from ..errors import CassetteError, HarnessError
 from ..llm.modes import LlmMode
 
 if TYPE_CHECKING:
-    from ..llm.session import LlmSession
+    from .model_session import LlmSession
     from .options import RunOptions
     from ..scenario.models import Scenario
 

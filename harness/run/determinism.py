@@ -6,7 +6,7 @@ replay and scripted mode, while a target the harness built from an App or agent 
 a generator seeded by the scenario's name and the ``random`` module is seeded the same way; the previous state
 is put back afterwards. Live runs keep real randomness; on a live Databricks workspace (scripted model) the
 seed also takes the run's nonce, so ids differ from every earlier run's (harness/targets/databricks.py). What
-a subprocess draws is its own; ids that still differ are masked when a replayed request is compared with its recording (harness/llm/drift.py).
+a subprocess draws is its own; ids that still differ are masked when a replayed request is compared with its recording (harness/recording/drift.py).
 """
 
 from __future__ import annotations

@@ -19,11 +19,9 @@ if TYPE_CHECKING:
     from ..targets.profile import TargetProfile
 
 # RETRY_OPTIONS too, through the module __getattr__ below (a name __all__ cannot list).
-__all__ = ["CASSETTE_VERDICT", "DEFAULT_MODEL", "MODEL_TIMEOUT_S", "RunOptions"]
+__all__ = ["DEFAULT_MODEL", "MODEL_TIMEOUT_S", "RunOptions"]
 
 DEFAULT_MODEL = "gemini-2.5-flash"
-CASSETTE_VERDICT = "cassette"
-"""The verdict row of a replayed run: the cassette is this scenario's and still matches what the target sends."""
 
 
 @cache
@@ -75,11 +73,11 @@ class RunOptions:
     # Local Job_B: "warm" (one process per session, the namespace in memory) or "one-shot" (a process per
     # block, the namespace from the snapshot alone, as every Databricks job run is).
     executor: str = "warm"
-    # Replay even when a model call's request differs from its recording (harness/llm/drift.py); by default
+    # Replay even when a model call's request differs from its recording (harness/recording/drift.py); by default
     # that is a stale cassette and the scenario is not judged.
     allow_drift: bool = False
     # record: save a run whose model traffic does not follow the script (a deliberately broken target such as
-    # legacy, whose misfit is the point); by default such a recording is refused (harness/llm/script_fit.py).
+    # legacy, whose misfit is the point); by default such a recording is refused (harness/run/script_fit.py).
     allow_script_misfit: bool = False
     # The target's executor must confine the code it runs (kernel limits on files, network, memory, processes):
     # a target that says a protection is missing fails executor_confined instead of warning.

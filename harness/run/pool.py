@@ -70,7 +70,7 @@ def _worker(conn: Connection, log_level: str) -> None:
     ``run_one`` (which catches what a run raises: what is left is a harness bug). ``None`` ends it at any point."""
     from .failures import error_result, harness_bug
     from .scenario_run import scrubbed, configure_logging, run_one
-    from ..llm import session  # noqa: F401 - imported before the first scenario, so its duration is its own
+    from . import model_session  # noqa: F401 - imported before the first scenario, so its duration is its own
     from .runner import run_scenario  # noqa: F401
 
     configure_logging(log_level)

@@ -11,7 +11,6 @@ import asyncio
 import inspect
 import itertools
 import logging
-import re
 import contextlib
 import tempfile
 import time
@@ -22,24 +21,26 @@ from typing import Any, Iterator
 from google.adk.runners import Runner
 
 from ..checks import run_checks
-from ..checks.base import CheckContext, CheckResult, failed, passed
+from ..checks.base import CheckContext, CheckResult
+from ..checks.run_rows import cassette_held, cassette_stale, script_verdict
 from .clock import scenario_clock
 from ..errors import CalledCodeError, CassetteError, HarnessError
 from .escape_probe import escape_targets
 from .failures import blamed, error_result, harness_bug
-from ..llm.identity import CassetteIdentity
+from ..recording.identity import CassetteIdentity
 from ..llm.modes import LlmMode
-from ..llm.script_fit import judge_script, script_verdict
+from .script_fit import judge_script
 from ..result import ScenarioResult
 # Re-exported: ``from harness.run.runner import RunOptions`` (and the model settings) keeps working.
-from .options import CASSETTE_VERDICT, DEFAULT_MODEL, MODEL_TIMEOUT_S, RETRY_OPTIONS, RunOptions  # noqa: F401
+from .options import DEFAULT_MODEL, MODEL_TIMEOUT_S, RETRY_OPTIONS, RunOptions  # noqa: F401
 from ..scenario.models import Scenario
 from ..targets.base import BuiltTarget, SessionServiceFactory, TargetEnvironment
 from ..targets.choice import TargetChoice, choose_target
-from ..targets.none_semantics import settle_with_origins
+from .service_semantics import settle_with_origins
 from ..targets.profile import TargetProfile
 from ..targets.registry import resolve_target
-from .capture import persisted_snapshot
+from ..recording.layout import cassette_dir, rerecord_command
+from ..trace.persisted import persisted_snapshot
 from .service_folder import in_service_folder
 from .service_probe import probe_service
 from ..trace.crash import describe_error
@@ -48,35 +49,6 @@ from ..trace.recorder_plugin import TraceRecorderPlugin
 from ..trace.recording_service import RecordingSessionService
 
 log = logging.getLogger(__name__)
-
-
-def rerecord_command(scenario: str, target: str = "reference", backend: str = "local",
-                     profile_path: Path | None = None) -> str:
-    flag = "" if target == "reference" else f" --target {target}"
-    flag += "" if profile_path is None else f" --profile {_shown_path(profile_path)}"
-    flag += "" if backend == "local" else f" --backend {backend}"
-    return f"rlm-conformance record --scenario {scenario}{flag}"
-
-
-def _shown_path(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
-
-
-def cassette_dir_for(base: Path, target: str, backend: str = "local") -> Path:
-    """The reference agent's cassettes sit in ``base``; every other target's in a folder of its own, named by
-    the target's stable name (``TargetChoice.name``: the profile's ``name``, else the spec made folder-safe).
-
-    A backend other than local has its own folder first: ``cassettes/databricks/`` (reference),
-    ``cassettes/databricks/<target>/`` (others).
-    """
-    if backend != "local":
-        base = base / re.sub(r"[^A-Za-z0-9_.-]+", "_", backend)
-    if target == "reference":
-        return base
-    return base / re.sub(r"[^A-Za-z0-9_.-]+", "_", target)
 
 
 def run_scenario(scenario: Scenario, options: RunOptions = RunOptions()) -> ScenarioResult:
@@ -98,8 +70,8 @@ async def run_scenario_async(scenario: Scenario, options: RunOptions = RunOption
     It does not raise (but KeyboardInterrupt): what the target, its factory or its session service raises is the
     scenario's ``error`` naming that part (harness/run/failures.py), and whatever else escapes is a harness bug,
     the scenario's ``error`` too, said as such."""
-    from ..llm.scrub_outputs import scrub_result
-    from ..llm.session import run_secrets
+    from ..recording.scrub_outputs import scrub_result
+    from .model_session import run_secrets
 
     if options.session_service == "delta-databricks":
         # DeltaSessionService on the Databricks SQL engine is what the databricks backend runs on.
@@ -132,8 +104,7 @@ async def _run_scenario(scenario: Scenario, options: RunOptions) -> ScenarioResu
     try:
         trace, profile = await _drive_in_work_dir(scenario, options, choice)
         if options.llm_mode is LlmMode.REPLAY:
-            cassette = passed(CASSETTE_VERDICT, "The cassette belongs to this scenario and target, and replayed "
-                                                "every recorded call, each with the request it was recorded for.")
+            cassette = cassette_held()
     except CassetteError as exc:
         if options.llm_mode is not LlmMode.REPLAY:
             return unjudged(str(exc))
@@ -144,9 +115,7 @@ async def _run_scenario(scenario: Scenario, options: RunOptions) -> ScenarioResu
                                                                          record=False), choice)
         except HarnessError as rerun:
             return unjudged(f"{exc}\nThe scripted re-run that would judge the checks failed too: {rerun}")
-        cassette = failed(CASSETTE_VERDICT, f"{exc}", (
-            "The other checks of this scenario judged a re-run against the scenario's scripted model "
-            "(--llm-mode scripted): they say whether the change broke an invariant.",))
+        cassette = cassette_stale(f"{exc}")
     except HarnessError as exc:
         return unjudged(str(exc))
     try:
@@ -198,9 +167,9 @@ async def _drive(scenario: Scenario, options: RunOptions, choice: TargetChoice, 
 
 async def _drive_on(scenario: Scenario, options: RunOptions, choice: TargetChoice, home: Path,
                     workspace: Any) -> tuple[Trace, TargetProfile]:
-    from ..llm.session import llm_session
+    from .model_session import llm_session
 
-    options = replace(options, cassette_dir=cassette_dir_for(options.cassette_dir, choice.name, options.backend))
+    options = replace(options, cassette_dir=cassette_dir(options.cassette_dir, choice.name, options.backend))
     identity = CassetteIdentity.of(scenario, target=choice.identity, profile=choice.profile)
     rerecord = rerecord_command(scenario.name, choice.spec, options.backend, choice.profile_path)
     async with llm_session(scenario, options, rerecord=rerecord, workspace=workspace, identity=identity) as llm:
@@ -451,9 +420,9 @@ def _job_b_runs_here(options: RunOptions, workspace: Any) -> bool:
 
 
 def _credential_canaries(options: RunOptions) -> Any:
-    """Canary credentials in the environment while the target runs (harness/run/canaries.py), where it is safe."""
+    """Canary credentials in the environment while the target runs (harness/checks/canaries.py), where it is safe."""
     if options.backend == "local" and options.llm_mode in (LlmMode.REPLAY, LlmMode.SCRIPTED):
-        from .canaries import planted_credentials
+        from ..checks.canaries import planted_credentials
 
         return planted_credentials()
     return contextlib.nullcontext([])

@@ -30,7 +30,8 @@ def configure_logging(level: str) -> None:
 def with_snapshot(result: ScenarioResult, scenario: Scenario, options: RunOptions, folder: Path,
                   update: bool) -> ScenarioResult:
     """The scenario's ``snapshot`` row: the verdict pytest's syrupy comparison gives, so both agree."""
-    from ..snapshot.compare import compare_snapshot, snapshot_path
+    from ..recording.layout import snapshot_path, target_flags
+    from ..snapshot.compare import compare_snapshot
     from ..targets.choice import choose_target
 
     if result.trace is None:
@@ -38,9 +39,7 @@ def with_snapshot(result: ScenarioResult, scenario: Scenario, options: RunOption
     choice = choose_target(scenario, target=options.target, profile=options.profile, profile_path=options.profile_path,
                            profile_is_default=options.profile_is_default)
     target = None if choice.is_reference else choice.name
-    command = f"{PROG} run --scenario {result.scenario} --snapshot-update" + (
-        "" if choice.spec == "reference" else f" --target {choice.spec}") + (
-        f" --profile {choice.profile_path}" if choice.profile_path else "")
+    command = f"{PROG} run --scenario {result.scenario} --snapshot-update{target_flags(choice.spec, choice.profile_path)}"
     verdict = compare_snapshot(result.trace, snapshot_path(folder, target, result.scenario), update=update,
                                update_command=command)
     return dataclasses.replace(result, checks=(*result.checks, verdict))
@@ -80,7 +79,7 @@ def declared(result: ScenarioResult, scenario: Scenario, options: RunOptions) ->
 
 def scrubbed(result: ScenarioResult, options: RunOptions) -> ScenarioResult:
     """``result`` with no secret of the run in it (its error text may quote one)."""
-    from ..llm.scrub_outputs import scrub_result
-    from ..llm.session import run_secrets
+    from ..recording.scrub_outputs import scrub_result
+    from .model_session import run_secrets
 
     return scrub_result(result, secrets=run_secrets(options))

@@ -40,9 +40,9 @@ def service_profile(spec: str, service: BaseSessionService, target: TargetProfil
     """The contract profile whose declarations apply: ``--session-service``'s own (a built-in name, or
     ``module:attr`` naming a ServiceProfile), else the service class's when the harness knows it (ADK's and the
     reference's, whoever built the instance), else what the target profile settled for it — its word, or what
-    the service was observed to do (harness/targets/none_semantics.py): never assumed."""
+    the service was observed to do (harness/run/service_semantics.py): never assumed."""
     from ..contract.profiles import BUILTIN_PROFILES, NONE_DELETES, STALE_WRITER_REJECTED, ServiceProfile
-    from ..targets.none_semantics import is_known_service
+    from .service_semantics import is_known_service
     from ..targets.session_services import import_factory
 
     if spec != "delta" and spec in BUILTIN_PROFILES:

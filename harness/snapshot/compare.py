@@ -14,7 +14,6 @@ from pathlib import Path
 from ..checks.base import CheckResult, failed, passed
 from ..files import write_atomic
 from ..trace.model import Trace
-from .extension import snapshot_dir
 from .normalize import normalize_trace
 
 SNAPSHOT_VERDICT = "snapshot"
@@ -25,11 +24,6 @@ def serialize_snapshot(trace: Trace) -> str:
     from syrupy.extensions.json import JSONSnapshotExtension
 
     return JSONSnapshotExtension().serialize(normalize_trace(trace))
-
-
-def snapshot_path(root: Path, target: str | None, scenario: str) -> Path:
-    """``root/<scenario>.json`` for the reference agent, ``root/<target>/<scenario>.json`` otherwise (as pytest)."""
-    return snapshot_dir(root, target) / f"{scenario}.json"
 
 
 def compare_snapshot(trace: Trace, path: Path, *, update: bool, update_command: str) -> CheckResult:

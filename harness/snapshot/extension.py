@@ -1,9 +1,7 @@
 """The syrupy extension that stores one JSON file per scenario under the repository's ``snapshots/``.
 
-Layout (one folder per pytest configuration, so syrupy's unused-snapshot logic stays exact)::
-
-    snapshots/<scenario>.json            a run without --target, or with --target reference
-    snapshots/<target>/<scenario>.json   a run with --target <target> (module:attr -> module_attr)
+Where each target's snapshots live is harness/recording/layout.py's (one folder per pytest configuration, so
+syrupy's unused-snapshot logic stays exact).
 
 Serialisation is syrupy's own ``JSONSnapshotExtension`` (keys sorted, two-space indent); this class only
 says *where* a snapshot lives and *what it is called*. The plugin passes both through stashes:
@@ -14,7 +12,6 @@ scenario). ``--snapshot-update`` then writes and deletes in ``snapshots/`` as sy
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,13 +29,6 @@ SNAPSHOT_DIR = pytest.StashKey[Path]()
 SNAPSHOT_NAME = pytest.StashKey[str]()
 SNAPSHOT_FOLDER = pytest.StashKey[Path]()  # per item: the folder of the scenario's own target
 """On ``item.stash``: the snapshot's name, i.e. the scenario's; the file is ``<name>.json``."""
-
-
-def snapshot_dir(root: Path, target: str | None) -> Path:
-    """``root`` for the reference agent (and for each scenario's own target), ``root/<target>`` otherwise."""
-    if target in (None, "reference"):
-        return root
-    return root / re.sub(r"[^A-Za-z0-9_.-]+", "_", target)
 
 
 class ScenarioSnapshotExtension(JSONSnapshotExtension):

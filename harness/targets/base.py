@@ -90,7 +90,7 @@ class BuiltTarget:
     # What the target's executor says about its confinement: {"applied": [...], "missing": [{"protection",
     # "reason"}]} (None: the target says nothing); shown in the report, gated by --require-confinement.
     executor_confinement: dict[str, Any] | None = None
-    # Where the run's none_semantics and stale_writes came from (harness/targets/none_semantics.py): the runner
+    # Where the run's none_semantics and stale_writes came from (harness/run/service_semantics.py): the runner
     # fills it in, the checks' messages name it.
     semantics_origins: dict[str, str] = field(default_factory=dict)
 

@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .profile import TargetProfile, load_profile, target_name
+from ..recording.layout import DEFAULT_TARGET, target_name
+from .profile import TargetProfile, load_profile
 
 if TYPE_CHECKING:
     from ..scenario.models import Scenario
 
-REFERENCE = "reference"
+REFERENCE = DEFAULT_TARGET
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ Cassettes have one shape whatever answered: host ``PUBLIC_HOST``, volume root
 ``/Volumes/main/rlm/vol``, warehouse ``fakewarehouse0001``, cluster
 ``0101-000000-fakecluster``, workspace id ``1234567890123456``; a real
 workspace's values (and its token, and user names) are rewritten before
-anything is stored (``harness.databricks_fake.cassettes.WorkspaceRewrite``).
+anything is stored (``harness.recording.databricks.WorkspaceRewrite``).
 Replay uses exactly these settings, so a cassette recorded against a real
 workspace replays like one recorded against the fake.
 
@@ -69,11 +69,11 @@ if TYPE_CHECKING:
     from reference_agent.backends.databricks.config import DatabricksSettings
 
     from ..databricks_fake import FakeWorkspace
-    from ..databricks_fake.cassettes import WorkspaceRewrite
+    from ..recording.databricks import WorkspaceRewrite
     from ..run.options import RunOptions
     from ..scenario.models import Scenario
 
-PUBLIC_HOST = "https://fake-workspace.cloud.databricks.com"  # = harness.databricks_fake.cassettes.PUBLIC_HOST
+PUBLIC_HOST = "https://fake-workspace.cloud.databricks.com"  # = harness.recording.databricks.PUBLIC_HOST
 CATALOG, SCHEMA, VOLUME = "main", "rlm", "vol"
 VOLUME_DIR = ""  # the volume itself: /Volumes/main/rlm/vol, which snapshots show as <volume>, as locally
 VOLUME_ROOT = f"/Volumes/{CATALOG}/{SCHEMA}/{VOLUME}"
@@ -241,14 +241,14 @@ class DatabricksWorkspace:
         What a cluster's ``spark_env_vars`` do on a real workspace (``GOOGLE_API_KEY`` from the secret scope
         of ``RLM_DATABRICKS_GENAI_SECRET``). The key lives in the Job_B process's environment only, never in a
         request, so never in a cassette; the supervisor keeps it from the child that runs the analyst's code.
-        With the scripted model the key is the canary credential of ``harness/run/canaries.py`` (the scripted
+        With the scripted model the key is the canary credential of ``harness/checks/canaries.py`` (the scripted
         endpoint takes any key), so ``executor_env_clean`` sees a leak by its value too. Sub-LM traffic goes
         from the supervisor straight to the model (the scripted endpoint on loopback when scripted) and is not
         recorded: on replay the whole Job_B run, result JSON included, comes from the cassette.
         """
         if self.fake is None:
             return
-        from ..run.canaries import canary_value
+        from ..checks.canaries import canary_value
         from ..llm.modes import BASE_URL_VARIABLE, LlmMode
 
         if self.llm_mode == LlmMode.SCRIPTED.value:
@@ -270,17 +270,21 @@ class DatabricksWorkspace:
         recorder.before_record_response = lambda response: scrub_response(rewrite.response(response))
         caller = recorder.matchers.get("rlm_caller")
         if caller is not None:
+            from ..recording.databricks_playback import workspace_aware_caller
+
             def rlm_caller(r1: Any, r2: Any) -> None:
-                _workspace_aware_caller(r1, r2, caller=caller)
+                workspace_aware_caller(r1, r2, caller=caller)
 
             recorder.register_matcher("rlm_caller", rlm_caller)
 
     def attach(self, cassette: Cassette) -> None:
         """Recording: say in the metadata what replay needs. Replay: index the interactions for fast playback."""
         if cassette.write_protected:
+            from ..recording.databricks_playback import index_playback, recorded_settings
+
             self.follow(cassette)
             index_playback(cassette)
-            self.recorded_exchange = bool(_recorded_settings(cassette).get("sublm_exchange"))
+            self.recorded_exchange = bool(recorded_settings(cassette).get("sublm_exchange"))
         else:
             self.annotate(cassette)
 
@@ -315,65 +319,6 @@ class DatabricksWorkspace:
         self.run_nonce = nonce
         if self.ids is not None:
             self.ids.reseed(self.id_seed)
-
-
-_WORKSPACE_NETLOC = PUBLIC_HOST.split("://", 1)[1]
-_LINKS_NETLOC = "result-links.fake-storage.invalid"  # = harness.databricks_fake.cassettes.LINKS_HOST's
-
-
-def _recorded_settings(cassette: Cassette) -> dict[str, Any]:
-    """The ``metadata.databricks`` block of a cassette being replayed ({} when it has none)."""
-    from vcr.errors import MissingMetadataError
-
-    try:
-        block = cassette.get_metadata("databricks", {})
-    except MissingMetadataError:
-        return {}
-    return block if isinstance(block, dict) else {}
-
-
-def index_playback(cassette: Cassette) -> None:
-    """Replay in O(calls x same-path calls) instead of O(calls x interactions).
-
-    vcrpy looks for a request's response by running every matcher on every recorded interaction, from the
-    first, for each request (twice: ``in`` and ``play_response``); a databricks cassette holds hundreds of
-    SQL statements, which made that the bulk of a replay. This looks only at unplayed interactions with the
-    request's method and path, in recorded order, with the same matchers. Playback repeats are never allowed
-    here, so skipping played interactions changes no answer. Left alone if vcrpy's internals differ.
-    """
-    from vcr.matchers import requests_match
-
-    data, match_on = getattr(cassette, "data", None), getattr(cassette, "_match_on", None)
-    if data is None or match_on is None or not hasattr(cassette, "_responses") or cassette.allow_playback_repeats:
-        return
-    buckets: dict[tuple[str, str], list[int]] = {}
-    for index, (stored, _) in enumerate(data):
-        buckets.setdefault((stored.method.upper(), stored.path), []).append(index)
-    prepare = cassette._before_record_request
-
-    def responses(request: Any) -> Iterator[tuple[int, Any]]:
-        request = prepare(request)
-        for index in buckets.get((request.method.upper(), request.path), ()):
-            if cassette.play_counts[index]:
-                continue
-            stored, response = data[index]
-            if requests_match(request, stored, match_on):
-                yield index, response
-
-    cassette._responses = responses
-
-
-def _workspace_aware_caller(r1: Any, r2: Any, *, caller: Any) -> None:
-    """The ``rlm_caller`` matcher, cheap for workspace calls: a REST call's method and path say who calls.
-
-    vcrpy runs every matcher on every recorded interaction; parsing two JSON bodies per pair made replay of
-    a workspace cassette (hundreds of SQL statements) quadratic in body parsing.
-    """
-    if r1.path != r2.path or r1.method.upper() != r2.method.upper():
-        raise AssertionError(f"{r1.method} {r1.path} != {r2.method} {r2.path}")
-    if r1.host in (_WORKSPACE_NETLOC.split(":")[0], _LINKS_NETLOC):  # the workspace, or its result links
-        return
-    caller(r1, r2)
 
 
 def replay_settings(host: str = PUBLIC_HOST, token: str | None = None) -> DatabricksSettings:
@@ -430,7 +375,7 @@ def databricks_workspace(scenario: Scenario, options: RunOptions, target_name: s
                          home: Path) -> Iterator[DatabricksWorkspace]:
     """The workspace of one scenario run (see the module docstring), with reproducible ids while it lasts."""
     from ..databricks_fake import FakeWorkspace
-    from ..databricks_fake.cassettes import WorkspaceRewrite
+    from ..recording.databricks import WorkspaceRewrite
 
     check_target(target_name)
     kind = workspace_kind(options)
@@ -462,7 +407,7 @@ def payload_placeholder(rewrite: WorkspaceRewrite) -> None:
 def _live_workspace(scenario: Scenario, options: RunOptions) -> DatabricksWorkspace:
     from urllib.parse import urlsplit
 
-    from ..databricks_fake.cassettes import WorkspaceRewrite
+    from ..recording.databricks import WorkspaceRewrite
 
     settings = live_settings(options)
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S")

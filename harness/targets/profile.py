@@ -277,12 +277,3 @@ def profile_json_schema() -> dict[str, Any]:
     """The JSON Schema of a profile file (editors: ``# yaml-language-server: $schema=...``)."""
     schema = TargetProfile.model_json_schema(mode="validation", by_alias=False)
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "profile.schema.json", **schema}
-
-
-def target_name(spec: str, profile: TargetProfile | None) -> str:
-    """The stable name of a target: the profile's ``name`` (when the profile is about this target: its own
-    ``target`` is unset or the same), else the spec made folder-safe — so ``--target other:app`` with the same
-    profile never writes into the profiled agent's cassettes and snapshots."""
-    if profile is not None and profile.name and profile.target in (None, spec):
-        return profile.name
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", spec)

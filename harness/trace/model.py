@@ -275,7 +275,7 @@ class Trace(_Record):
     token_counts: list[TokenCountRecord] = Field(default_factory=list)
     planted_credentials: list[str] = Field(
         default_factory=list, description="Environment variables set to canary values while the scenario ran "
-                                          "(harness/run/canaries.py); empty when none were planted.")
+                                          "(harness/checks/canaries.py); empty when none were planted.")
     executor_confinement: dict[str, Any] | None = Field(
         default=None, description="What the target's executor said about its confinement: applied protections "
                                   "and missing ones with the reason (None: the target says nothing).")
@@ -295,7 +295,7 @@ class Trace(_Record):
         default=None, description="The session-service contract run against the service this scenario used.")
     script_problems: list[str] = Field(default_factory=list, description=(
         "Scripted mode: where the model traffic did not follow the scenario's script, one 'file:line: ...' each "
-        "(harness/llm/script_fit.py); the 'script' row of the result."))
+        "(harness/run/script_fit.py); the 'script' row of the result."))
 
     def events_of(self, author: str) -> list[EventRecord]:
         return [e for e in self.events if e.author == author]

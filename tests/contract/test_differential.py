@@ -6,14 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.contract import (
-    BUILTIN_PROFILES,
-    ServiceProfile,
-    render_differential_markdown,
-    run_differential,
-)
+from harness.contract import BUILTIN_PROFILES, ServiceProfile
 from harness.contract.compare import compare_runs
-from harness.contract.differential import assert_only_declared, main
+from harness.differential import render_differential_markdown, run_differential
+from harness.differential.run import assert_only_declared, main
 from harness.contract.normalize import ABSENT, NormalizedEvent, NormalizedRun
 from harness.run.runner import RunOptions
 from harness.scenario.loader import load_scenario

@@ -7,12 +7,13 @@ import logging
 import yaml
 
 from harness.databricks_fake import DEFAULT_WAREHOUSE, FakeWorkspace
-from harness.databricks_fake.cassettes import (
+from harness.recording.databricks import (
     PUBLIC_HOST,
     RECORDED_AGAINST,
     make_workspace_vcr,
 )
-from harness.llm.cassettes import read_provenance, use_cassette
+from harness.recording.persister import read_provenance
+from harness.recording.recorder import use_cassette
 from harness.llm.network_guard import block_network
 from reference_agent.backends.databricks.config import (
     DatabricksSettings,

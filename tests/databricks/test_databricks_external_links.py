@@ -15,9 +15,9 @@ import yaml
 from databricks.sdk.service.sql import Disposition, Format, StatementState
 
 from harness.databricks_fake import DEFAULT_WAREHOUSE, FakeWorkspace
-from harness.databricks_fake.cassettes import LINKS_HOST, PUBLIC_HOST, make_workspace_vcr
+from harness.recording.databricks import LINKS_HOST, PUBLIC_HOST, make_workspace_vcr
 from harness.databricks_fake.links import ResultLinks
-from harness.llm.cassettes import use_cassette
+from harness.recording.recorder import use_cassette
 from harness.llm.network_guard import block_network
 from reference_agent.backends.databricks.config import DatabricksSettings, make_workspace_client
 from reference_agent.backends.databricks.errors import DatabricksSqlError

@@ -106,7 +106,7 @@ class _Cassette:
 
 
 def _replaying(metadata: dict) -> target.DatabricksWorkspace:
-    from harness.databricks_fake.cassettes import WorkspaceRewrite
+    from harness.recording.databricks import WorkspaceRewrite
 
     workspace = target.DatabricksWorkspace("replay", target.replay_settings(), WorkspaceRewrite(), "replay",
                                            scenario="s")

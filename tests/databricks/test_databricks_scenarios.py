@@ -21,10 +21,11 @@ import yaml
 
 from harness.checks.base import Status
 from harness.databricks_fake import FakeWorkspace
-from harness.databricks_fake import cassettes as fake_cassettes
-from harness.llm.cassettes import read_provenance
+from harness.recording import databricks as fake_cassettes
+from harness.recording.persister import read_provenance
 from harness.llm.modes import LlmMode
-from harness.run.runner import RunOptions, cassette_dir_for, run_scenario
+from harness.recording.layout import cassette_dir
+from harness.run.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenarios
 from harness.snapshot.normalize import normalize_trace
 from harness.targets import databricks as target
@@ -77,7 +78,7 @@ def test_the_divergence_table_names_real_scenarios() -> None:
 
 @pytest.mark.slow
 def test_every_scenario_has_a_databricks_cassette_recorded_against_the_fake() -> None:
-    folder = cassette_dir_for(CASSETTES, "reference", "databricks")
+    folder = cassette_dir(CASSETTES, "reference", "databricks")
     assert folder == CASSETTES / "databricks"
     for name in SCENARIOS:
         path = folder / f"{name}.yaml"

@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from harness.errors import CassetteError
-from harness.llm.cassettes import CassettePersister, Provenance
+from harness.recording.persister import CassettePersister, Provenance
 from harness.llm.modes import LlmMode
 from harness.result import ScenarioResult
 from harness.run.runner import RunOptions, run_scenario

@@ -31,7 +31,9 @@ import httpx
 import pytest
 
 from harness.errors import SecretInCassetteError
-from harness.llm.cassettes import Provenance, make_vcr, scrub_request, use_cassette
+from harness.recording.filters import scrub_request
+from harness.recording.persister import Provenance
+from harness.recording.recorder import make_vcr, use_cassette
 from harness.llm.modes import LlmMode, endpoint_for
 from harness.llm.scripted_endpoint import ScriptedEndpoint
 from harness.report.terminal import render_terminal
@@ -223,7 +225,7 @@ def test_binary_bodies_are_scrubbed_too(tmp_path: Path) -> None:
 
 def test_databricks_fake_cassettes_scrub_token_and_host(tmp_path: Path) -> None:
     from harness.databricks_fake import DEFAULT_WAREHOUSE, FakeWorkspace
-    from harness.databricks_fake.cassettes import make_workspace_vcr
+    from harness.recording.databricks import make_workspace_vcr
     from reference_agent.backends.databricks.config import (
         DatabricksSettings,
         make_workspace_client,
@@ -270,10 +272,10 @@ def test_saving_is_refused_when_a_scrubber_misses_a_secret(tmp_path: Path) -> No
 
 def test_a_refused_recording_is_a_clean_scenario_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Through run_scenario: a scrubber gap (simulated) ends in ScenarioResult.error, no cassette, no traceback."""
-    from harness.llm import cassettes
+    from harness.recording import recorder
 
-    original = cassettes.scrub_response
-    monkeypatch.setattr(cassettes, "scrub_response", lambda response, secrets=(): original(response, secrets=()))
+    original = recorder.scrub_response
+    monkeypatch.setattr(recorder, "scrub_response", lambda response, secrets=(): original(response, secrets=()))
     scenario = parse_scenario(json.dumps({
         "name": "refused", "description": "d", "sessions": [{"turns": [{"user": "hi"}]}],
         "script": {"databricks_analyst": [{"call": "exit_loop", "text": f"the host is {WORKSPACE_HOST}"}]}}))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.llm.identity import CassetteIdentity
+from harness.recording.identity import CassetteIdentity
 from harness.llm.modes import LlmMode
 from harness.run.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenario

@@ -12,16 +12,10 @@ from vcr.errors import CannotOverwriteExistingCassetteException
 from vcr.request import Request
 
 from harness.errors import CassetteError, SecretInCassetteError
-from harness.llm.cassettes import (
-    CassettePersister,
-    Provenance,
-    assert_all_played,
-    explain_cassette_miss,
-    make_vcr,
-    method_ci,
-    read_provenance,
-    use_cassette,
-)
+from harness.recording.matchers import method_ci
+from harness.recording.misses import assert_all_played, explain_cassette_miss
+from harness.recording.persister import CassettePersister, Provenance, read_provenance
+from harness.recording.recorder import make_vcr, use_cassette
 from harness.llm.modes import LlmMode, ModelEndpoint, endpoint_for
 from harness.llm.network_guard import block_network
 from harness.llm.scripted_endpoint import ScriptedEndpoint
@@ -227,9 +221,9 @@ def test_method_matcher_ignores_case() -> None:
 @pytest.mark.parametrize("text", [f"key {google_api_key('A0')} here", databricks_token("0"), "Bearer\nabcdefghijklmnopqrstuvwxyz012",
                                   "the planted value s3cr3t-value in a message", "nothing to see"])
 def test_could_scrub_sees_a_secret_in_joined_strings(text: str) -> None:
-    """scrub_result tests a trace's strings joined at once (harness/llm/scrub_outputs.py): whatever scrub_text would
+    """scrub_result tests a trace's strings joined at once (harness/recording/scrub_outputs.py): whatever scrub_text would
     change in one string, could_scrub sees in the joined text too."""
-    from harness.llm.cassettes import could_scrub, scrub_text
+    from harness.recording.filters import could_scrub, scrub_text
 
     secrets = ["s3cr3t-value"]
     joined = "\n".join(["before", "a\"quoted\\ string", text, "after"])
@@ -238,14 +232,14 @@ def test_could_scrub_sees_a_secret_in_joined_strings(text: str) -> None:
 
 def test_secret_patterns_are_unanchored() -> None:
     """What could_scrub relies on: a match in a string is a match in any text holding it."""
-    from harness.llm.cassettes import SECRET_PATTERNS
+    from harness.recording.secret_patterns import SECRET_PATTERNS
 
     for pattern in SECRET_PATTERNS.values():
         assert not any(mark in pattern.pattern for mark in ("^", "$", "\\A", "\\Z", "(?<")), pattern.pattern
 
 
 def test_scrub_result_scrubs_a_secret_deep_in_the_trace() -> None:
-    from harness.llm.scrub_outputs import scrub_result
+    from harness.recording.scrub_outputs import scrub_result
     from harness.result import ScenarioResult
     from harness.trace.model import Trace, TurnOutcome, TurnRecord
 

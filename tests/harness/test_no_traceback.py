@@ -149,15 +149,15 @@ def test_a_worker_turns_an_exception_out_of_its_scenario_into_that_scenarios_err
 
 def test_the_harness_raising_inside_a_call_to_the_service_is_still_the_harness(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """The harness reads what the service returns (harness/run/capture.py) inside the call it blames on the service:
+    """The harness reads what the service returns (harness/trace/persisted.py) inside the call it blames on the service:
     when the harness's own code raises there, the innermost frame is the harness's, and so is the bug."""
     from harness.llm.modes import LlmMode
     from harness.run.runner import RunOptions, run_scenario
     from harness.scenario.loader import load_scenario
 
-    monkeypatch.setattr("harness.run.capture._state_bytes", None)  # the harness's own line now raises TypeError
+    monkeypatch.setattr("harness.trace.persisted._state_bytes", None)  # the harness's own line now raises TypeError
     result = run_scenario(load_scenario(ROOT / "scenarios" / "single_delegation.yaml"),
                           RunOptions(llm_mode=LlmMode.SCRIPTED))
     assert result.status == "error"
     assert result.error.startswith("the harness (a bug: please report) raised TypeError"), result.error
-    assert "harness/run/capture.py:" in result.error.replace("\\", "/") and "session service" not in result.error
+    assert "harness/trace/persisted.py:" in result.error.replace("\\", "/") and "session service" not in result.error

@@ -136,14 +136,14 @@ def test_the_sub_lm_client_is_built_only_for_a_scenario_that_calls_it(name: str,
 
 def test_replay_scrubs_each_request_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each recorded request is scrubbed once as the cassette loads (vcrpy's), each replayed one once more: vcrpy
-    alone would filter a replayed request four times (harness/llm/cassettes.py's filter_each_request_once)."""
+    alone would filter a replayed request four times (harness/recording/recorder.py's filter_each_request_once)."""
     import yaml
 
-    from harness.llm import cassettes
+    from harness.recording import recorder
 
     scrubbed: list[object] = []
-    scrub = cassettes.scrub_request
-    monkeypatch.setattr(cassettes, "scrub_request", lambda request, **kw: scrubbed.append(1) or scrub(request, **kw))
+    scrub = recorder.scrub_request
+    monkeypatch.setattr(recorder, "scrub_request", lambda request, **kw: scrubbed.append(1) or scrub(request, **kw))
     result = run_scenario(load_scenario(ROOT / "scenarios" / "llm_query.yaml"), RunOptions())
     interactions = yaml.safe_load((ROOT / "cassettes" / "llm_query.yaml").read_text(encoding="utf-8"))["interactions"]
     assert result.ok and len(interactions) > 1

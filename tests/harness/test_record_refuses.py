@@ -15,8 +15,9 @@ import pytest
 from vcr.request import Request
 
 from harness.cli import EXIT_FAILED, EXIT_OK, main
-from harness.llm.script_fit import SCRIPT_VERDICT, live_error_problems
-from harness.llm.session import LlmSession
+from harness.checks.run_rows import SCRIPT_VERDICT
+from harness.run.script_fit import live_error_problems
+from harness.run.model_session import LlmSession
 from harness.scenario.loader import load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ from rich.console import Console
 
 from harness.checks import ALL_CHECK_NAMES, run_checks
 from harness.checks.base import CheckResult, Status
-from harness.checks.testing import TraceBuilder, happy_trace, make_context
+from tests.harness.checks.trace_builder import TraceBuilder, happy_trace, make_context
 from harness.report import (ReportError, load_report_json, render_html, render_json, render_junit, render_markdown,
                             render_terminal, write_reports)
 from harness.report import write as write_module

@@ -13,7 +13,7 @@ from rich.console import Console
 
 from harness.checks import run_checks
 from harness.checks.base import CheckResult, Status
-from harness.checks.testing import happy_trace, make_context
+from tests.harness.checks.trace_builder import happy_trace, make_context
 from harness.cli import build_parser, main
 from harness.report import load_report_json, render_terminal, write_reports
 from harness.report.summary import abbreviations, check_columns, summary_line

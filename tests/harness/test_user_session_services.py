@@ -2,7 +2,7 @@
 
 Never assumed: a factory returning ADK's InMemorySessionService gets ADK's declared divergences; a class the
 harness has never seen gets its None semantics and stale-writer behaviour from a short probe of that very
-instance (harness/contract/observe.py), unless the target profile requires one; a class is called as
+instance (harness/run/service_observe.py), unless the target profile requires one; a class is called as
 harness/targets/session_services.py documents, with the profile's session_service_args.
 """
 

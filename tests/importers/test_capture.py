@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.llm.cassettes import SCRUBBED
+from harness.recording.filters import SCRUBBED
 from harness.llm.modes import LlmMode
 from harness.run.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenario, parse_scenario

@@ -17,7 +17,7 @@ import pytest
 
 from harness.checks import registered_checks, run_checks
 from harness.checks.base import Status
-from harness.checks.testing import TraceBuilder, make_context, make_scenario
+from tests.harness.checks.trace_builder import TraceBuilder, make_context, make_scenario
 from harness.trace.model import Trace
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from harness.checks import run_checks
 from harness.checks.base import CheckResult, Status
-from harness.checks.testing import TraceBuilder, make_context
+from tests.harness.checks.trace_builder import TraceBuilder, make_context
 from harness.targets.profile import TargetProfile
 from harness.trace.model import AgentInfo, EventRecord
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from harness.checks import run_checks
 from harness.checks.base import CheckResult, Status
-from harness.checks.testing import TraceBuilder, make_context, make_scenario
+from tests.harness.checks.trace_builder import TraceBuilder, make_context, make_scenario
 from harness.checks.timeline import code_blocks, delegation_count, executions
 from harness.targets.profile import TargetProfile
 from harness.trace.model import AgentInfo, CodePartRecord, EventRecord, Trace

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from harness.checks import run_checks
 from harness.checks.base import CheckResult, Status
-from harness.checks.testing import TraceBuilder, make_context
+from tests.harness.checks.trace_builder import TraceBuilder, make_context
 from harness.targets.reference_profile import reference_profile
 from harness.trace.model import Trace, TurnOutcome
 

@@ -7,7 +7,7 @@ import pytest
 from harness.checks import run_checks
 from harness.checks.base import CheckResult, Status
 from harness.checks.executor_confined import ATTEMPTS
-from harness.checks.testing import happy_trace, make_context
+from tests.harness.checks.trace_builder import happy_trace, make_context
 from harness.run.escape_probe import ESCAPE_PORT, SECRET
 from harness.targets.profile import TargetProfile
 from harness.trace.model import EscapeProbeRecord, Trace

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.run.canaries import canary_value
+from harness.checks.canaries import canary_value
 from harness.checks import run_checks
 from harness.checks.base import CheckResult, Status
-from harness.checks.testing import happy_trace, make_context
+from tests.harness.checks.trace_builder import happy_trace, make_context
 from harness.targets.profile import TargetProfile
 from harness.targets.reference_profile import reference_profile
 from harness.trace.model import Trace

@@ -18,7 +18,7 @@ import pytest
 
 from harness.checks import run_checks
 from harness.checks.base import CheckResult, Status
-from harness.checks.testing import (TraceBuilder, happy_trace, make_context, make_scenario, two_turn_trace)
+from tests.harness.checks.trace_builder import (TraceBuilder, happy_trace, make_context, make_scenario, two_turn_trace)
 from harness.scenario.models import Scenario
 from harness.targets.profile import TargetProfile
 from harness.trace.model import AgentInfo, EventRecord, Trace, TurnOutcome

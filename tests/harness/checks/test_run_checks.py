@@ -7,7 +7,7 @@ import pytest
 from harness.checks import ALL_CHECK_NAMES, run_checks
 from harness.checks import base
 from harness.checks.base import Status
-from harness.checks.testing import happy_trace, make_context
+from tests.harness.checks.trace_builder import happy_trace, make_context
 
 EXPECTED = {
     "no_pruning_plugin", "summary_persisted", "no_temp_persisted", "stage_gating", "artifacts_consumed",

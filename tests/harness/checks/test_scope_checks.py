@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from harness.checks import run_checks
 from harness.checks.base import CheckResult, Status
-from harness.checks.testing import TraceBuilder, happy_trace, make_context
+from tests.harness.checks.trace_builder import TraceBuilder, happy_trace, make_context
 from harness.scenario.models import Scenario
 from harness.trace.model import TokenCountRecord, Trace
 from reference_agent import state_contract as keys

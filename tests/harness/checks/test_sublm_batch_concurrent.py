@@ -6,7 +6,7 @@ from typing import Any
 
 from harness.checks import run_checks
 from harness.checks.base import CheckResult, Status
-from harness.checks.testing import happy_trace, make_context
+from tests.harness.checks.trace_builder import happy_trace, make_context
 from harness.scenario.models import Scenario
 from harness.trace.model import Trace
 

@@ -22,19 +22,20 @@ from google.genai import types
 
 from ..errors import CassetteError
 from ..trace.model import TokenCountRecord
-from .cassettes import (Provenance, assert_all_played, filter_each_request_once, make_vcr, origin_of, pass_by,
-                        use_cassette)
-from .drift import Drift, watch_drift
-from .genai import genai_sub_lm, genai_token_counter
-from .identity import CassetteIdentity
-from .replay_delays import replay_recorded_delays, with_recorded_delay
-from .client_timeouts import record_client_timeouts, replay_client_timeouts
-from .scrub_outputs import scrubbing_log_records
-from .matchers import caller, caller_of
-from .modes import API_KEY_VARIABLES, DUMMY_API_KEYS, LlmMode, ModelEndpoint, endpoint_for
+from harness.recording.misses import assert_all_played
+from harness.recording.persister import Provenance
+from harness.recording.recorder import filter_each_request_once, make_vcr, origin_of, pass_by, use_cassette
+from ..recording.drift import Drift, watch_drift
+from ..llm.genai import genai_sub_lm, genai_token_counter
+from ..recording.identity import CassetteIdentity
+from ..llm.replay_delays import replay_recorded_delays, with_recorded_delay
+from ..llm.client_timeouts import record_client_timeouts, replay_client_timeouts
+from ..recording.scrub_outputs import scrubbing_log_records
+from ..recording.matchers import caller, caller_of
+from ..llm.modes import API_KEY_VARIABLES, DUMMY_API_KEYS, LlmMode, ModelEndpoint, endpoint_for
 
 if TYPE_CHECKING:
-    from ..run.options import RunOptions
+    from .options import RunOptions
     from ..scenario.models import Scenario
 
 MATCH_ON = ("method_ci", "scheme", "host", "port", "path", "query", "rlm_caller")
@@ -47,10 +48,10 @@ class LlmSession:
     scenario: str
     rerecord: str
     misses: list[Any] = field(default_factory=list)
-    # Replayed model calls whose request is not the one recorded (harness/llm/drift.py).
+    # Replayed model calls whose request is not the one recorded (harness/recording/drift.py).
     drift: list[Drift] = field(default_factory=list)
     cassette_path: Any = None
-    # What harness/llm/script_fit.py judges after the run: the scripted endpoint (scripted mode) and the
+    # What harness/run/script_fit.py judges after the run: the scripted endpoint (scripted mode) and the
     # vcrpy cassette (replay, or recording); None otherwise.
     scripted: Any = None
     cassette: Any = None
@@ -112,12 +113,12 @@ class LlmSession:
 async def llm_session(scenario: "Scenario", options: "RunOptions", *, rerecord: str, workspace: Any = None,
                       identity: CassetteIdentity | None = None) -> AsyncIterator[LlmSession]:
     """``workspace``: the run's DatabricksWorkspace (databricks backend), whose REST calls share the cassette.
-    ``identity``: what the cassette is for (harness/llm/identity.py): written when recording, compared on replay."""
+    ``identity``: what the cassette is for (harness/recording/identity.py): written when recording, compared on replay."""
     mode = options.llm_mode
     with contextlib.ExitStack() as stack:
         scripted = None
         if mode is LlmMode.SCRIPTED:
-            from .scripted_endpoint import ScriptedEndpoint
+            from ..llm.scripted_endpoint import ScriptedEndpoint
 
             scripted = stack.enter_context(ScriptedEndpoint(scenario.script))
         endpoint = endpoint_for(mode, model=options.model, scripted_base_url=scripted.base_url if scripted else None)
@@ -133,7 +134,7 @@ async def llm_session(scenario: "Scenario", options: "RunOptions", *, rerecord: 
         live_workspace = workspace is not None and workspace.recorded_against == "databricks-live"
         if mode is LlmMode.REPLAY or (mode is LlmMode.SCRIPTED and not live_workspace):
             # Offline modes stay offline: the scripted endpoint and a local workspace fake are on loopback.
-            from .network_guard import NetworkGuard
+            from ..llm.network_guard import NetworkGuard
 
             stack.enter_context(NetworkGuard(record_hint=f"re-record with: {rerecord}"))
         # Built at the first sub-LM or countTokens call, inside the cassette and the guard like the rest of the run.
@@ -159,7 +160,7 @@ def run_secrets(options: RunOptions, endpoint: ModelEndpoint | None = None) -> l
 
 def _sub_lm_retries() -> types.HttpRetryOptions:
     """The agent's model's retry policy (harness/run/options.py) for the sub-LM client too."""
-    from ..run import options as run_options
+    from . import options as run_options
 
     return run_options.RETRY_OPTIONS
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..scenario.models import Scenario
-    from ..targets.profile import TargetProfile
+    from pydantic import BaseModel
 
 METADATA_KEY = "scenario"
 PART_MEANING = {
@@ -46,7 +46,8 @@ class CassetteIdentity:
     parts: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, scenario: Scenario, *, target: str, profile: TargetProfile | None) -> CassetteIdentity:
+    def of(cls, scenario: Scenario, *, target: str, profile: BaseModel | None) -> CassetteIdentity:
+        """``profile``: the target profile the run used (any pydantic model; None: the target's default)."""
         # Defaults left out: a field a newer scenario schema adds (with its default) does not stale every cassette.
         dumped = scenario.model_dump(mode="json", exclude_defaults=True)
         inputs = {key: dumped.get(key) for key in ("sessions", "context", "limits", "max_iterations")}

@@ -5,7 +5,7 @@ scenario through ``harness.run.runner`` once per service (replay mode by default
 normalises each trace, runs the service probes, and compares every service
 with the first. Command line::
 
-    python -m harness.contract.differential --services delta,adk-memory,adk-sqlite
+    python -m harness.differential.run --services delta,adk-memory,adk-sqlite
 
 prints the Markdown report and exits 1 if any difference is undeclared or a run failed.
 """
@@ -18,42 +18,22 @@ import re
 import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import HarnessError
 from ..run.runner import RunOptions, run_scenario_async
 from ..scenario.models import Scenario
 from ..targets.session_services import aclose_service, resolve_session_service
-from .compare import Difference, compare_runs
-from .normalize import NormalizedRun, normalize_trace
-from .probes import PROBES, run_probe
-from .profiles import ContractError, ServiceProfile, get_profile
+from ..contract.compare import Difference, compare_runs
+from ..contract.normalize import NormalizedRun, normalize_trace
+from ..contract.probes import PROBES, run_probe
+from ..contract.profiles import ContractError, ServiceProfile, get_profile
 from .render import render_differential_markdown
+from .report import DifferentialReport
 
 __all__ = ["Difference", "DifferentialReport", "assert_only_declared", "render_differential_markdown",
            "run_differential", "run_differential_async"]
-
-
-@dataclass
-class DifferentialReport:
-    services: list[str]
-    scenarios: list[str]  # agent scenarios, then "probe:<name>"
-    differences: list[Difference] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)  # runs that failed (on any service)
-    declarations: dict[str, dict[str, str]] = field(default_factory=dict)  # service -> its declared divergences
-
-    @property
-    def undeclared(self) -> list[Difference]:
-        return [d for d in self.differences if not d.is_declared]
-
-    @property
-    def declared(self) -> list[Difference]:
-        return [d for d in self.differences if d.is_declared]
-
-    @property
-    def ok(self) -> bool:
-        return not self.undeclared and not self.errors
 
 
 def _slug(name: str) -> str:
@@ -149,7 +129,7 @@ def _load(scenarios_dir: Path, names: list[str]) -> list[Scenario]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.contract.differential", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m harness.differential.run", description=__doc__.split("\n")[0])
     parser.add_argument("--services", required=True, help="comma-separated: delta, adk-memory, adk-sqlite, module:factory "
                                                           "(the first is the baseline)")
     parser.add_argument("--scenario", action="append", default=[], help="scenario name (repeatable; default: all)")

@@ -24,12 +24,12 @@ from typing import Any, Iterable
 
 from reference_agent import state_contract as keys
 
-from ..scenario.models import Scenario
-from ..targets.profile import TargetProfile
-from ..targets.reference_profile import reference_profile
-from ..trace.model import (AgentInfo, CodePartRecord, EventRecord, ExecutionRecord, LiveStateRecord, LlmRequestRecord,
+from harness.scenario.models import Scenario
+from harness.targets.profile import TargetProfile
+from harness.targets.reference_profile import reference_profile
+from harness.trace.model import (AgentInfo, CodePartRecord, EventRecord, ExecutionRecord, LiveStateRecord, LlmRequestRecord,
                            LlmResponseRecord, PersistedEventRow, PersistedSnapshot, Trace, TurnOutcome, TurnRecord)
-from .base import CheckContext
+from harness.checks.base import CheckContext
 
 REFERENCE_PLUGINS = ("RlmContextInjectionPlugin", "RlmStageTrackingPlugin")
 ANALYST_BASE_PROMPT = "You are a data analyst working in a Python REPL.\n"

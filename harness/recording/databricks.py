@@ -11,7 +11,7 @@ Replay then points a client at ``PUBLIC_HOST`` with the placeholder settings
 and needs no server. The LLM cassettes' loopback rewrite only touches Gemini
 paths, so these rewrites run first; scrubbing (token headers, secret values),
 the matcher and the provenance-first persister are the LLM cassettes'
-(``harness.llm.cassettes``); the provenance says ``recorded_against:
+(``harness.recording``: filters, matchers, persister); the provenance says ``recorded_against:
 databricks-fake`` (or ``databricks-live``), so a cassette recorded against
 the fake can never pass for one recorded against a real workspace.
 
@@ -33,9 +33,10 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from harness.llm.cassettes import Provenance, make_vcr, scrub_request, scrub_response
-
-from .server import FAKE_WORKSPACE_ID
+from ..databricks_fake.server import FAKE_WORKSPACE_ID
+from .filters import SCRUBBED, scrub_request, scrub_response
+from .persister import Provenance
+from .recorder import make_vcr
 
 if TYPE_CHECKING:
     import vcr
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
 
 PUBLIC_HOST = "https://fake-workspace.cloud.databricks.com"
 LINKS_HOST = "https://result-links.fake-storage.invalid"  # EXTERNAL_LINKS downloads (presigned URLs) in cassettes
-_SCRUBBED = "<scrubbed>"  # = harness.llm.cassettes.SCRUBBED
 RECORDED_AGAINST = "databricks-fake"
 RECORDED_AGAINST_LIVE = "databricks-live"
 API_LABEL = "databricks-rest (no model)"
@@ -121,7 +121,7 @@ class WorkspaceRewrite:
             if workspace and name.lower() in NOISE_REQUEST_HEADERS:
                 del request.headers[name]
             elif link:  # the link's http_headers (e.g. a decryption key) are credentials
-                request.headers[name] = _SCRUBBED
+                request.headers[name] = SCRUBBED
             elif isinstance(request.headers[name], str):
                 request.headers[name] = self.text(request.headers[name])
         return request
@@ -181,7 +181,7 @@ def _scrub_links(body: Any) -> Any:
         return body
     for link in links:
         if isinstance(link, dict) and isinstance(link.get("http_headers"), dict):
-            link["http_headers"] = {name: _SCRUBBED for name in link["http_headers"]}
+            link["http_headers"] = {name: SCRUBBED for name in link["http_headers"]}
     text = json.dumps(parsed)
     return text.encode("utf-8") if isinstance(body, bytes) else text
 

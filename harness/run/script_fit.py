@@ -24,17 +24,13 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ..checks.base import CheckResult, failed, passed
 from ..scenario.loader import Problem, ScenarioError, problem_at
 from ..scenario.script import SUB_LM, FaultStep
 
 if TYPE_CHECKING:
     from ..scenario.models import Scenario
-    from ..trace.model import Trace
-    from .session import LlmSession
+    from .model_session import LlmSession
 
-SCRIPT_VERDICT = "script"
-"""The verdict row of a scripted run: the model traffic followed the scenario's script."""
 GEMINI_HOST = "generativelanguage.googleapis.com"
 FAULT_STATUS = {"http_429": 429, "http_500": 500, "http_503": 503, "slow": 408}
 """The status a declared fault leaves in a cassette (``slow``: the client's timeout, recorded as a marked 408)."""
@@ -152,15 +148,3 @@ def judge_script(scenario: Scenario, llm: LlmSession, root_agent: Any, *, target
         if problems and refuse:
             raise ScenarioError(problems)
     return [str(problem) for problem in problems]
-
-
-def script_verdict(trace: Trace) -> tuple[CheckResult, ...]:
-    """The ``script`` row of a scripted run (none in replay or live)."""
-    if trace.llm_mode != "scripted":
-        return ()
-    if trace.script_problems:
-        return (failed(SCRIPT_VERDICT, "The run did not follow the scenario's script: the agent called its model "
-                                       "more or less often than scripted, or the script is wrong. The checks still "
-                                       "judged the run.", trace.script_problems),)
-    return (passed(SCRIPT_VERDICT, "Every model call was answered by a scripted step (or a declared fault) and "
-                                   "every scripted step was asked for."),)

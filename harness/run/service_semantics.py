@@ -3,7 +3,7 @@
 ADK's own services store None (``State`` has no delete: the key stays, holding null); the reference agent's
 ``DeltaSessionService`` deletes the key. A profile may say which (``none_semantics: delete | store``); with
 ``auto`` (the default) the service decides: its own ``none_semantics`` attribute when it declares one, ADK's
-contract (store) for ADK's classes, else what the service is *observed* to do (harness/contract/observe.py).
+contract (store) for ADK's classes, else what the service is *observed* to do (harness/run/service_observe.py).
 ``stale_writes`` (reject | accept | auto) is settled the same way: the profile's word, the class's
 ``rejects_stale_writes`` attribute (a subclass of the reference's service inherits True), else observed; for
 ADK's and the reference's own classes their contract profile declares it (harness/run/service_probe.py).
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .profile import TargetProfile
+from ..targets.profile import TargetProfile
 
 _KNOWN_MODULES = ("google.adk.", "reference_agent.")
 
@@ -46,7 +46,7 @@ async def settle_service_semantics(profile: TargetProfile, service: Any, *, obse
         (profile.none_semantics == "auto" and not declared) or profile.stale_writes == "auto")
     if not unknown:
         return with_none_semantics(profile, service)
-    from ..contract.observe import observe_none_semantics, observe_rejects_stale_writes
+    from .service_observe import observe_none_semantics, observe_rejects_stale_writes
 
     update: dict[str, str] = {}
     if profile.none_semantics == "auto":  # each observed only when nothing says it: one declared is enough for it

@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal
 
 from ..errors import CalledCodeError
-from ..run.failures import blamed
-from .case import Clock, event
+from .failures import blamed
+from ..contract.case import Clock, event
 
 if TYPE_CHECKING:
     from google.adk.sessions.base_session_service import BaseSessionService

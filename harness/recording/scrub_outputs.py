@@ -12,8 +12,10 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from harness.recording.filters import could_scrub, scrub_text, scrub_value
+
 from ..json_walk import strings_in
-from .cassettes import could_scrub, scrub_text, scrub_value
+
 
 def scrub_result(result: Any, *, secrets: Sequence[str] = ()) -> Any:
     """A ``ScenarioResult`` with every secret scrubbed from its trace, checks and error.

@@ -1,4 +1,7 @@
-"""A vcrpy matcher that keeps each model call with its caller.
+"""vcrpy matchers: which recorded interaction answers a request.
+
+``MATCH_ON`` is every cassette's list: the method compared case-insensitively (``method_ci``), then vcrpy's own
+scheme, host, port, path and query. ``caller`` (added by the model session) keeps each model call with its caller.
 
 vcrpy's default matching ignores bodies and replays same-URL calls in recorded
 order. Every agent and Job_B's sub-LM post to the same URL, and concurrent
@@ -19,12 +22,18 @@ from typing import Any
 
 from vcr.request import Request
 
+from ..llm.fresh_values import mask_fresh_values
+from ..llm.scripted_endpoint import agent_from_request
 from ..scenario.script import SUB_LM
-from .fresh_values import mask_fresh_values
-from .scripted_endpoint import agent_from_request
-
 
 COUNT_TOKENS = "count_tokens"
+MATCH_ON = ("method_ci", "scheme", "host", "port", "path", "query")
+
+
+def method_ci(r1: Request, r2: Request) -> None:
+    """vcrpy matcher: HTTP methods equal ignoring case (aiohttp records ``post``, httpx ``POST``)."""
+    if r1.method.upper() != r2.method.upper():
+        raise AssertionError(f"{r1.method} != {r2.method} (compared case-insensitively)")
 
 
 def caller_of(request: Request) -> str:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from .normalize import VOLATILE
+from ..contract.normalize import VOLATILE
 
 if TYPE_CHECKING:
-    from .compare import Difference
-    from .differential import DifferentialReport
+    from ..contract.compare import Difference
+    from .report import DifferentialReport
 
 
 def _cell(value: Any, limit: int = 80, *, plain: bool = False) -> str:

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from adk_compat import canonical_model_request
 
-from .fresh_values import mask_fresh_values
+from ..llm.fresh_values import mask_fresh_values
 from .matchers import caller_of
 
 _CONTEXT_CHARS = 70
