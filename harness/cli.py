@@ -267,12 +267,12 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_databricks_settings(parser: argparse.ArgumentParser) -> None:
     """The backend's ``--databricks-*`` flags, when databricks-sdk is installed (the module that declares them
     imports it); without it ``doctor --databricks`` says which extra to install."""
-    from .extras import databricks_installed
+    from .extras import installed
+    from .targets.plugins import backends
 
-    if databricks_installed():
-        from .doctor.settings_flags import add_databricks_flags
-
-        add_databricks_flags(parser)
+    for backend in backends().values():
+        if backend.add_settings_flags is not None and (backend.extra is None or installed(backend.extra)):
+            backend.add_settings_flags(parser)
 
 
 # --- helpers -----------------------------------------------------------------------------------------------------
@@ -385,7 +385,9 @@ def _choice(scenario: Scenario, options: RunOptions) -> TargetChoice:
 def _preflight(scenarios: list[Scenario], options: RunOptions) -> None:
     """Fail before running anything on what would fail every scenario the same way: exit 2, not 1 per scenario."""
     from .checks import registered_checks
+    from .extras import require_extra
     from .llm.modes import endpoint_for
+    from .targets.plugins import backend as plugin_backend
     from .targets.registry import resolve_target
     from .targets.session_services import resolve_session_service
 
@@ -394,14 +396,13 @@ def _preflight(scenarios: list[Scenario], options: RunOptions) -> None:
         resolve_target(target)  # imports a module:attr target; raises TargetError naming it
     if options.session_service != "delta-databricks":  # the runner maps that one to --backend databricks
         resolve_session_service(options.session_service)
-    if options.backend == "databricks" or options.session_service == "delta-databricks":  # the legacy target, or a real workspace without its settings: exit 2
-        from .extras import require_databricks
-
-        require_databricks(f"--backend {options.backend}" if options.backend == "databricks"
-                           else "--session-service delta-databricks")
-        from .targets.databricks import preflight as databricks_preflight
-
-        databricks_preflight([c.spec for c in choices], options)
+    backend_name = "databricks" if options.session_service == "delta-databricks" else options.backend
+    if backend_name != "local":  # a target without that backend, or a real workspace without its settings: exit 2
+        backend = plugin_backend(backend_name)
+        if backend.extra is not None:
+            require_extra(backend.extra, f"--backend {options.backend}" if options.backend != "local"
+                          else f"--session-service {options.session_service}")
+        backend.preflight([c.spec for c in choices], options)
     known = registered_checks()
     for scenario in scenarios:
         selection = scenario.expect.checks
@@ -739,12 +740,15 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     if args.write_probe and not args.databricks:
         raise HarnessError("--write-probe checks the Databricks volume: use it with --databricks.")
     if args.databricks:
-        from .extras import require_databricks
+        from .extras import require_extra
+        from .targets.plugins import backend as plugin_backend
 
-        require_databricks("doctor --databricks")
-        from .doctor.databricks import run_databricks_doctor
-
-        report = run_databricks_doctor(args=args, write_probe=args.write_probe)
+        backend = plugin_backend("databricks")
+        if backend.doctor is None:
+            raise HarnessError("no installed target plugin has a doctor for the databricks backend.")
+        if backend.extra is not None:
+            require_extra(backend.extra, "doctor --databricks")
+        report = backend.doctor(args=args, write_probe=args.write_probe)
     else:
         report = run_local_doctor()
     if args.json:

@@ -6,9 +6,6 @@ import importlib.util
 
 from .errors import ConfigError
 
-DATABRICKS_EXTRA = "pip install 'rlm-conformance[databricks]'"
-
-
 def _installed(module: str) -> bool:
     try:
         return importlib.util.find_spec(module) is not None
@@ -16,15 +13,27 @@ def _installed(module: str) -> bool:
         return False
 
 
+# extra -> (the module it brings, what it is)
+EXTRAS = {"databricks": ("databricks.sdk", "the Databricks SDK")}
+
+
+def installed(extra: str) -> bool:
+    return _installed(EXTRAS[extra][0])
+
+
+def require_extra(extra: str, what: str) -> None:
+    """Raise unless ``extra`` is installed; ``what`` names the option that needs it."""
+    if not installed(extra):
+        raise ConfigError(f"{what} needs {EXTRAS[extra][1]}, which is an optional extra of rlm-conformance: "
+                          f"pip install 'rlm-conformance[{extra}]' (local runs need none of it).")
+
+
 def databricks_installed() -> bool:
-    return _installed("databricks.sdk")
+    return installed("databricks")
 
 
 def require_databricks(what: str) -> None:
-    """Raise unless databricks-sdk is installed; ``what`` names the option that needs it."""
-    if not databricks_installed():
-        raise ConfigError(f"{what} needs the Databricks SDK, which is an optional extra of rlm-conformance: "
-                          f"{DATABRICKS_EXTRA} (local runs need none of it).")
+    require_extra("databricks", what)
 
 
 HYPOTHESIS_INSTALL = "pip install 'hypothesis>=6.170,<7'"

@@ -21,7 +21,7 @@ class ScenarioResult:
     duration_s: float
     # A harness-level failure (cassette miss, target import error ...): the scenario could not be judged.
     error: str | None = None
-    # A divergence the run's backend declares for this scenario (harness/targets/databricks.py), with its reason:
+    # A divergence the run's backend declares for this scenario (reference_agent/conformance/databricks.py), with its reason:
     # the scenario is a strict expected failure, as pytest's xfail(strict=True): "xfail" when it fails or errs
     # (the run stays green), "xpass" when it passes (the declaration is stale: the run is red).
     declared: str | None = None

@@ -112,7 +112,7 @@ class ArtifactRegistry:
         self.engine = engine
         self._clock = clock
         # Writes made through this object; a reader that sees the same number twice knows nothing it wrote
-        # changed in between (the harness polls statuses after every event: harness/targets/reference_common.py).
+        # changed in between (the harness polls statuses after every event: reference_agent/conformance/common.py).
         self.revision = 0
         ensure_schema(engine)
 

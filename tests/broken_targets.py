@@ -76,9 +76,9 @@ from google.genai import types
 
 from harness.targets.base import BuiltTarget, TargetEnvironment
 from harness.targets.profile import TargetProfile
-from harness.targets.reference_common import executions_from_registry, settings_for
-from harness.targets.reference_common import run_turn as reference_run_turn
-from harness.targets.reference_profile import reference_profile
+from reference_agent.conformance.common import executions_from_registry, settings_for
+from reference_agent.conformance.common import run_turn as reference_run_turn
+from reference_agent.conformance.profile import reference_profile
 from harness.trace.model import TurnOutcome
 from reference_agent import history as turn_history
 from reference_agent import state_contract as keys
@@ -154,7 +154,7 @@ def _build(
     profile: TargetProfile | None = None,
     adapt_services: Callable[[RuntimeServices], None] | None = None,
 ) -> BuiltTarget:
-    """The reference target (as ``harness.targets.reference.build_reference``) with the given pieces swapped."""
+    """The reference target (as ``reference_agent.conformance.reference.build_reference``) with the given pieces swapped."""
     settings = settings_for(env)
     engine = DuckDBEngine(settings.database_path)
     services = build_local_services(settings, sub_lm=env.sub_lm, engine=engine, count_tokens=env.count_tokens)

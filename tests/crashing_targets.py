@@ -19,7 +19,7 @@ from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.sessions.session import Session
 
 from harness.targets.base import BuiltTarget, TargetEnvironment
-from harness.targets.reference import build_reference
+from reference_agent.conformance.reference import build_reference
 from reference_agent.sessions.delta_session_service import DeltaSessionService
 
 

@@ -1,7 +1,7 @@
 """The harness's layers, read from every ``import`` in ``harness/**/*.py`` (lazy and TYPE_CHECKING ones too).
 
-* The core knows no agent: only the targets built on the reference agent (and the check-testing helpers,
-  and the profile's defaults) import ``reference_agent``.
+* The harness knows no agent: no module of it imports ``reference_agent``, which registers as a target plugin
+  through an entry point like any user's package.
 * Every room of ``harness/`` (a package, or a module standing alone) stands on one floor of ``FLOORS``, and every
   import (lazy and TYPE_CHECKING ones too) goes to a room on a lower floor, or stays in its room: no arrow runs
   back up. README.md's map of the tree names the rooms floor by floor, in this order.
@@ -24,15 +24,9 @@ from tests.python_source import ROOT, parse_file
 # One ADK line runs this module: it imports nothing pinned differently on the two (tests/line_guard).
 pytestmark = pytest.mark.line_independent
 
-MAY_IMPORT_THE_AGENT = {
-    "harness/targets/reference.py", "harness/targets/reference_common.py", "harness/targets/legacy.py",
-    "harness/targets/databricks.py", "harness/targets/reference_profile.py", "harness/checks/trace_builder.py",
-    # the doctor checks the reference agent's Databricks backend: its settings, flags and payload
-    "harness/doctor/databricks.py", "harness/doctor/context.py", "harness/doctor/payload.py",
-    "harness/doctor/settings_flags.py",
-    # the audit reads a Databricks catalog.schema with the backend's settings, SDK client and SQL engine
-    "harness/audit/stores/databricks.py",
-}
+# Modules of harness/ that may import the reference agent: none. The agent registers as a target plugin
+# (reference_agent/conformance/, harness/targets/plugins.py), as any user's package does.
+MAY_IMPORT_THE_AGENT: set[str] = set()
 # The floors of harness/, from the ground up: a room imports only rooms of lower floors (and itself).
 FLOORS: tuple[tuple[str, ...], ...] = (
     ("errors",),
@@ -220,8 +214,8 @@ def _strongly_connected(edges: dict[str, set[str]]) -> list[list[str]]:
 
 def test_only_the_reference_targets_import_the_agent() -> None:
     found = agent_imports()
-    assert not found, ("the harness core imports reference_agent; give the harness its own helper, or take it from "
-                       "the reference target (harness/targets/reference_common.py), imported lazily:\n"
+    assert not found, ("the harness imports reference_agent; give the harness its own helper, or let the agent's "
+                       "target plugin hand it over (reference_agent/conformance/plugin.py):\n"
                        + "\n".join(found))
 
 
@@ -268,7 +262,7 @@ def test_the_scans_see_each_violation(fake_tree) -> None:
         "harness/targets/reference.py": "import reference_agent\nfrom ..report import _private\n",
     })
     assert agent_imports(root) == ["harness/report/write.py:3: reference_agent.app",
-                                   "harness/targets/reference.py:1: reference_agent"][:len(MAY_IMPORT_THE_AGENT) and 1 or 2]
+                                   "harness/targets/reference.py:1: reference_agent"]
     assert arrows_up(root, (("llm", "report"), ("run",))) == [
         "harness/llm/session.py:2: harness.run.runner (harness/llm, floor 0 -> harness/run, floor 1)",
         "harness/targets: on no floor of FLOORS"]

@@ -24,8 +24,6 @@ if TYPE_CHECKING:
     from ..targets.profile import TargetProfile
     from .model import StoredSession
 
-REFERENCE = "reference"
-
 
 def add_audit_parser(commands: Any) -> None:
     """Add ``audit`` to the CLI's sub-commands (``commands``: what ``add_subparsers`` returned)."""
@@ -41,7 +39,7 @@ def add_audit_parser(commands: Any) -> None:
                             "databricks://CATALOG.SCHEMA (DATABRICKS_HOST, DATABRICKS_TOKEN or "
                             "DATABRICKS_CONFIG_PROFILE, DATABRICKS_WAREHOUSE_ID)")
     audit.add_argument("--profile", metavar="FILE",
-                       help="target profile YAML naming the agent's roles and keys, or 'reference' (default: profile "
+                       help="target profile YAML naming the agent's roles and keys, or a target plugin's name such as 'reference' (default: profile "
                             "in [tool.rlm-conformance], else the neutral profile: checks that need one are n/a)")
     audit.add_argument("--app", metavar="APP", help="only sessions of this app_name")
     audit.add_argument("--user", metavar="USER", help="only sessions of this user_id")
@@ -83,10 +81,11 @@ def _profile(value: str | None) -> tuple[TargetProfile, str]:
         if configured is None:
             return TargetProfile(), "neutral"
         return load_profile(configured), str(configured)
-    if value == REFERENCE:
-        from ..targets.reference_profile import reference_profile
+    from ..targets.plugins import plugins
 
-        return reference_profile(), REFERENCE
+    plugin = plugins().get(value)
+    if plugin is not None and plugin.profile is not None:  # a target plugin's name: its own profile
+        return plugin.profile(), value
     return load_profile(Path(value)), value
 
 

@@ -8,7 +8,7 @@ every run, the harness sets each variable below to a canary value for the run's 
 Only in replay and scripted mode on the local backend: the harness's own clients get their key explicitly,
 so a canary changes nothing they send; live mode and a workspace need the real variables. On the databricks
 backend's workspace fake with the scripted model, the ``GOOGLE_API_KEY`` Job_B is started with (what a cluster's
-``spark_env_vars`` hold) is this module's canary value (``harness/targets/databricks.py``).
+``spark_env_vars`` hold) is this module's canary value (``reference_agent/conformance/databricks.py``).
 """
 
 from __future__ import annotations

@@ -107,16 +107,16 @@ def _builtin(name: str, factory: Callable[[Path], BaseSessionService], descripti
 
 
 def _delta_memory(folder: Path) -> BaseSessionService:
-    # The reference agent's service: its factory comes from the reference target, imported only when used.
-    from ..targets.reference_common import delta_session_service
+    # The reference agent's service: a target plugin brings it (harness/targets/plugins.py), loaded only when used.
+    from ..targets.plugins import plugin_session_services
 
-    return delta_session_service(None)
+    return plugin_session_services()["delta"](None)
 
 
 def _delta_file(folder: Path) -> BaseSessionService:
-    from ..targets.reference_common import delta_session_service
+    from ..targets.plugins import plugin_session_services
 
-    return delta_session_service(Path(folder) / "sessions.duckdb")
+    return plugin_session_services()["delta"](Path(folder) / "sessions.duckdb")
 
 
 BUILTIN_PROFILES: dict[str, ServiceProfile] = {

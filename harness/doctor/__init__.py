@@ -1,7 +1,7 @@
 """``rlm-conformance doctor``: check the setup before a recording, and say what to fix.
 
 ``run_local_doctor()`` checks the local install and the project (``project.py``);
-``harness.doctor.databricks.run_databricks_doctor()`` the workspace of the Databricks backend (imported lazily: it
+``reference_agent.conformance.doctor.run.run_databricks_doctor()`` the workspace of the Databricks backend (imported lazily: it
 needs the ``databricks`` extra). Both return a
 ``DoctorReport`` of ``Finding(check, level, message, fix)``; ``render_table`` / ``render_json`` print it.
 Names are imported on first use (PEP 562): the CLI's parser imports ``settings_flags`` on every start.

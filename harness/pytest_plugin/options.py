@@ -108,7 +108,7 @@ def add_options(parser: pytest.Parser) -> None:
     _add(group, "--backend", dest="rlm_backend", default=None, choices=BACKENDS,
          help="local (DuckDB, a folder, a subprocess; default) or databricks: the reference agent on a workspace, "
               "replayed from cassettes/databricks/ (recorded against the local workspace fake with --llm-mode "
-              "scripted). Scenarios that cannot pass there yet are xfail (harness/targets/databricks.py). "
+              "scripted). Scenarios that cannot pass there yet are xfail (reference_agent/conformance/databricks.py). "
               "ini: rlm_backend; pyproject: backend.")
     _add(group, "--executor", dest="rlm_executor", default="warm", choices=("warm", "one-shot"),
          help="local backend: run a session's Job_B blocks in one warm process (default) or each in a one-shot "

@@ -114,13 +114,13 @@ class ConformanceSession:
         metafunc.parametrize("rlm_scenario", [pytest.param(s, id=s.name, marks=self.marks(s)) for s in scenarios])
 
     def marks(self, scenario: Scenario) -> list[pytest.MarkDecorator]:
-        """A declared divergence of the backend (harness/targets/databricks.py) is a strict xfail."""
-        if self.options.backend != "databricks":
+        """A declared divergence of the backend (reference_agent/conformance/databricks.py) is a strict xfail."""
+        if self.options.backend == "local":
             return []
-        from ..targets.databricks import declared_divergence
+        from ..targets.plugins import backend
 
-        reason = declared_divergence(scenario.name)
-        return [pytest.mark.xfail(strict=True, reason=f"databricks backend: {reason}")] if reason else []
+        reason = backend(self.options.backend).declared_divergence(scenario.name)
+        return [pytest.mark.xfail(strict=True, reason=f"{self.options.backend} backend: {reason}")] if reason else []
 
     # --- running ---------------------------------------------------------------------------------------
 

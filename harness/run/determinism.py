@@ -5,7 +5,7 @@ and state on every run, so a cassette recorded once could never be replayed (and
 replay and scripted mode, while a target the harness built from an App or agent runs, ``uuid.uuid4`` draws from
 a generator seeded by the scenario's name and the ``random`` module is seeded the same way; the previous state
 is put back afterwards. Live runs keep real randomness; on a live Databricks workspace (scripted model) the
-seed also takes the run's nonce, so ids differ from every earlier run's (harness/targets/databricks.py). What
+seed also takes the run's nonce, so ids differ from every earlier run's (reference_agent/conformance/databricks.py). What
 a subprocess draws is its own; ids that still differ are masked when a replayed request is compared with its recording (harness/recording/drift.py).
 """
 

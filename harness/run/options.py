@@ -64,7 +64,7 @@ class RunOptions:
     work_dir: Path | None = None  # None: a fresh temporary folder per scenario
     secrets: tuple[str, ...] = field(default=(), repr=False)
     # Where the reference agent's SQL, volume and Job_B live: "local" (DuckDB, a folder, a subprocess) or
-    # "databricks" (a workspace; replay from cassettes/databricks/, see harness/targets/databricks.py).
+    # "databricks" (a workspace; replay from cassettes/databricks/, see reference_agent/conformance/databricks.py).
     backend: str = "local"
     # databricks backend outside replay: a real workspace (True) or the local fake (False); None: real with
     # --llm-mode live, the fake otherwise. The real one's DatabricksSettings (None: from the environment).

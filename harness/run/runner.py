@@ -149,14 +149,13 @@ def _workspace(scenario: Scenario, options: RunOptions, target_name: str, home: 
     """The backend's context for one run: nothing locally, a DatabricksWorkspace on the databricks backend."""
     if options.backend == "local":
         return contextlib.nullcontext()
-    if options.backend == "databricks":
-        from ..extras import require_databricks
+    from ..extras import require_extra
+    from ..targets.plugins import backend as plugin_backend
 
-        require_databricks("--backend databricks")
-        from ..targets.databricks import databricks_workspace
-
-        return databricks_workspace(scenario, options, target_name, home)
-    raise HarnessError(f"--backend {options.backend!r} is unknown: use local or databricks.")
+    backend = plugin_backend(options.backend)  # raises naming the known backends
+    if backend.extra is not None:
+        require_extra(backend.extra, f"--backend {options.backend}")
+    return backend.workspace(scenario, options, target_name, home)
 
 
 async def _drive(scenario: Scenario, options: RunOptions, choice: TargetChoice, home: Path
@@ -199,7 +198,7 @@ async def _drive_on(scenario: Scenario, options: RunOptions, choice: TargetChoic
                         f"its None and stale-writer behaviour"):
                 built.profile, built.semantics_origins = await settle_with_origins(
                     choice.profile or built.profile, built.session_service, observable=options.backend == "local")
-            nonce = getattr(workspace, "run_nonce", None)  # a live workspace run's (harness/targets/databricks.py)
+            nonce = getattr(workspace, "run_nonce", None)  # a live workspace run's (reference_agent/conformance/databricks.py)
             with _credential_canaries(options) as planted, _model_routes(built, llm, scenario, options,
                                                                          nonce=nonce) as route, \
                     escape_targets(scenario.escape_probe and _job_b_runs_here(options, workspace)) as escape, \

@@ -69,12 +69,12 @@ def run_one(scenario: Scenario, options: RunOptions, snapshots: Snapshots) -> Sc
 
 def declared(result: ScenarioResult, scenario: Scenario, options: RunOptions) -> ScenarioResult:
     """``result`` marked with the divergence its backend declares for ``scenario``, if any (a strict xfail)."""
-    if options.backend != "databricks":
+    if options.backend == "local":
         return result
-    from ..targets.databricks import declared_divergence
+    from ..targets.plugins import backend
 
-    reason = declared_divergence(scenario.name)
-    return dataclasses.replace(result, declared=f"databricks backend: {reason}") if reason else result
+    reason = backend(options.backend).declared_divergence(scenario.name)
+    return dataclasses.replace(result, declared=f"{options.backend} backend: {reason}") if reason else result
 
 
 def scrubbed(result: ScenarioResult, options: RunOptions) -> ScenarioResult:

@@ -42,6 +42,7 @@ def service_profile(spec: str, service: BaseSessionService, target: TargetProfil
     reference's, whoever built the instance), else what the target profile settled for it — its word, or what
     the service was observed to do (harness/run/service_semantics.py): never assumed."""
     from ..contract.profiles import BUILTIN_PROFILES, NONE_DELETES, STALE_WRITER_REJECTED, ServiceProfile
+    from ..targets.plugins import known_service_modules
     from .service_semantics import is_known_service
     from ..targets.session_services import import_factory
 
@@ -61,7 +62,7 @@ def service_profile(spec: str, service: BaseSessionService, target: TargetProfil
     # A subclass of ADK's class keeps what its base declares about the rest of the contract (e.g. ADK 1.x's
     # ValueError for SessionNotFoundError); None and stale writes are observed or said above.
     base = next((BUILTIN_PROFILES[_BY_CLASS[c.__name__]] for c in type(service).__mro__[1:]
-                 if c.__name__ in _BY_CLASS and c.__module__.startswith(("google.adk.", "reference_agent."))), None)
+                 if c.__name__ in _BY_CLASS and c.__module__.startswith(known_service_modules())), None)
     if base is not None:
         divergences = {**{k: v for k, v in base.divergences.items() if k not in (STALE_WRITER_REJECTED, NONE_DELETES)},
                        **divergences}

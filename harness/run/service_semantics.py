@@ -14,14 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..targets.plugins import known_service_modules
 from ..targets.profile import TargetProfile
 
-_KNOWN_MODULES = ("google.adk.", "reference_agent.")
-
-
 def is_known_service(service: Any) -> bool:
-    """ADK's services and the reference's: their behaviour is declared, not observed."""
-    return type(service).__module__.startswith(_KNOWN_MODULES)
+    """ADK's services and a target plugin's (the reference's): their behaviour is declared, not observed."""
+    return type(service).__module__.startswith(known_service_modules())
 
 
 def service_none_semantics(service: Any) -> str:

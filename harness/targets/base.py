@@ -47,7 +47,7 @@ class TargetEnvironment:
     history_max_entries: int | None = None
     count_tokens: TokenCounter | None = None
     # Where the agent's SQL, volume and Job_B live: "local", or "databricks" with ``databricks`` the
-    # harness's DatabricksWorkspace (settings, hermetic or not, sleeps to inject; harness/targets/databricks.py).
+    # harness's DatabricksWorkspace (settings, hermetic or not, sleeps to inject; reference_agent/conformance/databricks.py).
     backend: str = "local"
     databricks: Any = None
     # Local backend: a session's Job_B blocks share one warm process (True) or each is a one-shot process.

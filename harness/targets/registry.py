@@ -1,4 +1,5 @@
-"""Target names: ``reference``, ``legacy``, or ``module:attr`` naming a factory, an App or a root agent."""
+"""Target names: a plugin's (``reference``, ``legacy``: harness/targets/plugins.py), or ``module:attr`` naming a
+factory, an App or a root agent."""
 
 from __future__ import annotations
 
@@ -8,33 +9,20 @@ from typing import Any, Callable
 from ..errors import HarnessError
 from .base import BuiltTarget, TargetEnvironment, TargetFactory
 from .importing import import_named
+from .plugins import plugins
 
 
 class TargetError(HarnessError):
     """A --target that cannot be imported or is not an App, agent or target factory."""
 
 
-def _reference(env: TargetEnvironment) -> BuiltTarget:
-    from .reference import build_reference
-
-    return build_reference(env)
-
-
-def _legacy(env: TargetEnvironment) -> BuiltTarget:
-    from .legacy import build_legacy
-
-    return build_legacy(env)
-
-
-BUILTIN_TARGETS: dict[str, TargetFactory] = {"reference": _reference, "legacy": _legacy}
-
-
 def resolve_target(spec: str) -> TargetFactory:
-    if spec in BUILTIN_TARGETS:
-        return BUILTIN_TARGETS[spec]
+    named = plugins()
+    if spec in named:
+        return named[spec].build
     if ":" not in spec:
         raise TargetError(
-            f"--target {spec!r} is not a known target. Use one of {', '.join(BUILTIN_TARGETS)} or "
+            f"--target {spec!r} is not a known target. Use one of {', '.join(named) or '(no plugin installed)'} or "
             f"'package.module:attr' naming an ADK App, a root agent, or a zero-argument factory of either."
         )
     obj = import_named(spec, flag="--target", error=TargetError,

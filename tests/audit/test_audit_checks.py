@@ -13,7 +13,7 @@ from harness.audit.checks import AUDIT_CHECK_NAMES, STORE_CHECK_NAMES, run_audit
 from harness.audit.model import StoredEvent, StoredSession
 from harness.checks.base import Status
 from harness.targets.profile import TargetProfile
-from harness.targets.reference_profile import reference_profile
+from reference_agent.conformance.profile import reference_profile
 
 from .reference_store import read_store, run_reference
 

@@ -17,7 +17,7 @@ from google.genai import types
 
 from harness.audit import SessionAudit, audit_session
 from harness.checks.base import Status
-from harness.targets.reference_profile import reference_profile
+from reference_agent.conformance.profile import reference_profile
 
 
 def _event(author: str, invocation: str, delta: dict, *, text: str | None = "ok") -> Event:

@@ -137,7 +137,7 @@ def test_time_flags_take_epoch_seconds_or_iso(stores: dict[str, str], capsys: py
 def test_the_profile_defaults_to_the_project_table_else_neutral(stores: dict[str, str], tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    from harness.targets.reference_profile import PROFILE_PATH
+    from reference_agent.conformance.profile import PROFILE_PATH
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")

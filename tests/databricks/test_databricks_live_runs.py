@@ -21,7 +21,7 @@ from harness.errors import HarnessError
 from harness.llm.modes import LlmMode
 from harness.run.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenarios
-from harness.targets import databricks as target
+from reference_agent.conformance import databricks as target
 from reference_agent.backends.databricks.config import DatabricksSettings
 
 ROOT = Path(__file__).resolve().parents[2]

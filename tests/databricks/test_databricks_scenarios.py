@@ -2,7 +2,7 @@
 
 * Each scenario replays with zero failed checks, and its normalized trace equals the local backend's snapshot
   (``snapshots/<scenario>.json``): the backends agree on every event, state delta, persisted row and Job_B run.
-  A declared divergence (``harness.targets.databricks.DIVERGENCES``; none today) is a strict xfail.
+  A declared divergence (``reference_agent.conformance.databricks.DIVERGENCES``; none today) is a strict xfail.
 * The Definition-of-Done checks read ``state_delta_json`` from the Databricks ``events`` rows
   (``PersistedSnapshot.source == "rows"``).
 * A fresh recording against the fake has the committed cassette's shape, and a recording against a
@@ -28,7 +28,7 @@ from harness.recording.layout import cassette_dir
 from harness.run.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenarios
 from harness.snapshot.normalize import normalize_trace
-from harness.targets import databricks as target
+from reference_agent.conformance import databricks as target
 from reference_agent.backends.databricks.config import DatabricksSettings
 
 ROOT = Path(__file__).resolve().parents[2]

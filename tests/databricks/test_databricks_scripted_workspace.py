@@ -14,7 +14,7 @@ from harness.databricks_fake import FakeWorkspace
 from harness.llm.modes import LlmMode
 from harness.run.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenarios
-from harness.targets.databricks import DatabricksWorkspace
+from reference_agent.conformance.databricks import DatabricksWorkspace
 from reference_agent.backends.databricks.config import DatabricksSettings
 
 ROOT = Path(__file__).resolve().parents[2]

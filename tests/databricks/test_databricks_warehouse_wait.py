@@ -87,7 +87,7 @@ def test_the_services_pass_the_wait_to_the_engine(fake) -> None:
 
 
 def test_the_harness_says_a_live_wait_on_the_console(capsys) -> None:
-    from harness.targets.databricks import say_progress
+    from reference_agent.conformance.databricks import say_progress
 
     say_progress("waiting for SQL warehouse 'w' to start")
     assert capsys.readouterr().err == "databricks: waiting for SQL warehouse 'w' to start\n"

@@ -19,8 +19,8 @@ import pytest
 from harness.databricks_fake import FakeWorkspace
 from harness.databricks_fake.workspace_objects import DEFAULT_CLUSTER, FAKE_USER, Securable
 from harness.doctor import DoctorReport, Level
-from harness.doctor.databricks import run_databricks_doctor
-from harness.doctor.runtimes import dbr_python, serverless_python
+from reference_agent.conformance.doctor.run import run_databricks_doctor
+from reference_agent.conformance.doctor.runtimes import dbr_python, serverless_python
 from reference_agent.backends.databricks.config import DatabricksSettings, make_workspace_client
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ import pytest
 
 from harness.cli import EXIT_FAILED, EXIT_OK, main
 from harness.report.json_report import load_report_json
-from harness.targets import databricks
+from reference_agent.conformance import databricks
 
 ROOT = Path(__file__).resolve().parents[2]
 

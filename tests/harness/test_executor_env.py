@@ -21,8 +21,8 @@ from harness.llm.modes import LlmMode
 from harness.run.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenario
 from harness.targets.base import BuiltTarget, TargetEnvironment
-from harness.targets.reference_profile import reference_profile
-from harness.targets.reference import build_reference
+from reference_agent.conformance.profile import reference_profile
+from reference_agent.conformance.reference import build_reference
 from reference_agent.backends.process import scrubbed_env
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ import pytest
 
 from harness.targets import profile_schema
 from harness.targets.profile import PROFILE_FIELDS, ProfileError, TargetProfile, load_profile
-from harness.targets.reference_profile import PROFILE_PATH, reference_profile
+from reference_agent.conformance.profile import PROFILE_PATH, reference_profile
 from reference_agent import state_contract as sc
 
 

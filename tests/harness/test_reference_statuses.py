@@ -5,7 +5,7 @@ from __future__ import annotations
 from reference_agent.registry import ArtifactRegistry
 from reference_agent.storage import DuckDBEngine
 
-from harness.targets.reference_common import statuses_from_registry
+from reference_agent.conformance.common import statuses_from_registry
 
 
 class CountingEngine(DuckDBEngine):

@@ -1,29 +1,37 @@
 """STORE as the user writes it -> a read-only ``SqlSource``.
 
-Spellings: ``databricks://CATALOG.SCHEMA`` (databricks.py); ``duckdb:///path`` or the path of a DuckDB file;
-the path of a SQLite file; any other ``scheme://`` is a SQLAlchemy URL (``sqlite:///…``, ``postgresql://…``).
+Spellings: ``duckdb:///path`` or the path of a DuckDB file; the path of a SQLite file; a store a target plugin's
+backend reads (``databricks://CATALOG.SCHEMA``: harness/targets/plugins.py); any other ``scheme://`` is a
+SQLAlchemy URL (``sqlite:///…``, ``postgresql://…``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from .base import SqlSource, StoreError
-from .databricks import is_databricks_store
 from .duckdb_source import is_duckdb_file, is_sqlite_file
 
 SPELLINGS = ("sqlite:///path/to/sessions.db (or any SQLAlchemy URL: postgresql://user@host/db ...)",
-             "duckdb:///path/to/sessions.duckdb, or the path of a DuckDB or SQLite file",
-             "databricks://CATALOG.SCHEMA (workspace and warehouse from DATABRICKS_HOST, DATABRICKS_TOKEN or "
-             "DATABRICKS_CONFIG_PROFILE, DATABRICKS_WAREHOUSE_ID)")
+             "duckdb:///path/to/sessions.duckdb, or the path of a DuckDB or SQLite file")
+
+
+def _plugin_stores() -> list[Any]:
+    from ...targets.plugins import backends
+
+    return [backend.store for backend in backends().values() if backend.store is not None]
+
+
+def spellings() -> tuple[str, ...]:
+    return SPELLINGS + tuple(store.spelling for store in _plugin_stores())
 
 
 def open_source(spec: str) -> SqlSource:
     text = spec.strip()
-    if is_databricks_store(text):
-        from .databricks import DatabricksSource
-
-        return DatabricksSource(text)
+    for store in _plugin_stores():
+        if store.is_store(text):
+            return store.open(text)
     if text.lower().startswith("duckdb:"):
         from .duckdb_source import DuckDbSource
 
@@ -44,4 +52,4 @@ def open_source(spec: str) -> SqlSource:
 
         return SqlAlchemySource(f"sqlite:///{path.resolve()}")
     what = "no such file" if not path.exists() else "neither a DuckDB nor a SQLite file, nor a URL"
-    raise StoreError(f"STORE {spec!r}: {what}. Spell STORE as one of: " + "; ".join(SPELLINGS) + ".")
+    raise StoreError(f"STORE {spec!r}: {what}. Spell STORE as one of: " + "; ".join(spellings()) + ".")

@@ -7,7 +7,7 @@ import pytest
 from harness.checks import run_checks
 from harness.checks.base import CheckResult, Status
 from tests.harness.checks.trace_builder import TraceBuilder, happy_trace, make_context, make_scenario, two_turn_trace
-from harness.targets.reference_profile import reference_profile
+from reference_agent.conformance.profile import reference_profile
 from harness.trace.model import Trace, TurnOutcome
 from reference_agent import state_contract as keys
 

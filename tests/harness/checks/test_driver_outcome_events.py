@@ -7,7 +7,7 @@ from __future__ import annotations
 from harness.checks import run_checks
 from harness.checks.base import CheckResult, Status
 from tests.harness.checks.trace_builder import TraceBuilder, make_context
-from harness.targets.reference_profile import reference_profile
+from reference_agent.conformance.profile import reference_profile
 from harness.trace.model import Trace, TurnOutcome
 
 DRIVER = "driver team.run:run_conversation (termination from status, final_answer from response_text)"

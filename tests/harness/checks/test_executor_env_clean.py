@@ -9,7 +9,7 @@ from harness.checks import run_checks
 from harness.checks.base import CheckResult, Status
 from tests.harness.checks.trace_builder import happy_trace, make_context
 from harness.targets.profile import TargetProfile
-from harness.targets.reference_profile import reference_profile
+from reference_agent.conformance.profile import reference_profile
 from harness.trace.model import Trace
 
 CLEAN = "rlm-env names: HOME LANG PATH PYTHONHASHSEED PYTHONIOENCODING PYTHONPATH\nrlm-env canaries: -\n"

@@ -26,7 +26,7 @@ from reference_agent import state_contract as keys
 
 from harness.scenario.models import Scenario
 from harness.targets.profile import TargetProfile
-from harness.targets.reference_profile import reference_profile
+from reference_agent.conformance.profile import reference_profile
 from harness.trace.model import (AgentInfo, CodePartRecord, EventRecord, ExecutionRecord, LiveStateRecord, LlmRequestRecord,
                            LlmResponseRecord, PersistedEventRow, PersistedSnapshot, Trace, TurnOutcome, TurnRecord)
 from harness.checks.base import CheckContext

@@ -18,7 +18,7 @@ from reference_agent.backends.databricks.errors import DatabricksConfigError
 from .catalog_checks import check_catalog_and_schema, check_tables, check_volume, check_write_probe
 from .compute_checks import check_compute, check_payload
 from .context import DoctorContext
-from .findings import DoctorReport, Finding, Level, error, ok, skipped
+from harness.doctor.findings import DoctorReport, Finding, Level, error, ok, skipped
 from .workspace_checks import check_genai_secret, check_identity, check_warehouse
 
 if TYPE_CHECKING:

@@ -6,8 +6,8 @@ from reference_agent.app import build_app
 from reference_agent.sessions.delta_session_service import DeltaSessionService
 from reference_agent.storage.duckdb_engine import DuckDBEngine
 
-from .base import BuiltTarget, TargetEnvironment
-from .reference_common import (
+from harness.targets.base import BuiltTarget, TargetEnvironment
+from .common import (
     executions_from_registry,
     executor_confinement,
     local_services,
@@ -15,7 +15,7 @@ from .reference_common import (
     settings_for,
     statuses_from_registry,
 )
-from .reference_profile import reference_profile
+from .profile import reference_profile
 
 
 def build_reference(env: TargetEnvironment) -> BuiltTarget:

@@ -6,7 +6,7 @@ from databricks.sdk.errors import BadRequest, DatabricksError, NotFound, Permiss
 from requests.exceptions import RequestException
 
 from .context import DoctorContext, reason
-from .findings import Finding, error, ok, warning
+from harness.doctor.findings import Finding, error, ok, warning
 
 TOKEN_FIX = ("create a new personal access token (Settings → Developer → Access tokens) and export DATABRICKS_TOKEN, "
              "or re-authenticate the profile of DATABRICKS_CONFIG_PROFILE (`databricks auth login --profile <name>`)")

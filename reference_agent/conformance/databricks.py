@@ -58,9 +58,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..errors import ConfigError, HarnessError
-from .base import BuiltTarget, TargetEnvironment
-from .reference_profile import reference_profile
+from harness.errors import ConfigError, HarnessError
+from harness.targets.base import BuiltTarget, TargetEnvironment
+from .profile import reference_profile
 
 if TYPE_CHECKING:
     from vcr import VCR
@@ -68,10 +68,10 @@ if TYPE_CHECKING:
 
     from reference_agent.backends.databricks.config import DatabricksSettings
 
-    from ..databricks_fake import FakeWorkspace
-    from ..recording.databricks import WorkspaceRewrite
-    from ..run.options import RunOptions
-    from ..scenario.models import Scenario
+    from harness.databricks_fake import FakeWorkspace
+    from harness.recording.databricks import WorkspaceRewrite
+    from harness.run.options import RunOptions
+    from harness.scenario.models import Scenario
 
 PUBLIC_HOST = "https://fake-workspace.cloud.databricks.com"  # = harness.recording.databricks.PUBLIC_HOST
 CATALOG, SCHEMA, VOLUME = "main", "rlm", "vol"
@@ -229,7 +229,7 @@ class DatabricksWorkspace:
     @property
     def sublm_exchange(self) -> bool:
         """Whether Job_B's sub-LM calls come back to the harness through the volume (scripted on a workspace)."""
-        from ..llm.modes import LlmMode
+        from harness.llm.modes import LlmMode
 
         if self.kind == "replay":
             return self.recorded_exchange
@@ -248,8 +248,8 @@ class DatabricksWorkspace:
         """
         if self.fake is None:
             return
-        from ..checks.canaries import canary_value
-        from ..llm.modes import BASE_URL_VARIABLE, LlmMode
+        from harness.checks.canaries import canary_value
+        from harness.llm.modes import BASE_URL_VARIABLE, LlmMode
 
         if self.llm_mode == LlmMode.SCRIPTED.value:
             api_key = canary_value("GOOGLE_API_KEY")
@@ -270,7 +270,7 @@ class DatabricksWorkspace:
         recorder.before_record_response = lambda response: scrub_response(rewrite.response(response))
         caller = recorder.matchers.get("rlm_caller")
         if caller is not None:
-            from ..recording.databricks_playback import workspace_aware_caller
+            from harness.recording.databricks_playback import workspace_aware_caller
 
             def rlm_caller(r1: Any, r2: Any) -> None:
                 workspace_aware_caller(r1, r2, caller=caller)
@@ -280,7 +280,7 @@ class DatabricksWorkspace:
     def attach(self, cassette: Cassette) -> None:
         """Recording: say in the metadata what replay needs. Replay: index the interactions for fast playback."""
         if cassette.write_protected:
-            from ..recording.databricks_playback import index_playback, recorded_settings
+            from harness.recording.databricks_playback import index_playback, recorded_settings
 
             self.follow(cassette)
             index_playback(cassette)
@@ -325,7 +325,7 @@ def replay_settings(host: str = PUBLIC_HOST, token: str | None = None) -> Databr
     """The settings every cassette was recorded with (after rewriting) and every replay uses."""
     from reference_agent.backends.databricks.config import DatabricksSettings
 
-    from ..databricks_fake import FAKE_TOKEN
+    from harness.databricks_fake import FAKE_TOKEN
 
     return DatabricksSettings(host=host, token=token or FAKE_TOKEN, warehouse_id=WAREHOUSE, catalog=CATALOG,
                               schema=SCHEMA, volume=VOLUME, volume_dir=VOLUME_DIR, cluster_id=CLUSTER,
@@ -333,7 +333,7 @@ def replay_settings(host: str = PUBLIC_HOST, token: str | None = None) -> Databr
 
 
 def workspace_kind(options: RunOptions) -> Literal["replay", "fake", "live"]:
-    from ..llm.modes import LlmMode
+    from harness.llm.modes import LlmMode
 
     if options.llm_mode is LlmMode.REPLAY:
         return "replay"
@@ -374,8 +374,8 @@ def live_settings(options: RunOptions) -> DatabricksSettings:
 def databricks_workspace(scenario: Scenario, options: RunOptions, target_name: str,
                          home: Path) -> Iterator[DatabricksWorkspace]:
     """The workspace of one scenario run (see the module docstring), with reproducible ids while it lasts."""
-    from ..databricks_fake import FakeWorkspace
-    from ..recording.databricks import WorkspaceRewrite
+    from harness.databricks_fake import FakeWorkspace
+    from harness.recording.databricks import WorkspaceRewrite
 
     check_target(target_name)
     kind = workspace_kind(options)
@@ -407,7 +407,7 @@ def payload_placeholder(rewrite: WorkspaceRewrite) -> None:
 def _live_workspace(scenario: Scenario, options: RunOptions) -> DatabricksWorkspace:
     from urllib.parse import urlsplit
 
-    from ..recording.databricks import WorkspaceRewrite
+    from harness.recording.databricks import WorkspaceRewrite
 
     settings = live_settings(options)
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S")
@@ -437,7 +437,7 @@ def build_reference_on_databricks(env: TargetEnvironment) -> BuiltTarget:
     from reference_agent.backends.databricks.errors import DatabricksBackendError
     from reference_agent.sessions.delta_session_service import DeltaSessionService
 
-    from .reference_common import executions_from_registry, run_turn, settings_for
+    from .common import executions_from_registry, run_turn, settings_for
 
     workspace: DatabricksWorkspace | None = env.databricks
     if workspace is None:

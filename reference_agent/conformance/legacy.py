@@ -9,16 +9,16 @@ from reference_agent.legacy.agent import build_legacy_app
 from reference_agent.legacy.run import run_conversation
 from reference_agent.storage.duckdb_engine import DuckDBEngine
 
-from ..trace.model import TurnOutcome
-from .base import BuiltTarget, TargetEnvironment
-from .reference_common import (
+from harness.trace.model import TurnOutcome
+from harness.targets.base import BuiltTarget, TargetEnvironment
+from .common import (
     executions_from_registry,
     executor_confinement,
     local_services,
     settings_for,
     statuses_from_registry,
 )
-from .reference_profile import reference_profile
+from .profile import reference_profile
 
 
 async def _run_turn(runner: Runner, user_id: str, session_id: str, message: str) -> TurnOutcome:

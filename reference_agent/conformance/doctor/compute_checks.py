@@ -5,7 +5,7 @@ from __future__ import annotations
 from databricks.sdk.errors import DatabricksError, NotFound, PermissionDenied
 
 from .context import DoctorContext, grant_sql, reason
-from .findings import Finding, error, ok, skipped, warning
+from harness.doctor.findings import Finding, error, ok, skipped, warning
 from .payload import job_b_payload
 from .runtimes import (ACCESS_MODES, LEGACY_MODE, LTS, PAYLOAD_PYTHON, dbr_python, dbr_release, dotted,
                        in_payload_range, serverless_python)

@@ -13,7 +13,7 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
-from .base import StoreError
+from harness.audit.stores.base import StoreError
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 SCHEME = re.compile(r"^(databricks|dbx):(//)?", re.IGNORECASE)
@@ -26,7 +26,7 @@ def is_databricks_store(spec: str) -> bool:
 
 class DatabricksSource:
     def __init__(self, spec: str, *, env: Mapping[str, str] | None = None) -> None:
-        from ...extras import require_databricks
+        from harness.extras import require_databricks
 
         require_databricks(f"STORE {spec}")
         from reference_agent.backends.databricks.config import DatabricksSettings, make_workspace_client

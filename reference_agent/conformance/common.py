@@ -19,10 +19,10 @@ from reference_agent.metrics import iteration_metrics
 from reference_agent.registry import ArtifactRegistry
 from reference_agent.run import run_conversation
 
-from ..errors import HarnessError
-from ..trace.crash import describe_error
-from ..trace.model import OUTPUT_SAMPLE_CHARS, ExecutionRecord, TurnOutcome
-from .base import TargetEnvironment
+from harness.errors import HarnessError
+from harness.trace.crash import describe_error
+from harness.trace.model import OUTPUT_SAMPLE_CHARS, ExecutionRecord, TurnOutcome
+from harness.targets.base import TargetEnvironment
 
 __all__ = ["delta_session_service", "executions_from_registry", "output_sample", "run_turn", "settings_for"]
 

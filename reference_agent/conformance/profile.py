@@ -7,7 +7,7 @@ from pathlib import Path
 
 import reference_agent
 
-from .profile import TargetProfile, load_profile
+from harness.targets.profile import TargetProfile, load_profile
 
 PROFILE_PATH = Path(reference_agent.__file__).resolve().parent / "conformance_profile.yaml"
 
