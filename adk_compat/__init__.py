@@ -63,7 +63,7 @@ def is_stale_session_error(error: BaseException) -> bool:
 
 
 # --- What a model request looks like on the wire -----------------------------------------------------------
-# A cassette recorded on one ADK line is replayed on the other, and harness/llm/drift.py compares every request
+# A cassette recorded on one ADK line is replayed on the other, and harness/recording/drift.py compares every request
 # sent with the one recorded. Two request-shape changes between ADK 1.x and 2.x carry the same content in
 # another encoding; ``canonical_model_request`` writes both in one form, so what is compared is the content
 # (the agent's prompt, tools, history) and not the ADK line that encoded it. Applied to both sides on every
