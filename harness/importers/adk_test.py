@@ -73,7 +73,7 @@ def _user_text(event: dict[str, Any], where: str) -> str | None:
     return "".join(part["text"] for part in parts)
 
 
-def _served(events: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
+def served_model_contents(events: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
     """(index, event) of each stored model content ADK's runner serves, in order (its own selection)."""
     served, after_set_model_response = [], False
     for index, event in enumerate(events[1:], start=1):
@@ -121,7 +121,7 @@ def scenario_from_fixture(data: Any, tree: AgentTree, *, name: str, source: str,
         if text is not None:
             turns.append({"user": text})
     script: dict[str, list[dict[str, Any]]] = {}
-    for index, event in _served(events):
+    for index, event in served_model_contents(events):
         author = event.get("author")
         if author in tree.other_agents:
             continue  # a custom agent's own output: running it gives it again

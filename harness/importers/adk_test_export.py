@@ -11,8 +11,10 @@ function calls ``fc-N`` by ADK's own normalisation, invocations ``i-N``, timesta
 and thought signatures left out, empty actions dropped; ``state`` is the state the session ended with.
 
 Refused, one by one with the reason: a scenario that does not run cleanly, one whose code asks the sub-model
-(``sub_lm`` in its script: ADK's runner serves only the agents' own model calls), a session that does not start
-with the user's text message (ADK's runner skips it). A session created with state is exported with a note: ADK's
+(``sub_lm`` in its script: ADK's runner serves only the agents' own model calls), one whose turns send a
+``state_delta`` (ADK's runner sends only the message), one whose run made model calls that leave no event in the
+session (an AgentTool's agent: ADK's mock would run out of contents), a session that does not start with the
+user's text message (ADK's runner skips it). A session created with state is exported with a note: ADK's
 runner starts every fixture from an empty state.
 """
 
@@ -124,6 +126,22 @@ def _starts_with_user_text(session: Any) -> bool:
     return first is not None and first.author == "user" and bool(parts) and parts[0].text is not None
 
 
+def _unserved_calls(trace: Any, fixtures: Sequence[Fixture]) -> str:
+    """The agents whose model calls in the run outnumber the model contents ADK's runner would serve from the
+    fixtures (``agent: calls/served``), empty when every call is there to serve."""
+    from collections import Counter
+
+    from .adk_test import served_model_contents
+
+    calls = Counter(response.agent for response in trace.llm_responses)
+    served: Counter[str] = Counter()
+    for fixture in fixtures:
+        events = json.loads(fixture.text)["events"]
+        served.update(event.get("author", "") for _, event in served_model_contents(events))
+    return ", ".join(f"{agent}: {n} call(s), {served[agent]} served" for agent, n in sorted(calls.items())
+                     if n > served[agent])
+
+
 def export_fixtures(scenarios: Sequence[Scenario], options: RunOptions, *, folder: Path,
                     log: Any = None) -> tuple[list[Fixture], list[Refusal]]:
     """The fixtures of ``scenarios`` for the agent folder ``folder`` (not written), and the scenarios refused."""
@@ -140,6 +158,12 @@ def export_fixtures(scenarios: Sequence[Scenario], options: RunOptions, *, folde
                                    "runner serves only the agents' own model calls, so the replay would call a "
                                    "real model. Fix: export an eval set, or keep it a scenario"))
             continue
+        with_delta = [f"{i}.{n}" for i, spec in enumerate(scenario.sessions) for n, t in enumerate(spec.turns)
+                      if t.state_delta]
+        if with_delta:
+            refused.append(Refusal(f"scenario {scenario.name}", f"turn(s) {', '.join(with_delta)} (session.turn) send "
+                                   f"a state_delta with the message; ADK's runner sends only the message"))
+            continue
         result = run_scenario(scenario, options)
         crashed = result.crashed_turns
         if result.error or crashed or result.trace is None:
@@ -147,6 +171,7 @@ def export_fixtures(scenarios: Sequence[Scenario], options: RunOptions, *, folde
                                    f"turn {crashed[0].turn} raised {crashed[0].outcome.error or crashed[0].run_error}"))
             continue
         several = len(scenario.sessions) > 1
+        made: list[Fixture] = []
         for index, spec in enumerate(scenario.sessions):
             where = f"scenario {scenario.name}" + (f", session {index}" if several else "")
             dumped = result.trace.adk_sessions.get(scenario.session_id(index))
@@ -162,8 +187,14 @@ def export_fixtures(scenarios: Sequence[Scenario], options: RunOptions, *, folde
             notes = (f"created with state ({', '.join(sorted(created))}); ADK's runner starts every fixture from "
                      f"an empty state, so its replay runs without it",) if created else ()
             name = f"{scenario.name}_{index}" if several else scenario.name
-            fixtures.append(Fixture(folder / "tests" / f"{name}.json", fixture_json(session, user_id=spec.user),
-                                    notes))
+            made.append(Fixture(folder / "tests" / f"{name}.json", fixture_json(session, user_id=spec.user), notes))
+        unserved = _unserved_calls(result.trace, made)
+        if unserved:
+            refused.append(Refusal(f"scenario {scenario.name}", f"model call(s) that leave no event in the session "
+                                   f"({unserved}: an AgentTool's agent, a model asked in-process); ADK's runner "
+                                   f"serves only the model contents a fixture's events hold"))
+        else:
+            fixtures.extend(made)
         if log is not None:
             log(scenario.name, result)
     return fixtures, refused

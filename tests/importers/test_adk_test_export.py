@@ -83,3 +83,34 @@ def test_code_asking_the_sub_model_is_refused(tmp_path: Path, monkeypatch: pytes
     assert code == 1
     assert "not exported scenario digest_once: its code asks the sub-model" in printed
     assert not (folder / "tests").exists()
+
+
+@needs_adk_test
+def test_turns_sending_a_state_delta_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    text = SCENARIO.read_text(encoding="utf-8").replace(
+        "      - user: And plus one?\n", "      - user: And plus one?\n        state_delta: {'user:unit': m}\n")
+    code, printed, folder = _export(tmp_path, monkeypatch, text, capsys)
+    assert code == 1
+    assert "turn(s) 0.1 (session.turn) send a state_delta with the message" in printed
+    assert not (folder / "tests").exists()
+
+
+@pytest.mark.slow
+@needs_adk_test
+def test_model_calls_no_event_holds_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """tests/user_agents/agent_tool_rlm: its coder runs inside an AgentTool, in a session of its own; ADK's mock
+    would run out of contents at its call."""
+    source = DIGEST_DIR.parent / "agent_tool_rlm"
+    monkeypatch.syspath_prepend(str(tmp_path))
+    shutil.copytree(source, tmp_path / "exported" / "agent_tool_rlm", ignore=shutil.ignore_patterns("scenarios"))
+    scenarios = tmp_path / "scenarios"
+    scenarios.mkdir()
+    text = (source / "scenarios" / "coder_then_run.yaml").read_text(encoding="utf-8")
+    (scenarios / "coder_then_run.yaml").write_text(
+        text.replace("../rlm-profile.yaml", str(source / "rlm-profile.yaml")), encoding="utf-8")
+    code = main(["export", "adk-test", "--scenarios-dir", str(scenarios), "--target",
+                 "exported.agent_tool_rlm.agent:app", "--profile", str(source / "rlm-profile.yaml")])
+    printed = capsys.readouterr().out
+    assert code == 1
+    assert "model call(s) that leave no event in the session (coder: 1 call(s), 0 served" in printed
+    assert not (tmp_path / "exported" / "agent_tool_rlm" / "tests").exists()
