@@ -16,14 +16,17 @@ message, and comparing the event lists, ``actions.stateDelta`` included. The sce
   last delta is ``null`` is left out (ADK's services disagree on whether ``null`` stores or deletes).
 
 What a fixture does not hold: the sub-model's answers to executed code that calls ``llm_query`` (named per scenario,
-given with ``--sub-lm``, as for eval sets), artifacts. Refused, one by one with the reason: a fixture ADK marks
+given with ``--sub-lm``, as for eval sets), the model answers of an agent run as a tool (``AgentTool``: its own
+session; named per scenario), artifacts. Refused, one by one with the reason: a fixture ADK marks
 ``_xfail``, one with ``mocks`` (a scenario cannot fix what ``random`` returns), a user message that is not text (a
 function response to a long-running tool), a model content of an author that is not an agent of the target.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -150,11 +153,22 @@ def scenario_from_fixture(data: Any, tree: AgentTree, *, name: str, source: str,
     return scenario | {"tags": ["imported", "adk-test"]}
 
 
+def nested_callers(scenario: dict[str, Any], nested_agents: Iterable[str]) -> list[str]:
+    """The scripted answers (``agent[step]``) that call an agent run as a tool (``AgentTool``): that agent runs in a
+    session of its own, so its model answers are in no fixture."""
+    nested = set(nested_agents)
+    return [f"{agent}[{number}] -> {part['functionCall']['name']}" for agent, steps in scenario["script"].items()
+            for number, step in enumerate(steps) for candidate in step["response"].get("candidates", ())
+            for part in (candidate.get("content") or {}).get("parts") or ()
+            if (part.get("functionCall") or {}).get("name") in nested]
+
+
 def import_fixtures(root: Path, tree: AgentTree, *, profile: str | None = None, target: str | None = None,
-                    taken: set[str] | frozenset[str] = frozenset(),
-                    sub_lm: Path | None = None) -> tuple[list[Imported], list[Refusal]]:
+                    taken: set[str] | frozenset[str] = frozenset(), sub_lm: Path | None = None,
+                    nested_agents: Iterable[str] = ()) -> tuple[list[Imported], list[Refusal]]:
     """Every fixture under ``root``: the scenarios (named ``<agent folder>_<fixture stem>``), and the fixtures
-    refused with their reasons. ``sub_lm``: the sub-model's answers for fixtures whose code calls it."""
+    refused with their reasons. ``sub_lm``: the sub-model's answers for fixtures whose code calls it;
+    ``nested_agents``: the target's LlmAgents run as tools (their answers are named in a note)."""
     answers = load_sub_model_answers(sub_lm) if sub_lm is not None else None
     imported, refused = [], []
     used = set(taken)
@@ -175,6 +189,12 @@ def import_fixtures(root: Path, tree: AgentTree, *, profile: str | None = None, 
             refused.append(Refusal(str(fixture.file), str(exc)))
             continue
         used.add(name)
-        imported.append(with_sub_model(Imported(name, str(fixture.file), scenario), fixture.file.stem, answers,
-                                        sub_lm))
+        item = with_sub_model(Imported(name, str(fixture.file), scenario), fixture.file.stem, answers, sub_lm)
+        calls = nested_callers(scenario, nested_agents)
+        if calls:
+            item = dataclasses.replace(item, notes=(*item.notes, (
+                f"{', '.join(calls)}: an agent run as a tool answers in a session of its own, whose model answers no "
+                f"fixture holds; the run stops at its first call. Fix: add its answers to the scenario's script "
+                f"under its name")))
+        imported.append(item)
     return imported, refused

@@ -164,8 +164,15 @@ def cmd_import(args: argparse.Namespace) -> int:
     elif args.kind == "adk-test":
         from .adk_test import import_fixtures
 
-        imported, refused = import_fixtures(args.path, agent_tree(app), profile=where.profile, target=where.target,
-                                            taken=existing, sub_lm=args.sub_lm)
+        from google.adk.agents import LlmAgent
+
+        from ..targets.agent_tree import tree_agents
+
+        tree = agent_tree(app)
+        nested = [agent.name for agent in tree_agents(app.root_agent)
+                  if isinstance(agent, LlmAgent) and agent.name not in tree.llm_agents]
+        imported, refused = import_fixtures(args.path, tree, profile=where.profile, target=where.target,
+                                            taken=existing, sub_lm=args.sub_lm, nested_agents=nested)
     else:
         imported, refused = import_cases(args.path, agent_tree(app), app_name=app.name, profile=where.profile,
                                          target=where.target, taken=existing)

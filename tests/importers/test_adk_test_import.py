@@ -130,3 +130,21 @@ def test_a_folder_without_fixtures_is_named_with_the_fix(tmp_path: Path) -> None
     shutil.copytree(DIGEST_DIR / "scenarios", tmp_path / "scenarios")
     code = main(["import", "adk-test", str(tmp_path), "--target", TARGET, "--out", str(tmp_path / "out")])
     assert code == 2
+
+
+def test_an_agent_run_as_a_tool_is_named_with_the_fix(tmp_path: Path, capsys) -> None:
+    """tests/user_agents/agent_tool_rlm: the solver's call of its coder (an AgentTool) runs the coder in a session of
+    its own, so no fixture holds the coder's answers."""
+    folder = tmp_path / "agents" / "agent_tool_rlm"
+    (folder / "tests").mkdir(parents=True)
+    (folder / "__init__.py").write_text("", encoding="utf-8")
+    fixture = {"events": [
+        {"author": "user", "content": {"role": "user", "parts": [{"text": "What is 2 + 2?"}]}},
+        {"author": "solver", "content": {"role": "model", "parts": [
+            {"functionCall": {"id": "fc-1", "name": "coder", "args": {"request": "print 2 + 2"}}}]}}]}
+    (folder / "tests" / "asks_coder.json").write_text(json.dumps(fixture), encoding="utf-8")
+    code = main(["import", "adk-test", str(tmp_path / "agents"), "--target",
+                 "tests.user_agents.agent_tool_rlm.agent:app", "--out", str(tmp_path / "out")])
+    printed = capsys.readouterr().out
+    assert code == 0
+    assert "solver[0] -> coder: an agent run as a tool answers in a session of its own" in printed
