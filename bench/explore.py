@@ -51,8 +51,8 @@ def _explore(spec: str, profile_path: str | None, *, examples: int, jobs: int) -
     from harness.explore.library import load_library
     from harness.explore.target_model import describe_target
     from harness.llm.modes import LlmMode
-    from harness.run_options import RunOptions
-    from harness.runner import run_scenario
+    from harness.run.options import RunOptions
+    from harness.run.runner import run_scenario
     from harness.targets.profile import load_profile
 
     profile = load_profile(ROOT / profile_path) if profile_path else None
@@ -81,7 +81,7 @@ def _warm_up(spec: str) -> None:
     from harness.explore.library import load_library
     from harness.explore.plan import Plan, SessionPlan, to_scenario
     from harness.explore.target_model import describe_target
-    from harness.runner import run_scenario
+    from harness.run.runner import run_scenario
 
     options = _options_for(spec)
     warm = to_scenario(Plan(1, (SessionPlan("user_1", 1),), ()), describe_target(spec, options.profile),
@@ -102,7 +102,7 @@ def _quietly(function: Any, *args: Any, **kwargs: Any) -> Any:
 
 def _plain(scenarios: list[Any], spec: str) -> list[float]:
     """Each scenario through ``run_scenario`` as ``run`` runs it: the seconds each took."""
-    from harness.runner import run_scenario
+    from harness.run.runner import run_scenario
 
     _warm_up(spec)
     options = _options_for(spec)
@@ -116,7 +116,7 @@ def _plain(scenarios: list[Any], spec: str) -> list[float]:
 
 def _options_for(spec: str) -> Any:
     from harness.llm.modes import LlmMode
-    from harness.run_options import RunOptions
+    from harness.run.options import RunOptions
     from harness.targets.profile import load_profile
 
     profile_path = dict(TARGETS).get(spec)

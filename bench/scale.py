@@ -213,7 +213,7 @@ def run(quick: bool = False, results_dir: Path | None = None) -> BenchResult:
                                                    by_size[large]["wall_s"]) <= 1.05),
             Row("scale", f"CLI (parent) peak RSS at {large} scenarios (-j {jobs})", by_size[large]["parent_peak_mib"],
                 "MiB", baseline=by_size[small]["parent_peak_mib"], baseline_name=f"at {small} scenarios",
-                met=None, note="full traces on disk (harness/trace_spool.py), reports streamed to their files; light results in memory"),
+                met=None, note="full traces on disk (harness/run/trace_spool.py), reports streamed to their files; light results in memory"),
         ]
         if quick:  # the long session's record and replay would double the quick run
             return result

@@ -5,7 +5,7 @@
   target's own target per scenario) — what ``rlm-conformance run`` / the pytest
   plugin do. Target: < 20 s on 2 cores.
 * **Overhead per scenario** — in one warm process, each scenario is run through
-  ``harness.runner.run_scenario`` (replay: google-genai over vcrpy, DuckDB file,
+  ``harness.run.runner.run_scenario`` (replay: google-genai over vcrpy, DuckDB file,
   recorder, checks) and, interleaved with it, *the same events* driven through a
   bare ADK ``Runner``: the same reference App (same Job_B subprocess, same
   plugins), a scripted in-process ``BaseLlm``, ``InMemorySessionService``, turns
@@ -63,7 +63,7 @@ QUICK_SCENARIOS = ("single_delegation",)
 
 def discover(names: tuple[str, ...] | None = None) -> list[Any]:
     """Every scenario under scenarios/ whose cassette exists (for the scenario's own target)."""
-    from harness.runner import cassette_dir_for
+    from harness.run.runner import cassette_dir_for
     from harness.scenario.loader import load_scenarios
     from harness.targets.choice import choose_target
 
@@ -76,7 +76,7 @@ def discover(names: tuple[str, ...] | None = None) -> list[Any]:
 
 
 def harness_options(session_service: str = "delta") -> Any:
-    from harness.runner import RunOptions
+    from harness.run.runner import RunOptions
 
     return RunOptions(cassette_dir=ROOT / "cassettes", session_service=session_service)
 
@@ -110,7 +110,7 @@ class _ScriptPlayer:
         from google.genai import errors, types
 
         from harness.llm.scripted_endpoint import SLOW_ANSWER_TEXT, ScriptedEndpoint
-        from harness.runner import RETRY_OPTIONS
+        from harness.run.runner import RETRY_OPTIONS
         from harness.scenario.script import FaultStep, TextStep
 
         attempt = 0
@@ -148,7 +148,7 @@ def _bench_llm_class() -> type:
     from pydantic import PrivateAttr
 
     from harness.llm.modes import LlmMode
-    from harness.runner import MODEL_TIMEOUT_S
+    from harness.run.runner import MODEL_TIMEOUT_S
     from reference_agent.models.scripted import agent_name_of
 
     class BenchScriptedLlm(BaseLlm):
@@ -205,7 +205,7 @@ async def _baseline_async(scenario: Any, same_store: bool = False) -> RunSummary
     from google.adk.sessions import InMemorySessionService
 
     from harness.scenario.script import SUB_LM
-    from harness.runner import runs_warm_executor
+    from harness.run.runner import runs_warm_executor
     from harness.targets.base import TargetEnvironment
     from harness.targets.choice import choose_target
     from harness.targets.registry import resolve_target
@@ -254,7 +254,7 @@ def run_baseline(scenario: Any, same_store: bool = False) -> RunSummary:
 
 
 def run_harness(scenario: Any, session_service: str = "delta") -> RunSummary:
-    from harness.runner import run_scenario
+    from harness.run.runner import run_scenario
 
     with quiet():
         started = time.perf_counter()
@@ -294,7 +294,7 @@ def _child(argv: list[str]) -> None:
     import google.adk.runners  # noqa: F401 - timed on its own: the biggest import
 
     t1 = time.perf_counter()
-    from harness.runner import run_scenario
+    from harness.run.runner import run_scenario
 
     t2 = time.perf_counter()
     scenarios = discover(tuple(args.scenario) if args.scenario else None)
@@ -407,7 +407,7 @@ _CATEGORIES = (
                                                          ("duckdb_engine.py", "close")], "ct"),
     ("vcrpy cassette load (YAML parse)", [("vcr/cassette.py", "_load")], "ct"),
     ("checks (run_checks)", [("harness/checks/__init__.py", "run_checks")], "ct"),
-    ("persisted read-back (persisted_snapshot)", [("harness/capture.py", "persisted_snapshot")], "ct"),
+    ("persisted read-back (persisted_snapshot)", [("harness/run/capture.py", "persisted_snapshot")], "ct"),
     ("scenario temp dir cleanup (rmtree)", [("shutil.py", "rmtree")], "ct"),
     ("event loop idle: waiting on Job_B subprocesses, sockets, retry sleeps", [("~", "<method 'poll' of 'select.epoll' objects>")], "tt"),
 )

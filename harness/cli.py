@@ -9,7 +9,7 @@ traceback. Exit codes:
 * 1 — a check failed, or a scenario could not run (a missing cassette, a target
   that crashed): a scenario that cannot be judged is a failed scenario. Whatever
   a target, its factory, its session service or the harness raises while a
-  scenario runs is that scenario's ``error`` naming the part (harness/failures.py),
+  scenario runs is that scenario's ``error`` naming the part (harness/run/failures.py),
   and every report is still written;
 * 2 — the command itself cannot start: bad arguments, scenario files, target,
   session service, profile, report format or report file.
@@ -31,17 +31,17 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .baseline import add_arguments as add_baseline_arguments
+from .run.baseline import add_arguments as add_baseline_arguments
 from .errors import HarnessError
-from .scenario_run import PROG, configure_logging
+from .run.scenario_run import PROG, configure_logging
 from .targets.service_choice import SERVICE_CHOICE
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from .parallel import WorkerPool
+    from .run.pool import WorkerPool
     from .result import RunReport, ScenarioResult
-    from .runner import RunOptions
+    from .run.runner import RunOptions
     from .scenario.models import Scenario
     from .targets.choice import TargetChoice
 
@@ -366,7 +366,7 @@ def _settle(args: argparse.Namespace) -> None:
 
 def _options(args: argparse.Namespace, *, record: bool) -> RunOptions:
     from .llm.modes import LlmMode
-    from .run_options import RunOptions
+    from .run.options import RunOptions
     from .targets.profile import load_profile
 
     profile = load_profile(args.profile) if args.profile is not None else None
@@ -420,7 +420,7 @@ def _preflight(scenarios: list[Scenario], options: RunOptions) -> None:
 def _workers(scenarios: list[Scenario], jobs: int | None, log_level: str) -> Iterator[WorkerPool | None]:
     """The run's worker processes (None: ``-j 1``, in-process), started now, before the parent reads profiles and
     runs its preflight, so their ADK imports overlap with it; they leave when the block ends."""
-    from .parallel import WorkerPool, default_jobs
+    from .run.pool import WorkerPool, default_jobs
 
     count = min(jobs or default_jobs(), len(scenarios))
     if count <= 1:
@@ -433,16 +433,16 @@ def _workers(scenarios: list[Scenario], jobs: int | None, log_level: str) -> Ite
 def _run_all(scenarios: list[Scenario], options: RunOptions, *, progress: bool, pool: WorkerPool | None,
              extra: dict[str, str], snapshots: tuple[Path, bool] | None = None,
              reports: tuple[Sequence[str], dict[str, str]] = ((), {})) -> RunReport:
-    """Run ``scenarios`` (in-process without a ``pool``, else in its worker processes: harness/parallel.py) and
+    """Run ``scenarios`` (in-process without a ``pool``, else in its worker processes: harness/run/pool.py) and
     return the report, its results in scenario order whatever order they finished in. ``reports``: the formats
     and check titles the reports will be written with; each result's parts of them are rendered as it arrives."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from .report.write import render_pieces
-    from .scenario_run import run_one
+    from .run.scenario_run import run_one
     from .result import RunReport
-    from .trace_spool import TraceSpool
+    from .run.trace_spool import TraceSpool
 
     started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     err = Console(stderr=True)
@@ -472,8 +472,8 @@ def _run_all(scenarios: list[Scenario], options: RunOptions, *, progress: bool, 
 
 
 def _crashed(scenario: Scenario, options: RunOptions, reason: str, duration_s: float) -> ScenarioResult:
-    """The ``error`` result of a scenario whose worker process died (harness/parallel.py)."""
-    from .failures import error_result
+    """The ``error`` result of a scenario whose worker process died (harness/run/pool.py)."""
+    from .run.failures import error_result
 
     return error_result(scenario, options, reason, duration_s)
 
@@ -507,7 +507,7 @@ def _print_written(console: Console, written: dict[str, Path]) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from . import baseline as accepted
+    from .run import baseline as accepted
 
     configure_logging(args.log_level)
     scenarios = _load(args.scenarios_dir, args.scenario, args.substring)
@@ -546,7 +546,7 @@ def _refuse_remote_snapshot_update(args: argparse.Namespace, options: RunOptions
 def cmd_record(args: argparse.Namespace) -> int:
     from .report import DEFAULT_FORMATS, render_terminal, write_reports
     from .report.summary import error_lines
-    from .runner import cassette_dir_for
+    from .run.runner import cassette_dir_for
 
     formats = _report_formats(args.formats, DEFAULT_FORMATS)
     configure_logging(args.log_level)
@@ -678,7 +678,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from .init_project import init_project, summary_lines
+    from .init.project import init_project, summary_lines
     from .targets.profile_schema import render_json_schema
 
     if args.schema:
@@ -706,7 +706,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from .importers.export import export_eval_set
-    from .init_project import write_atomic
+    from .init.project import write_atomic
 
     configure_logging(args.log_level)
     if args.kind == "adk-test":

@@ -65,11 +65,11 @@ class RunReport:
     extra: dict[str, str] = field(default_factory=dict)
     # What a row stands for: "scenario" for run/record; "session" for `audit`, whose rows are stored sessions.
     subject: str = "scenario"
-    # The CLI keeps each result with a light trace and the full one on disk (harness/trace_spool.py): this reads
+    # The CLI keeps each result with a light trace and the full one on disk (harness/run/trace_spool.py): this reads
     # the full trace of results[i] back. None: every result holds its full trace.
     full_traces: Callable[[int], Trace | None] | None = field(default=None, compare=False, repr=False)
     # results[i]'s part of a report format ("json", "junit", "html"), rendered by the CLI as the result arrived
-    # (harness/trace_spool.py, harness/report/write.py): the reports then only join the parts after the run.
+    # (harness/run/trace_spool.py, harness/report/write.py): the reports then only join the parts after the run.
     # None, or None for a part: the renderer makes it from the result.
     pieces: Callable[[int, str], str | None] | None = field(default=None, compare=False, repr=False)
 

@@ -15,7 +15,7 @@ import pytest
 
 from harness.checks.base import Status
 from harness.llm.modes import LlmMode
-from harness.runner import RunOptions, run_scenario
+from harness.run.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenarios
 from harness.snapshot.normalize import normalize_trace
 

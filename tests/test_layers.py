@@ -2,7 +2,7 @@
 
 * The core knows no agent: only the targets built on the reference agent (and the check-testing helpers,
   and the profile's defaults) import ``reference_agent``.
-* ``harness/llm`` is below the pipeline: it never imports ``harness.runner`` (``harness.run_options`` holds
+* ``harness/llm`` is below the pipeline: it never imports ``harness.run.runner`` (``harness.run.options`` holds
   what both need).
 * No module takes a private name (``_x``) from another harness module; a private *module* is its own
   package's business only.
@@ -100,7 +100,7 @@ def agent_imports(root: Path = ROOT) -> list[str]:
 def llm_imports_of_the_runner(root: Path = ROOT) -> list[str]:
     return [f"{i.where}: {i.module} {', '.join(i.names)}".rstrip() for path in _sources(root)
             for i in imports_of(path, root) if i.source.startswith("harness.llm")
-            and (i.module == "harness.runner" or (i.module == "harness" and "runner" in i.names))]
+            and (i.module == "harness.run.runner" or (i.module == "harness" and "runner" in i.names))]
 
 
 def private_imports(root: Path = ROOT) -> list[str]:
@@ -184,7 +184,7 @@ def test_only_the_reference_targets_import_the_agent() -> None:
 
 def test_llm_does_not_import_the_runner() -> None:
     found = llm_imports_of_the_runner()
-    assert not found, "harness/llm is below the runner; take RunOptions & co. from harness.run_options:\n" + \
+    assert not found, "harness/llm is below the runner; take RunOptions & co. from harness.run.options:\n" + \
         "\n".join(found)
 
 
@@ -214,8 +214,9 @@ def fake_tree(tmp_path: Path):
 def test_the_scans_see_each_violation(fake_tree) -> None:
     root = fake_tree({
         "harness/llm/__init__.py": "",
-        "harness/llm/session.py": "def f():\n    from ..runner import RETRY_OPTIONS\n",
-        "harness/runner.py": "from .llm import session\nfrom .report.write import _helper\n",
+        "harness/llm/session.py": "def f():\n    from ..run.runner import RETRY_OPTIONS\n",
+        "harness/run/__init__.py": "",
+        "harness/run/runner.py": "from ..llm import session\nfrom ..report.write import _helper\n",
         "harness/report/__init__.py": "",
         "harness/report/_private.py": "",
         "harness/report/write.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
@@ -224,11 +225,11 @@ def test_the_scans_see_each_violation(fake_tree) -> None:
         "harness/targets/reference.py": "import reference_agent\nfrom ..report import _private\n",
     })
     assert agent_imports(root) == ["harness/report/write.py:3: reference_agent.app"]
-    assert llm_imports_of_the_runner(root) == ["harness/llm/session.py:2: harness.runner RETRY_OPTIONS"]
-    assert private_imports(root) == ["harness/runner.py:2: _helper from harness.report.write",
+    assert llm_imports_of_the_runner(root) == ["harness/llm/session.py:2: harness.run.runner RETRY_OPTIONS"]
+    assert private_imports(root) == ["harness/run/runner.py:2: _helper from harness.report.write",
                                      "harness/targets/reference.py:2: harness.report._private (a private module "
                                      "of harness.report)"]
-    assert import_cycles(root) == [["harness.llm.session", "harness.runner"]]
+    assert import_cycles(root) == [["harness.llm.session", "harness.run.runner"]]
 
 
 def test_a_private_module_is_its_own_packages_business(fake_tree) -> None:

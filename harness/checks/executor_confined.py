@@ -3,7 +3,7 @@ where the run requires them.
 
 Evidence from both sides. Inside: the escape-probe scenario (``scenarios/executor_escape_probe.yaml``) runs
 code that tries each way out and prints one line per attempt, ``rlm-escape <attempt>: blocked|escaped <how>``.
-Outside: the harness planted the targets and watched them (``harness/escape_probe.py``): a connection its
+Outside: the harness planted the targets and watched them (``harness/run/escape_probe.py``): a connection its
 listener accepted, a file that appeared in its folder, or its secret's text in anything the code printed is
 an escape whatever the code said. An attempt the code never reported (it crashed or was killed first) fails
 too: an unproven stop is not a stop — where the harness can read what the code printed at all (``printed.py``:

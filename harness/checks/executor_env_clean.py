@@ -3,7 +3,7 @@
 Evidence comes from the code itself: the ``executor_environment`` scenarios run a probe that prints, on stdout,
 the name of every variable in its environment (``os.environ`` and the environment the process was started
 with, ``/proc/self/environ``) and the names whose value holds a canary credential the harness planted in the
-host (``harness/canaries.py``). The check reads that output from each execution's result (the result JSON
+host (``harness/run/canaries.py``). The check reads that output from each execution's result (the result JSON
 Job_B wrote), on whichever kind of process ran it: ``executor_environment`` on the run's (warm by default),
 ``executor_environment_one_shot`` on a one-shot process, so a leak in either path fails every run. On another
 agent it reads the output from the state key the profile maps to stdout (``printed.py``).
@@ -11,7 +11,7 @@ agent it reads the output from the state key the profile maps to stdout (``print
 
 from __future__ import annotations
 
-from ..canaries import CANARY_PREFIX
+from ..run.canaries import CANARY_PREFIX
 from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
 from .evidence import capped
 from .printed import Printed, printed_outputs, unseen_reason
@@ -63,7 +63,7 @@ def _judge(run: Printed, allowed: set[str]) -> tuple[str | None, str | None]:
     why="Analyst code is model-written and runs as your user: an executor that passes its host's environment on "
         "hands it the Gemini key and the Databricks token. Job_B's environment must be an allow-list (profile "
         "executor_env_allowed). Replay and scripted runs plant canary credentials in the host for the run "
-        "(harness/canaries.py), so a leak shows in every mode; the executor_environment scenarios print what the "
+        "(harness/run/canaries.py), so a leak shows in every mode; the executor_environment scenarios print what the "
         "code sees, one on the run's kind of Job_B process and one on a one-shot process.",
     dod_item="002: Job_B isolation (no secrets in the executor's environment)",
 )

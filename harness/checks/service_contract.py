@@ -1,7 +1,7 @@
 """The session service under test keeps its contract: two writers, ``GetSessionConfig``, event order, the rest.
 
 These read ``trace.service_probe``: the contract cases of ``harness/contract/`` run against the very service
-the scenario ran on (``harness/service_probe.py``). One topic, four checks, so the report names the invariant
+the scenario ran on (``harness/run/service_probe.py``). One topic, four checks, so the report names the invariant
 that broke rather than "the contract".
 """
 
@@ -27,7 +27,7 @@ JUDGED: dict[str, tuple[Collection[str] | None, str]] = {
     "session_service_contract": (None, "the session-service contract"),
 }
 """The checks that read ``trace.service_probe``: the run's parent judges them again when it fills in a probe
-another worker ran (harness/probe_share.py)."""
+another worker ran (harness/run/probe_share.py)."""
 
 
 def judge(name: str, trace: Trace) -> CheckResult:

@@ -1,7 +1,7 @@
 """Differential runs: every scenario (and every service probe) on two or more session services, compared.
 
 ``run_differential(scenarios, ["delta", "adk-memory", "adk-sqlite"])`` runs each
-scenario through ``harness.runner`` once per service (replay mode by default),
+scenario through ``harness.run.runner`` once per service (replay mode by default),
 normalises each trace, runs the service probes, and compares every service
 with the first. Command line::
 
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import HarnessError
-from ..runner import RunOptions, run_scenario_async
+from ..run.runner import RunOptions, run_scenario_async
 from ..scenario.models import Scenario
 from ..targets.session_services import aclose_service, resolve_session_service
 from .compare import Difference, compare_runs

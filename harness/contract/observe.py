@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal
 
 from ..errors import CalledCodeError
-from ..failures import blamed
+from ..run.failures import blamed
 from .case import Clock, event
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from google.adk.sessions.base_session_service import BaseSessionService
 from google.adk.sessions.session import Session
 from pydantic_core import to_jsonable_python
 
-from ..capture import persisted_snapshot
+from ..run.capture import persisted_snapshot
 from ..targets.session_services import aclose_service
 from .case import Clock, event
 from .normalize import NormalizedRun, build_run

@@ -65,7 +65,7 @@ def project_findings(start: Path | None = None) -> list[Finding]:
 
 
 def _targets_and_cassettes(scenarios: list, project, profile, cassettes: Path) -> list[Finding]:  # noqa: ANN001
-    from ..runner import cassette_dir_for
+    from ..run.runner import cassette_dir_for
     from ..targets.choice import choose_target
     from ..targets.registry import resolve_target
 

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..baseline import add_arguments as add_baseline_arguments
+from ..run.baseline import add_arguments as add_baseline_arguments
 from .run import DEFAULT_DB, DEFAULT_EXAMPLE_TIMEOUT_S, DEFAULT_MAX_EXAMPLES, DEFAULT_OUT, PROG, ExploreSettings
 
 if TYPE_CHECKING:
@@ -98,7 +98,7 @@ def add_explore_parser(commands: Any) -> None:
 
 
 def settings_from(args: argparse.Namespace) -> ExploreSettings:
-    from ..parallel import default_jobs
+    from ..run.pool import default_jobs
 
     max_examples = args.max_examples if args.max_examples is not None else (None if args.time else
                                                                              DEFAULT_MAX_EXAMPLES)
@@ -113,8 +113,8 @@ def settings_from(args: argparse.Namespace) -> ExploreSettings:
 
 
 def cmd_explore(args: argparse.Namespace, console: Console) -> int:
-    from .. import baseline as accepted
-    from ..scenario_run import configure_logging
+    from ..run import baseline as accepted
+    from ..run.scenario_run import configure_logging
     from .engine import Budget
     from .run import explore
 

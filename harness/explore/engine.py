@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from ..run_options import RunOptions
+from ..run.options import RunOptions
 from .findings import HARNESS_BUG, TARGET_HUNG, TURNS_RAISED, Verdict, judge
 from .library import Library
 from .plan import Plan, to_scenario

@@ -188,7 +188,7 @@ def to_scenario(plan: Plan, model: TargetModel, library: Library, *, name: str, 
     if limits := plan_limits(plan, library):
         data["limits"] = limits
     if any(step.behaviour and library.named(step.behaviour).escape_probe for step in plan.steps):
-        data["escape_probe"] = True  # the harness plants and watches what the code goes for (harness/escape_probe.py)
+        data["escape_probe"] = True  # the harness plants and watches what the code goes for (harness/run/escape_probe.py)
     return Scenario.model_validate(data)
 
 

@@ -7,7 +7,7 @@ plans it can predict (the round's coming examples with ``ahead``, the structural
 never used, so ``-j 2`` finds what ``-j 1`` finds, from the same runs counted the same way; only the wall time
 differs.
 
-Workers are processes of the "spawn" context, for the reasons harness/parallel.py (``run -j``) gives, and are
+Workers are processes of the "spawn" context, for the reasons harness/run/pool.py (``run -j``) gives, and are
 stopped the same way (its ``stop_workers``); each runs one scenario at a time through ``run_scenario`` and sends back only
 its ``Verdict`` (findings.py), not the whole trace. A worker that dies gives its plan a discarded verdict naming the
 exit, and a fresh worker takes its place.
@@ -27,16 +27,16 @@ from .findings import Verdict, judge
 
 if TYPE_CHECKING:
     from ..result import ScenarioResult
-    from ..run_options import RunOptions
+    from ..run.options import RunOptions
     from ..scenario.models import Scenario
-    from ..parallel import WorkerProcess
+    from ..run.pool import WorkerProcess
 
 Run = Callable[["Scenario", "RunOptions"], "ScenarioResult"]
 
 
 def run_scenario(scenario: Scenario, options: RunOptions) -> ScenarioResult:
     """The pipeline of ``run`` (looked up at call time, so a test can stand in for it in this process)."""
-    from .. import runner
+    from ..run import runner
 
     return runner.run_scenario(scenario, options)
 
@@ -48,8 +48,8 @@ def _serve(conn: Connection, options: RunOptions, checks: frozenset[str], run: R
     import os
     import tempfile
 
-    from ..parallel import leave_now
-    from ..scenario_run import configure_logging
+    from ..run.pool import leave_now
+    from ..run.scenario_run import configure_logging
     from .hang import DUMP_NAME, watched
 
     configure_logging(log_level)
@@ -64,12 +64,12 @@ def _serve(conn: Connection, options: RunOptions, checks: frozenset[str], run: R
             conn.send((key, verdict))
     except (KeyboardInterrupt, EOFError, BrokenPipeError):  # Ctrl-C, or the parent went away: stop quietly
         return
-    leave_now()  # as harness/parallel.py's workers: the exit handlers, not the interpreter's slow teardown
+    leave_now()  # as harness/run/pool.py's workers: the exit handlers, not the interpreter's slow teardown
 
 
 def _warm(options: RunOptions) -> None:
     """Import the pipeline and the target (a target that does not import fails its example as it would)."""
-    from .. import runner  # noqa: F401
+    from ..run import runner  # noqa: F401
     from ..errors import HarnessError
     from ..targets.registry import resolve_target
 
@@ -98,7 +98,7 @@ class Pool:
         self._workers: list[WorkerProcess] = [self._start() for _ in range(jobs)]
 
     def _start(self) -> WorkerProcess:
-        from ..parallel import spawn_worker
+        from ..run.pool import spawn_worker
 
         return spawn_worker(self._context, _serve, self._args, name="rlm-conformance-explore")
 
@@ -146,7 +146,7 @@ class Pool:
 
     def _collect(self) -> None:
         """Wait for at least one worker to finish (or die), keep its verdict, give it the next job."""
-        from ..parallel import death_reason
+        from ..run.pool import death_reason
         from .hang import hung_verdict
 
         busy = [(slot, self._workers[slot]) for slot in self._busy]
@@ -181,7 +181,7 @@ class Pool:
         self._feed()
 
     def close(self) -> None:
-        from ..parallel import stop_workers
+        from ..run.pool import stop_workers
 
         for slot, worker in enumerate(self._workers):
             worker.index = slot if slot in self._busy else None

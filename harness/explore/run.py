@@ -83,7 +83,7 @@ def explore(settings: ExploreSettings, *, profile: TargetProfile | None = None,
     require_hypothesis("explore")  # before anything imports it: one line and exit 2, not a traceback
     from ..checks import registered_checks
     from ..llm.modes import LlmMode
-    from ..run_options import RunOptions
+    from ..run.options import RunOptions
     from ..targets.profile import load_profile, target_name
     from ..targets.registry import resolve_target
     from .engine import Budget, Explorer

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from ..init_project import write_atomic
+from ..init.project import write_atomic
 from ..scenario.models import Scenario
 from .engine import Finding
 from .library import Library

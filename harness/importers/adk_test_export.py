@@ -33,7 +33,7 @@ from ..scenario.script import SUB_LM
 from .evalset import Refusal
 
 if TYPE_CHECKING:
-    from ..run_options import RunOptions
+    from ..run.options import RunOptions
     from ..scenario.models import Scenario
 
 AGENT_FILES = ("agent.py", "__init__.py")
@@ -148,7 +148,7 @@ def export_fixtures(scenarios: Sequence[Scenario], options: RunOptions, *, folde
     from google.adk.sessions import Session
 
     from ..llm.modes import LlmMode
-    from ..runner import run_scenario
+    from ..run.runner import run_scenario
 
     options = dataclasses.replace(options, llm_mode=LlmMode.SCRIPTED, record=False, keep_adk_sessions=True)
     fixtures, refused = [], []
@@ -203,7 +203,7 @@ def export_fixtures(scenarios: Sequence[Scenario], options: RunOptions, *, folde
 def cmd_export_adk_test(args: Any, load: Any, make_options: Any, preflight: Any, console: Any) -> int:
     """The command: the agent folder checked first (nothing runs for a target ADK cannot load), every scenario run,
     then every fixture written atomically. Exit 0 when all were exported, 1 when some were refused."""
-    from ..init_project import write_atomic
+    from ..init.project import write_atomic
 
     if args.out is not None:
         raise AdkTestExportError("export adk-test writes into the agent folder of --target (<folder>/tests/); it "

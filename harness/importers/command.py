@@ -116,14 +116,14 @@ def _destination(args: argparse.Namespace, command: str) -> _Destination:
 
 
 def _app(target: str) -> Any:
-    from ..init_project import load_target_app
+    from ..init.project import load_target_app
 
     return load_target_app(target, allow_builtin=True)
 
 
 def _write_all(items: list[tuple[str, str]], out: Path, *, force: bool) -> list[Path]:
     """Write ``(name, yaml text)`` scenarios into ``out``: every one parsed first, then written atomically."""
-    from ..init_project import write_atomic
+    from ..init.project import write_atomic
     from ..scenario.loader import parse_scenario
 
     paths = []

@@ -20,7 +20,7 @@ from .evalset import Refusal
 if TYPE_CHECKING:
     from google.adk.evaluation.eval_set import EvalSet
 
-    from ..run_options import RunOptions
+    from ..run.options import RunOptions
     from ..scenario.models import Scenario
 
 
@@ -32,7 +32,7 @@ def export_eval_set(scenarios: Sequence[Scenario], options: RunOptions, *, eval_
     from google.adk.sessions import Session
 
     from ..llm.modes import LlmMode
-    from ..runner import run_scenario
+    from ..run.runner import run_scenario
 
     options = dataclasses.replace(options, llm_mode=LlmMode.SCRIPTED, record=False, keep_adk_sessions=True)
     cases, refused = [], []

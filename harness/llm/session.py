@@ -34,7 +34,7 @@ from .matchers import caller, caller_of
 from .modes import API_KEY_VARIABLES, DUMMY_API_KEYS, LlmMode, ModelEndpoint, endpoint_for
 
 if TYPE_CHECKING:
-    from ..run_options import RunOptions
+    from ..run.options import RunOptions
     from ..scenario.models import Scenario
 
 MATCH_ON = ("method_ci", "scheme", "host", "port", "path", "query", "rlm_caller")
@@ -158,8 +158,8 @@ def run_secrets(options: RunOptions, endpoint: ModelEndpoint | None = None) -> l
 
 
 def _sub_lm_retries() -> types.HttpRetryOptions:
-    """The agent's model's retry policy (harness/run_options.py) for the sub-LM client too."""
-    from .. import run_options
+    """The agent's model's retry policy (harness/run/options.py) for the sub-LM client too."""
+    from ..run import options as run_options
 
     return run_options.RETRY_OPTIONS
 

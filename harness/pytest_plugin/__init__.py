@@ -11,7 +11,7 @@ A bare ``pytest`` (no paths) also collects the *configured* scenario folders (``
 ``rlm_scenarios``, ``scenarios`` in ``[tool.rlm-conformance]``) outside ``testpaths``, unless a collected
 test asks for ``rlm_scenario``: that test already runs every scenario once. See docs/pytest-plugin.md.
 
-Each item runs its scenario once through ``harness.runner.run_scenario`` (own temporary folder, so
+Each item runs its scenario once through ``harness.run.runner.run_scenario`` (own temporary folder, so
 ``-n 2`` parallelises), fails with every failed check's explanation and evidence (or the harness error,
 e.g. a missing cassette, with the command that records it), and compares the normalized trace with
 ``snapshots/<scenario>.json`` through syrupy (``--snapshot-update`` writes it). In replay mode the network

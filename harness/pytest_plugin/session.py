@@ -22,7 +22,7 @@ from .options import PluginOptions
 if TYPE_CHECKING:
     from ..targets.choice import TargetChoice
     from ..result import ScenarioResult
-    from ..runner import RunOptions
+    from ..run.runner import RunOptions
     from ..scenario.models import Scenario
     from ..targets.profile import TargetProfile
 
@@ -135,7 +135,7 @@ class ConformanceSession:
         return self.choice(scenario).spec
 
     def cassette_path(self, scenario: Scenario) -> Path:
-        from ..runner import cassette_dir_for
+        from ..run.runner import cassette_dir_for
 
         return (cassette_dir_for(self.options.cassette_dir, self.choice(scenario).name, self.options.backend)
                 / f"{scenario.name}.yaml")
@@ -157,7 +157,7 @@ class ConformanceSession:
         """``--record-mode``: none never writes; once records only a missing cassette and replays an
         existing one; rewrite/all/new_episodes record the run whole (a cassette holding parts of two runs
         would not replay in order)."""
-        from ..runner import RunOptions
+        from ..run.runner import RunOptions
 
         o = self.options
         mode, record = o.llm_mode, o.records
@@ -171,7 +171,7 @@ class ConformanceSession:
 
     def result_for(self, item: pytest.Item, scenario: Scenario) -> ScenarioResult:
         if item.nodeid not in self.results:
-            from ..runner import run_scenario
+            from ..run.runner import run_scenario
 
             self.results[item.nodeid] = run_scenario(scenario, self.run_options(scenario))
         return self.results[item.nodeid]

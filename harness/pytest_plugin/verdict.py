@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ..run_options import CASSETTE_VERDICT
+from ..run.options import CASSETTE_VERDICT
 from ..snapshot.extension import SNAPSHOT_FOLDER, SNAPSHOT_NAME, ScenarioSnapshotExtension
 from .session import SESSION
 
@@ -64,7 +64,7 @@ def _accepted(config: pytest.Config, result: ScenarioResult) -> dict[str, str]:
     """--baseline: the failed checks of ``result`` the file accepts (check -> its entry, described); the harness's
     own rows are never accepted. An entry naming this scenario whose check passed is said, as a warning, to be
     stale."""
-    from ..baseline import HARNESS_ROWS, load_baseline
+    from ..run.baseline import HARNESS_ROWS, load_baseline
     from ..checks.base import Status
 
     path = config.getoption("rlm_baseline", None)

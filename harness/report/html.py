@@ -42,7 +42,7 @@ def _anchor(index: int, name: str) -> str:
 
 class _ScenarioView(dict):
     """A scenario's template values; the ones from its full trace are read when the template asks for them, so
-    a spooled run (harness/trace_spool.py) holds one full trace at a time, not all of them."""
+    a spooled run (harness/run/trace_spool.py) holds one full trace at a time, not all of them."""
 
     def __init__(self, values: dict[str, Any], trace: Callable[[], Trace | None],
                  section: Callable[[], str] | None = None) -> None:

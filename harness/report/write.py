@@ -56,7 +56,7 @@ def render_pieces(index: int, result: ScenarioResult, *, formats: Sequence[str],
                   titles: Mapping[str, str]) -> dict[str, str]:
     """``results[index]``'s part of each report in ``formats`` that has one (a run's result: subject "scenario").
 
-    What the CLI renders as each result of a run arrives (harness/trace_spool.py), while the workers are still
+    What the CLI renders as each result of a run arrives (harness/run/trace_spool.py), while the workers are still
     busy, so that after the last result writing the reports only joins the parts: the JSON and HTML of a result
     are most of a report's rendering, and a suite's reports took ~0.6 s after its last result."""
     return {name: FORMATS[name].piece(index, result, titles) for name in formats if FORMATS[name].piece is not None}

@@ -185,7 +185,7 @@ class Scenario(_Model):
                                   "(kept in the cassette, so its replay starts there). docs/your-agent.md, 'The clock'.")
     escape_probe: bool = Field(
         default=False, description="The harness plants escape targets outside the executor while this scenario runs "
-                                   "(a secret file, a folder, a local TCP listener: harness/escape_probe.py) and "
+                                   "(a secret file, a folder, a local TCP listener: harness/run/escape_probe.py) and "
                                    "watches them; executor_confined judges the code's attempts. Local backend only.")
     sessions: list[SessionSpec] = Field(min_length=1, description="Sessions run one after another.")
     script: dict[ScriptKey, list[Step]] = Field(

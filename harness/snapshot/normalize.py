@@ -68,7 +68,7 @@ def _temp_roots() -> list[str]:
 
 
 def _path_rules(home: Path | None) -> list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]]:
-    # A -j worker's temporary folder (harness/parallel.py's spawn_worker) holds its runs' folders: the same
+    # A -j worker's temporary folder (harness/run/pool.py's spawn_worker) holds its runs' folders: the same
     # trace normalizes alike in the worker, whose temporary folder it is, and in the parent.
     temp = "|".join(re.escape(r.rstrip("/")) for r in _temp_roots())
     temp = rf"(?:{temp})(?:/rlm-worker-[^/\s'\"]+)?"

@@ -60,7 +60,7 @@ class TargetEnvironment:
 
 RunTurn = Callable[..., Awaitable[TurnOutcome]]
 """(runner, user_id, session_id, message) -> outcome, the target's own run_conversation; one that also takes
-``state_delta=`` (the generic target's) can run turns whose message carries state (harness/runner.py)."""
+``state_delta=`` (the generic target's) can run turns whose message carries state (harness/run/runner.py)."""
 
 ListExecutions = Callable[[str, str, str], list[ExecutionRecord]]
 """(app_name, user_id, session_id) -> Job_B runs, from the target's artifact registry."""

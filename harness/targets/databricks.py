@@ -70,7 +70,7 @@ if TYPE_CHECKING:
 
     from ..databricks_fake import FakeWorkspace
     from ..databricks_fake.cassettes import WorkspaceRewrite
-    from ..run_options import RunOptions
+    from ..run.options import RunOptions
     from ..scenario.models import Scenario
 
 PUBLIC_HOST = "https://fake-workspace.cloud.databricks.com"  # = harness.databricks_fake.cassettes.PUBLIC_HOST
@@ -189,7 +189,7 @@ class DatabricksWorkspace:
 
     @property
     def job_b_runs_here(self) -> bool:
-        """The fake runs Job_B on this machine: the escape probe's targets (harness/escape_probe.py) can be planted
+        """The fake runs Job_B on this machine: the escape probe's targets (harness/run/escape_probe.py) can be planted
         and watched. Replay runs no Job_B, and a real workspace's compute is not this machine."""
         return self.kind == "fake"
 
@@ -241,14 +241,14 @@ class DatabricksWorkspace:
         What a cluster's ``spark_env_vars`` do on a real workspace (``GOOGLE_API_KEY`` from the secret scope
         of ``RLM_DATABRICKS_GENAI_SECRET``). The key lives in the Job_B process's environment only, never in a
         request, so never in a cassette; the supervisor keeps it from the child that runs the analyst's code.
-        With the scripted model the key is the canary credential of ``harness/canaries.py`` (the scripted
+        With the scripted model the key is the canary credential of ``harness/run/canaries.py`` (the scripted
         endpoint takes any key), so ``executor_env_clean`` sees a leak by its value too. Sub-LM traffic goes
         from the supervisor straight to the model (the scripted endpoint on loopback when scripted) and is not
         recorded: on replay the whole Job_B run, result JSON included, comes from the cassette.
         """
         if self.fake is None:
             return
-        from ..canaries import canary_value
+        from ..run.canaries import canary_value
         from ..llm.modes import BASE_URL_VARIABLE, LlmMode
 
         if self.llm_mode == LlmMode.SCRIPTED.value:
@@ -497,7 +497,7 @@ def build_reference_on_databricks(env: TargetEnvironment) -> BuiltTarget:
     workspace: DatabricksWorkspace | None = env.databricks
     if workspace is None:
         raise HarnessError("the reference target on --backend databricks needs env.databricks (the harness's "
-                           "DatabricksWorkspace); run it through harness.runner.run_scenario")
+                           "DatabricksWorkspace); run it through harness.run.runner.run_scenario")
     settings = settings_for(env)
     if workspace.app_name:
         settings = replace(settings, app_name=workspace.app_name)

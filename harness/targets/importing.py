@@ -17,7 +17,7 @@ def import_named(spec: str, *, flag: str, error: type[HarnessError], wanted: str
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise error(f"{flag} {spec!r}: expected 'package.module:attr' naming {wanted}.")
-    # An imported module needs no path (a run's current folder may be its work folder: harness/service_folder.py).
+    # An imported module needs no path (a run's current folder may be its work folder: harness/run/service_folder.py).
     if module_name not in sys.modules and os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:

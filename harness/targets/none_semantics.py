@@ -6,7 +6,7 @@ ADK's own services store None (``State`` has no delete: the key stays, holding n
 contract (store) for ADK's classes, else what the service is *observed* to do (harness/contract/observe.py).
 ``stale_writes`` (reject | accept | auto) is settled the same way: the profile's word, the class's
 ``rejects_stale_writes`` attribute (a subclass of the reference's service inherits True), else observed; for
-ADK's and the reference's own classes their contract profile declares it (harness/service_probe.py).
+ADK's and the reference's own classes their contract profile declares it (harness/run/service_probe.py).
 ``semantics_origins`` says which of those answered, so a check's message names it.
 """
 

@@ -217,7 +217,7 @@ class AgentInfo(_Record):
 
 
 class ContractCaseRecord(_Record):
-    """One session-service contract case run against the service the scenario used (harness/service_probe.py)."""
+    """One session-service contract case run against the service the scenario used (harness/run/service_probe.py)."""
 
     case: str = Field(description="The contract case (harness/contract/), e.g. stale_writer_rejected.")
     description: str = ""
@@ -235,7 +235,7 @@ class ServiceProbeRecord(_Record):
     skipped: str | None = Field(default=None, description="Why the service was not probed, when it was not.")
     pending: str | None = Field(default=None, description=(
         "Set while another worker of the same run probes this kind of service: the record it shares, which the "
-        "run's parent puts here in its place (harness/probe_share.py). Never in a finished result."))
+        "run's parent puts here in its place (harness/run/probe_share.py). Never in a finished result."))
 
 
 class EscapeProbeRecord(_Record):
@@ -275,7 +275,7 @@ class Trace(_Record):
     token_counts: list[TokenCountRecord] = Field(default_factory=list)
     planted_credentials: list[str] = Field(
         default_factory=list, description="Environment variables set to canary values while the scenario ran "
-                                          "(harness/canaries.py); empty when none were planted.")
+                                          "(harness/run/canaries.py); empty when none were planted.")
     executor_confinement: dict[str, Any] | None = Field(
         default=None, description="What the target's executor said about its confinement: applied protections "
                                   "and missing ones with the reason (None: the target says nothing).")
@@ -283,7 +283,7 @@ class Trace(_Record):
                                        "executor says is missing fails executor_confined.")
     escape_probe: EscapeProbeRecord | None = Field(
         default=None, description="What the harness saw of an escape-probe scenario's attempts from outside "
-                                  "the executor (harness/escape_probe.py).")
+                                  "the executor (harness/run/escape_probe.py).")
     service_semantics: dict[str, str] = Field(
         default_factory=dict, description="Where the run's none_semantics and stale_writes came from (key: the "
                                           "profile field): the target profile, the service class's attribute, "

@@ -17,7 +17,7 @@ __all__ = ["EXECUTOR_SITE_VARIABLE", "PACKAGE_PARENT", "CappedBuffer", "PipeTap"
 # EXECUTOR_SITE_VARIABLE folders, if any).
 PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 # Folders (os.pathsep-separated) the host puts first on the child's PYTHONPATH, e.g. a site folder whose
-# sitecustomize sets up every Python process of a test run (rlm-conformance's scenario clock: harness/clock.py).
+# sitecustomize sets up every Python process of a test run (rlm-conformance's scenario clock: harness/run/clock.py).
 # The variable itself does not reach the code.
 EXECUTOR_SITE_VARIABLE = "RLM_EXECUTOR_SITE"
 

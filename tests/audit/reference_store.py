@@ -12,8 +12,8 @@ from pathlib import Path
 from harness.audit.library import stored_session
 from harness.audit.model import StoredEvent, StoredSession
 from harness.llm.modes import LlmMode
-from harness.run_options import RunOptions
-from harness.runner import run_scenario
+from harness.run.options import RunOptions
+from harness.run.runner import run_scenario
 from harness.scenario.loader import load_scenario
 from reference_agent.sessions.delta_session_service import DeltaSessionService
 from reference_agent.storage.duckdb_engine import DuckDBEngine

@@ -136,7 +136,7 @@ def test_the_bare_child_runs_its_scenarios_through_a_bare_runner(monkeypatch, ca
 def test_the_phases_only_child_runs_no_scenario(monkeypatch, capsys):
     """``--phases-only`` (the full bench's cold child): it starts, imports and loads the scenarios, and runs none."""
     monkeypatch.setattr(suite, "run_baseline", lambda *a, **k: pytest.fail("a scenario ran"))
-    monkeypatch.setattr("harness.runner.run_scenario", lambda *a, **k: pytest.fail("a scenario ran"))
+    monkeypatch.setattr("harness.run.runner.run_scenario", lambda *a, **k: pytest.fail("a scenario ran"))
     suite._child(["--child", "--phases-only", "--scenario", "single_delegation"])
     out = json.loads(capsys.readouterr().out)
     assert out["scenarios"] == [] and out["load_scenarios_s"] > 0 and out["import_adk_s"] > 0

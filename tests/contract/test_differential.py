@@ -15,7 +15,7 @@ from harness.contract import (
 from harness.contract.compare import compare_runs
 from harness.contract.differential import assert_only_declared, main
 from harness.contract.normalize import ABSENT, NormalizedEvent, NormalizedRun
-from harness.runner import RunOptions
+from harness.run.runner import RunOptions
 from harness.scenario.loader import load_scenario
 from harness.targets.session_services import SessionServiceError
 
@@ -115,12 +115,12 @@ def test_the_scenario_runs_of_a_differential_do_not_probe_their_services(monkeyp
     """Its report compares what each service persisted and has probes of its own: the runner's contract run on
     each kind of service (~2 s each) would be thrown away."""
     import harness.contract.suite
-    import harness.service_probe
+    import harness.run.service_probe
 
     def probed():
         raise AssertionError("the runner probed a service during a differential run")
 
-    monkeypatch.setattr(harness.service_probe, "_PROBED", {})
+    monkeypatch.setattr(harness.run.service_probe, "_PROBED", {})
     monkeypatch.setattr(harness.contract.suite, "contract_cases", probed)
     report = run_differential(scenarios("app_state_two_users"), ["delta", "adk-memory"], OPTIONS, probes=False)
     assert report.scenarios == ["app_state_two_users"]

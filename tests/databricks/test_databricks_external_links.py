@@ -136,7 +136,7 @@ def test_a_live_scenario_with_large_reads_records_its_downloads_and_replays(tmp_
 
     from harness.checks.base import Status
     from harness.llm.modes import LlmMode
-    from harness.runner import RunOptions, run_scenario
+    from harness.run.runner import RunOptions, run_scenario
     from harness.scenario.loader import load_scenarios
 
     root = Path(__file__).resolve().parents[2]

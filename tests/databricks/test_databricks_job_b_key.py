@@ -23,7 +23,7 @@ import pytest
 
 from harness.checks.base import Status
 from harness.llm.modes import LlmMode
-from harness.runner import RunOptions, run_scenario
+from harness.run.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenarios
 from reference_agent.backends.databricks import payload
 from reference_agent.backends.confinement import DEFAULT_CONFINEMENT, MIB, ConfinementPolicy
@@ -207,7 +207,7 @@ def test_the_key_left_in_the_childs_environment_fails_executor_env_clean(scenari
     check = _on_the_fake(scenario, tmp_path / "broken")["executor_env_clean"]
     assert check.status is Status.FAIL, check.explanation
     evidence = " ".join(check.evidence)
-    # By name and by value: the fake's Job_B holds the canary key (harness/canaries.py) with the scripted model.
+    # By name and by value: the fake's Job_B holds the canary key (harness/run/canaries.py) with the scripted model.
     assert "holds the canary credential(s) planted in the host of GOOGLE_API_KEY" in evidence
     assert "outside the allow-list: GOOGLE_API_KEY" in evidence
 

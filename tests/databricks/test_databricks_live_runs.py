@@ -19,7 +19,7 @@ from harness.checks.base import Status
 from harness.databricks_fake import FakeWorkspace
 from harness.errors import HarnessError
 from harness.llm.modes import LlmMode
-from harness.runner import RunOptions, run_scenario
+from harness.run.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenarios
 from harness.targets import databricks as target
 from reference_agent.backends.databricks.config import DatabricksSettings

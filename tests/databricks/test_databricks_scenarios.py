@@ -24,7 +24,7 @@ from harness.databricks_fake import FakeWorkspace
 from harness.databricks_fake import cassettes as fake_cassettes
 from harness.llm.cassettes import read_provenance
 from harness.llm.modes import LlmMode
-from harness.runner import RunOptions, cassette_dir_for, run_scenario
+from harness.run.runner import RunOptions, cassette_dir_for, run_scenario
 from harness.scenario.loader import load_scenarios
 from harness.snapshot.normalize import normalize_trace
 from harness.targets import databricks as target

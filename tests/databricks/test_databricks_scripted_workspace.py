@@ -12,7 +12,7 @@ import yaml
 from harness.checks.base import Status
 from harness.databricks_fake import FakeWorkspace
 from harness.llm.modes import LlmMode
-from harness.runner import RunOptions, run_scenario
+from harness.run.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenarios
 from harness.targets.databricks import DatabricksWorkspace
 from reference_agent.backends.databricks.config import DatabricksSettings

@@ -202,7 +202,7 @@ def test_an_answer_that_writes_no_code_does_not_run_the_previous_code_again(tmp_
     """Found by `rlm-conformance explore` (stage_gating): a code_generator answer with no content writes no
     generated_code, and code_executor re-ran the previous turn's code from stale state."""
     from harness.llm.modes import LlmMode
-    from harness.runner import RunOptions, run_scenario
+    from harness.run.runner import RunOptions, run_scenario
     from harness.scenario.loader import parse_scenario
 
     root = Path(__file__).resolve().parents[2] / "examples" / "seed004_rlm"

@@ -14,7 +14,7 @@ from harness.explore.library import load_library
 from harness.explore.plan import Plan, SessionPlan, StepPlan, to_scenario
 from harness.explore.target_model import describe_target
 from harness.llm.modes import LlmMode
-from harness.runner import RunOptions, run_scenario
+from harness.run.runner import RunOptions, run_scenario
 from harness.targets.profile import load_profile
 
 TARGET = "tests.user_agents.agent_tool_rlm.agent:app"

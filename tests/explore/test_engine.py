@@ -17,7 +17,7 @@ from harness.explore.library import load_library
 from harness.explore.target_model import AgentModel, ToolModel, model_from
 from harness.llm.modes import LlmMode
 from harness.result import ScenarioResult
-from harness.run_options import RunOptions
+from harness.run.options import RunOptions
 from harness.scenario.models import Scenario
 from harness.targets.profile import TargetProfile
 from harness.trace.model import Trace
@@ -68,7 +68,7 @@ def fake_runs(monkeypatch: pytest.MonkeyPatch) -> list[Scenario]:
         ran.append(scenario)
         return fake_result(scenario)
 
-    monkeypatch.setattr("harness.runner.run_scenario", run)
+    monkeypatch.setattr("harness.run.runner.run_scenario", run)
     return ran
 
 
@@ -130,7 +130,7 @@ def test_only_the_checks_asked_for_make_findings(fake_runs: list[Scenario]) -> N
 def test_a_script_the_target_outran_is_discarded_not_a_finding(monkeypatch: pytest.MonkeyPatch) -> None:
     overrun = ("agent 'analyst' called its model 9 time(s) but script.analyst has 8 step(s): call index 8 got "
                "HTTP 400 from the scripted endpoint, an error the script does not declare.",)
-    monkeypatch.setattr("harness.runner.run_scenario", lambda scenario, options: fake_result(scenario,
+    monkeypatch.setattr("harness.run.runner.run_scenario", lambda scenario, options: fake_result(scenario,
                                                                                             problems=overrun))
     report = explore(examples=5)
     assert report.findings == []
@@ -179,7 +179,7 @@ def test_a_search_where_most_turns_raise_is_an_obstruction_not_a_clean_one(monke
     from harness.explore.command import render_report
     from harness.explore.findings import TURNS_RAISED
 
-    monkeypatch.setattr("harness.runner.run_scenario", _raising)
+    monkeypatch.setattr("harness.run.runner.run_scenario", _raising)
     report = explore(examples=10, checks=frozenset({"stage_gating"}))  # fails on some examples, not the raise's
     assert report.examples_raised == report.examples_judged == report.tried and report.turns_run > 0
     assert [f.check for f in report.findings][0] == TURNS_RAISED
@@ -194,7 +194,7 @@ def test_a_search_where_most_turns_raise_is_an_obstruction_not_a_clean_one(monke
 def test_a_check_failing_on_every_example_that_raised_reports_the_obstruction(monkeypatch: pytest.MonkeyPatch) -> None:
     from harness.explore.findings import TURNS_RAISED
 
-    monkeypatch.setattr("harness.runner.run_scenario", _raising)
+    monkeypatch.setattr("harness.run.runner.run_scenario", _raising)
     report = explore(examples=10, checks=frozenset({"none_deletes"}))  # none_deletes fails on every example
     assert TURNS_RAISED not in [f.check for f in report.findings] and "none_deletes" in [f.check for f in
                                                                                          report.findings]

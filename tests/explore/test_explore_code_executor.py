@@ -16,7 +16,7 @@ from harness.cli import main
 from harness.explore.library import load_library
 from harness.explore.plan import StepPlan, analyst_step
 from harness.explore.target_model import describe_target
-from harness.init_project import init_project
+from harness.init.project import init_project
 from harness.targets.profile import load_profile
 
 AGENT = "tests.user_agents.code_executor_rlm.agent"

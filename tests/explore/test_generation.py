@@ -158,7 +158,7 @@ def test_a_finding_exits_1_only_with_fail_on_find(monkeypatch: pytest.MonkeyPatc
         return ScenarioResult(scenario=scenario.name, description="", target="reference", llm_mode="scripted",
                               session_service="delta", checks=(check,), trace=None, duration_s=0.0)
 
-    monkeypatch.setattr("harness.runner.run_scenario", failing)
+    monkeypatch.setattr("harness.run.runner.run_scenario", failing)
     assert main(["explore", "--no-progress", "--no-database", "--example-timeout", "0", "--max-examples", "1", "--out", str(tmp_path),
                  *flags]) == code
     assert (tmp_path / "found_reference_none_deletes.yaml").is_file()

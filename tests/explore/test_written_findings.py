@@ -28,7 +28,7 @@ def _failing(scenario, options):  # noqa: ANN001, ANN202
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setattr("harness.runner.run_scenario", _failing)
+    monkeypatch.setattr("harness.run.runner.run_scenario", _failing)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "scenarios").mkdir()
     return tmp_path

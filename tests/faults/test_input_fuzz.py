@@ -32,7 +32,7 @@ from harness.errors import CassetteError
 from harness.llm.cassettes import CassettePersister, Provenance
 from harness.llm.modes import LlmMode
 from harness.result import ScenarioResult
-from harness.runner import RunOptions, run_scenario
+from harness.run.runner import RunOptions, run_scenario
 from harness.scenario.loader import ScenarioError, load_scenario
 from harness.scenario.models import Scenario
 

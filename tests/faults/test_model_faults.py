@@ -7,7 +7,7 @@ the runner appended has its row in storage; the cassette holds the fault; the re
 
 Documented behaviour (client: ADK's ``Gemini`` over google-genai, async over aiohttp, with
 ``RETRY_OPTIONS`` = 3 attempts, exponential backoff 0.05-0.2 s on HTTP 429/500/503, and a client timeout
-``MODEL_TIMEOUT_S`` = 2 s in scripted and replay mode, both in ``harness/run_options.py``):
+``MODEL_TIMEOUT_S`` = 2 s in scripted and replay mode, both in ``harness/run/options.py``):
 
 ================  ===========================  =====================  ===========================================  =============
 fault             scenario                     where                  what happens                                 termination
@@ -74,7 +74,7 @@ from harness.llm.client_timeouts import TIMEOUT_HEADER, TIMEOUT_MARK
 from harness.llm.modes import LlmMode
 from harness.report.write import write_reports
 from harness.result import RunReport, ScenarioResult
-from harness.runner import MODEL_TIMEOUT_S, RETRY_OPTIONS, RunOptions, run_scenario
+from harness.run.runner import MODEL_TIMEOUT_S, RETRY_OPTIONS, RunOptions, run_scenario
 from harness.scenario.loader import load_scenario
 from harness.trace.model import Trace
 

@@ -37,7 +37,7 @@ from harness.llm.scripted_endpoint import ScriptedEndpoint
 from harness.report.terminal import render_terminal
 from harness.report.write import DEFAULT_FORMATS, write_reports
 from harness.result import RunReport
-from harness.runner import RunOptions, run_scenario
+from harness.run.runner import RunOptions, run_scenario
 from harness.scenario.loader import parse_scenario
 from harness.scenario.script import SUB_LM, FaultStep, TextStep
 from harness.snapshot.normalize import normalize_trace

@@ -1,4 +1,4 @@
-"""Accepted findings (harness/baseline.py, issue 51): a baseline a team commits; ``run`` fails only on what it
+"""Accepted findings (harness/run/baseline.py, issue 51): a baseline a team commits; ``run`` fails only on what it
 does not accept, lists what was accepted and names an accepted finding that no longer occurs. Shown on a broken
 target (tests/broken_targets.py: whole_state_delta fails minimal_deltas), in scripted mode, offline."""
 
@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.baseline import NEW_REASON, Accepted, Baseline, judge, load_baseline
+from harness.run.baseline import NEW_REASON, Accepted, Baseline, judge, load_baseline
 from harness.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
-from tests.harness.test_cli import workdir  # noqa: F401 (the CLI tests' project folder, a fixture)
 
 BROKEN = "tests.broken_targets:whole_state_delta"
 

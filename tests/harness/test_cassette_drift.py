@@ -16,7 +16,7 @@ from harness.checks.base import Status
 from harness.cli import EXIT_OK, main
 from harness.llm.drift import first_difference, is_model_call, normalized_body
 from harness.llm.modes import LlmMode
-from harness.runner import RunOptions, run_scenario
+from harness.run.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]

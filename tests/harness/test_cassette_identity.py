@@ -11,7 +11,7 @@ import pytest
 
 from harness.llm.identity import CassetteIdentity
 from harness.llm.modes import LlmMode
-from harness.runner import RunOptions, run_scenario
+from harness.run.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenario
 from harness.scenario.script import TextStep
 

@@ -20,7 +20,7 @@ import pytest
 from harness.checks import ALL_CHECK_NAMES, Status, registered_checks
 from harness.llm.modes import LlmMode
 from harness.result import ScenarioResult
-from harness.runner import RunOptions, run_scenario
+from harness.run.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenario
 from tests.broken_targets import BROKEN_TARGETS
 

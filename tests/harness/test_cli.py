@@ -14,39 +14,10 @@ import pytest
 
 from harness.checks import ALL_CHECK_NAMES
 from harness.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
-
-SCENARIO = """\
-name: cli_smoke
-description: One delegation, executed, summarised, then the analyst exits the loop.
-tags: [smoke, cli]
-context: {sales: [{region: north, amount: 120}, {region: south, amount: 80}]}
-sessions:
-  - user: analyst_1
-    turns:
-      - user: What is the total sales amount?
-script:
-  databricks_analyst:
-    - call: delegate_code_results
-      args:
-        code: "print(sum(r['amount'] for r in context['sales']))"
-        instruction: Report the total.
-    - call: exit_loop
-  results_processor:
-    - text: "The total sales amount is 200."
-expect:
-  executions: 1
-  termination: exit_loop
-"""
+from tests.harness.cli_project import SCENARIO
 
 
-@pytest.fixture
-def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "scenarios").mkdir()
-    (tmp_path / "scenarios" / "cli_smoke.yaml").write_text(SCENARIO, encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("COLUMNS", "200")
-    monkeypatch.delenv("GOOGLE_GEMINI_BASE_URL", raising=False)
-    return tmp_path
+
 
 
 def _one_paragraph(text: str) -> None:
@@ -197,7 +168,7 @@ def test_a_scenario_naming_an_unknown_check_is_a_usage_error(workdir: Path,
 
 PARENT_PROBE = """
 import sys
-import harness.parallel as parallel
+import harness.run.pool as parallel
 
 def stop(*args, **kwargs):  # the moment the parent hands the run to its workers
     heavy = [m for m in ("google.adk", "google.genai.types", "databricks.sdk") if m in sys.modules]

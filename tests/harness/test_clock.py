@@ -1,4 +1,4 @@
-"""The scenario clock (harness/clock.py): the arithmetic, the in-process travel, Python subprocesses, and an agent
+"""The scenario clock (harness/run/clock.py): the arithmetic, the in-process travel, Python subprocesses, and an agent
 whose prompts carry the time, recorded live (against a local endpoint) and replayed the next day.
 
 tests/user_agents/clock_rlm is written as a user would write it: its instruction holds today's date and a run id
@@ -22,12 +22,12 @@ import pytest
 import time_machine
 import yaml
 
-import harness.clock as clock_module
-from harness.clock import (DEFAULT_START, EXECUTOR_SITE_VARIABLE, METADATA_KEY, REAL_AGAIN_AFTER_NS, SITE_SOURCE,
+import harness.run.clock as clock_module
+from harness.run.clock import (DEFAULT_START, EXECUTOR_SITE_VARIABLE, METADATA_KEY, REAL_AGAIN_AFTER_NS, SITE_SOURCE,
                            ScenarioClock, advanced_ns, running_clock)
 from harness.llm.modes import LlmMode
 from harness.llm.scripted_endpoint import ScriptedEndpoint
-from harness.runner import RunOptions, run_scenario
+from harness.run.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenario, parse_scenario
 from harness.scenario.script import TextStep
 

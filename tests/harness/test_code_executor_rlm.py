@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.llm.modes import LlmMode
-from harness.runner import RunOptions, run_scenario
+from harness.run.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenario
 from harness.targets.profile import load_profile
 

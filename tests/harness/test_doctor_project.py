@@ -20,7 +20,7 @@ def _project(tmp_path: Path, *, target: str | None = None, profile: str = "name:
              cassette: bool = True) -> Path:
     (tmp_path / "scenarios").mkdir(parents=True)
     shutil.copy(ROOT / "scenarios" / "single_delegation.yaml", tmp_path / "scenarios")
-    if cassette:  # where run looks for it: the folder of the profile's name (harness/runner.py cassette_dir_for)
+    if cassette:  # where run looks for it: the folder of the profile's name (harness/run/runner.py cassette_dir_for)
         (tmp_path / "cassettes" / "mine").mkdir(parents=True)
         shutil.copy(ROOT / "cassettes" / "single_delegation.yaml", tmp_path / "cassettes" / "mine")
     (tmp_path / "rlm-profile.yaml").write_text(profile, encoding="utf-8")

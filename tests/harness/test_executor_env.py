@@ -1,6 +1,6 @@
 """Job_B's environment is checked in every run: canaries planted in the host, a probe on each kind of process.
 
-* ``harness/canaries.py`` plants canary credentials while a replay or scripted run drives the target, and puts
+* ``harness/run/canaries.py`` plants canary credentials while a replay or scripted run drives the target, and puts
   the environment back as it was afterwards (a variable that was set included).
 * The profile's default allow-list is exactly what the reference agent's executor gets.
 * ``executor_environment_one_shot`` pins one-shot Job_B processes: a leak confined to the one-shot path is
@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.canaries import CREDENTIAL_VARIABLES, canary_value, planted_credentials
+from harness.run.canaries import CREDENTIAL_VARIABLES, canary_value, planted_credentials
 from harness.checks import Status
 from harness.llm.modes import LlmMode
-from harness.runner import RunOptions, run_scenario
+from harness.run.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenario
 from harness.targets.base import BuiltTarget, TargetEnvironment
 from harness.targets.reference_profile import reference_profile

@@ -19,7 +19,7 @@ import yaml
 
 from harness.llm.modes import LlmMode
 from harness.result import ScenarioResult
-from harness.runner import RunOptions, run_scenario
+from harness.run.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenario
 from harness.scenario.models import Scenario
 

@@ -15,10 +15,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harness.determinism import deterministic_ids
+from harness.run.determinism import deterministic_ids
 from harness.llm.gateway import BASE_URL_VARIABLE, ModelGateway, routed_model_environment
 from harness.llm.modes import LlmMode
-from harness.runner import RunOptions, run_scenario
+from harness.run.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenario
 from harness.scenario.script import TextStep
 from harness.targets.choice import choose_target

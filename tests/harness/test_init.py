@@ -13,10 +13,10 @@ import yaml
 
 import tests.init_fixture_agent as fixture
 from harness.cli import EXIT_OK, EXIT_USAGE, main
-from harness.init_project import (PROFILE_FILE, PYPROJECT, InitError, init_project, summary_lines,
+from harness.init.project import (PROFILE_FILE, PYPROJECT, InitError, init_project, summary_lines,
                                   write_atomic)
 from harness.llm.modes import LlmMode
-from harness.runner import RunOptions, run_scenario
+from harness.run.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenario, load_scenarios
 from harness.targets.choice import scenario_profile_path
 from harness.targets.profile import load_profile
@@ -442,7 +442,7 @@ def test_the_smoke_comment_names_every_plugin_that_may_gate_the_processor() -> N
     from google.adk.apps import App
     from google.adk.plugins.base_plugin import BasePlugin
 
-    from harness.init_project import _gate
+    from harness.init.project import _gate
 
     class Telemetry(BasePlugin):
         async def before_model_callback(self, *, callback_context, llm_request):
@@ -465,7 +465,7 @@ def test_a_shared_service_instance_is_named_with_what_to_write_instead(tmp_path:
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """A module-level instance (or a Runner holding one) would be shared by every scenario: not drafted as the line,
     but named in the comment; a class of the team's own is drafted (called bare, as docs/your-agent.md says)."""
-    from harness.init_session_service import draft_session_service
+    from harness.init.session_service import draft_session_service
 
     (tmp_path / "inst_agent.py").write_text(
         "from google.adk.sessions import InMemorySessionService\nsessions = InMemorySessionService()\n",
@@ -504,7 +504,7 @@ def test_a_summary_the_executor_writes_itself_is_drafted_as_its_summary_author()
     from google.adk.agents import LlmAgent, LoopAgent
     from google.adk.apps import App
 
-    from harness.init_project import infer_profile
+    from harness.init.project import infer_profile
     from tests.user_agents.digest_rlm.agent import CodeRunner, Digest, run_code
 
     class SummarisingRunner(CodeRunner):

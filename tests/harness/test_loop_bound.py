@@ -12,7 +12,7 @@ from harness.explore.library import load_library
 from harness.explore.plan import Plan, SessionPlan, StepPlan, to_scenario
 from harness.explore.target_model import AgentModel, describe_target, model_from
 from harness.llm.modes import LlmMode
-from harness.runner import RunOptions, run_scenario
+from harness.run.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenario
 from harness.targets.profile import TargetProfile, load_profile
 

@@ -91,13 +91,13 @@ def test_a_harness_bug_is_reported_as_one(workdir: Path, capsys: pytest.CaptureF
     def tripped(*args: object, **kwargs: object) -> None:
         raise KeyError("no such verdict")
 
-    monkeypatch.setattr("harness.runner.run_checks", tripped)
+    monkeypatch.setattr("harness.run.runner.run_checks", tripped)
     code, results, _ = _run(workdir, capsys)
     assert code == EXIT_FAILED
     error = _the_error(workdir, results)
     assert error.startswith("the harness (a bug: please report) raised KeyError: 'no such verdict'"), error
     assert "test_no_traceback.py:" in error  # the innermost frame ...
-    assert "harness/runner.py:" in error.replace("\\", "/")  # ... and the frames that led to it
+    assert "harness/run/runner.py:" in error.replace("\\", "/")  # ... and the frames that led to it
 
 
 @pytest.mark.slow
@@ -125,8 +125,8 @@ def test_a_worker_turns_an_exception_out_of_its_scenario_into_that_scenarios_err
     parent. The worker runs in a thread here, so the patched run_one is the one it calls."""
     from multiprocessing import Pipe
 
-    from harness import parallel, scenario_run
-    from harness.run_options import RunOptions
+    from harness.run import pool as parallel, scenario_run
+    from harness.run.options import RunOptions
     from harness.scenario.loader import load_scenario
 
     def broken(*args: object) -> None:
@@ -149,15 +149,15 @@ def test_a_worker_turns_an_exception_out_of_its_scenario_into_that_scenarios_err
 
 def test_the_harness_raising_inside_a_call_to_the_service_is_still_the_harness(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """The harness reads what the service returns (harness/capture.py) inside the call it blames on the service:
+    """The harness reads what the service returns (harness/run/capture.py) inside the call it blames on the service:
     when the harness's own code raises there, the innermost frame is the harness's, and so is the bug."""
     from harness.llm.modes import LlmMode
-    from harness.runner import RunOptions, run_scenario
+    from harness.run.runner import RunOptions, run_scenario
     from harness.scenario.loader import load_scenario
 
-    monkeypatch.setattr("harness.capture._state_bytes", None)  # the harness's own line now raises TypeError
+    monkeypatch.setattr("harness.run.capture._state_bytes", None)  # the harness's own line now raises TypeError
     result = run_scenario(load_scenario(ROOT / "scenarios" / "single_delegation.yaml"),
                           RunOptions(llm_mode=LlmMode.SCRIPTED))
     assert result.status == "error"
     assert result.error.startswith("the harness (a bug: please report) raised TypeError"), result.error
-    assert "harness/capture.py:" in result.error.replace("\\", "/") and "session service" not in result.error
+    assert "harness/run/capture.py:" in result.error.replace("\\", "/") and "session service" not in result.error

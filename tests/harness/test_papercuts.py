@@ -25,7 +25,7 @@ from harness.cli import EXIT_OK, main
 from harness.llm.modes import LlmMode
 from harness.report import render_markdown
 from harness.result import RunReport, ScenarioResult
-from harness.runner import RunOptions, run_scenario
+from harness.run.runner import RunOptions, run_scenario
 from harness.scenario import schema
 from harness.scenario.loader import load_scenario
 from tests.harness.test_reports import make_report

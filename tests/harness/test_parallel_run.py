@@ -1,5 +1,5 @@
 """``rlm-conformance run -j N``: the same exit code, verdicts, reports and snapshots as ``-j 1``, in scenario
-order; a worker that dies is that scenario's ``error`` and the others go on (harness/parallel.py)."""
+order; a worker that dies is that scenario's ``error`` and the others go on (harness/run/pool.py)."""
 
 from __future__ import annotations
 
@@ -177,7 +177,7 @@ def test_jobs_must_be_a_positive_number(capsys) -> None:
 
 def test_the_default_number_of_workers_comes_from_the_environment(monkeypatch) -> None:
     from harness.errors import HarnessError
-    from harness.parallel import default_jobs
+    from harness.run.pool import default_jobs
 
     monkeypatch.setenv("RLM_CONFORMANCE_JOBS", "3")
     assert default_jobs() == 3
@@ -266,7 +266,7 @@ def test_a_worker_told_to_leave_runs_the_exit_handlers(tmp_path: Path) -> None:
     import sys
 
     marker = tmp_path / "flushed"
-    code = ("import atexit, pathlib, harness.parallel as parallel\n"
+    code = ("import atexit, pathlib, harness.run.pool as parallel\n"
             f"atexit.register(pathlib.Path({str(marker)!r}).touch)\n"
             "parallel.leave_now()\n"
             "raise SystemExit(9)  # not reached: leave_now ends the process")

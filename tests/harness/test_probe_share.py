@@ -1,4 +1,4 @@
-"""One session-service probe per kind of service and run (harness/probe_share.py): the workers of ``run -j N``
+"""One session-service probe per kind of service and run (harness/run/probe_share.py): the workers of ``run -j N``
 share it, and a result whose probe ran elsewhere is judged on that probe's record — failures included."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 from harness.checks.service_contract import JUDGED
 from harness.cli import EXIT_FAILED, main
-from harness.probe_share import PendingProbes, share_key, shared_probe
+from harness.run.probe_share import PendingProbes, share_key, shared_probe
 from harness.result import ScenarioResult
 from harness.scenario.loader import load_scenario
 from harness.trace.model import ContractCaseRecord, ServiceProbeRecord, Trace

@@ -200,7 +200,7 @@ def test_snapshot_update_leaves_other_targets_and_foreign_files_alone(project: I
 
 def test_xdist_gives_the_serial_verdicts_and_snapshots(project: InnerProject) -> None:
     """``pytest -n 2`` over the scenarios: the same verdicts as a serial run, and the snapshots it writes (each
-    scenario runs in its own work dir, store and executor, ids seeded by its name: harness/determinism.py)."""
+    scenario runs in its own work dir, store and executor, ids seeded by its name: harness/run/determinism.py)."""
     pytest.importorskip("xdist")
     for name in ("second_scenario", "third_scenario"):
         add_scenario(project, name)

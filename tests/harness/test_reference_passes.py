@@ -16,7 +16,7 @@ import pytest
 
 from harness.llm.modes import LlmMode
 from harness.result import ScenarioResult
-from harness.runner import RunOptions, run_scenario
+from harness.run.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenario
 from harness.trace.model import Trace
 

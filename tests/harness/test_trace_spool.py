@@ -1,4 +1,4 @@
-"""The CLI keeps light traces in memory and the full ones on disk (harness/trace_spool.py): every report it
+"""The CLI keeps light traces in memory and the full ones on disk (harness/run/trace_spool.py): every report it
 writes from such a run is the one it would write with every full trace in memory."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from harness.report.junit import render_junit
 from harness.report.markdown import render_markdown
 from harness.report.write import DEFAULT_FORMATS, render_pieces
 from harness.result import RunReport
-from harness.runner import RunOptions, run_scenario
+from harness.run.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenarios
-from harness.trace_spool import TraceSpool
+from harness.run.trace_spool import TraceSpool
 
 ROOT = Path(__file__).resolve().parents[2]
 

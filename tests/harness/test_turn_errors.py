@@ -12,7 +12,7 @@ from harness.cli import main
 from harness.llm.modes import LlmMode
 from harness.report import render_junit, render_markdown
 from harness.result import RunReport
-from harness.runner import RunOptions, run_scenario
+from harness.run.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenario
 from harness.trace.crash import describe_error
 

@@ -14,7 +14,7 @@ import pytest
 
 from harness.checks.base import Status
 from harness.llm.modes import LlmMode
-from harness.runner import RunOptions, run_scenario
+from harness.run.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenario
 from harness.targets.base import TargetEnvironment
 from harness.targets.profile import load_profile
@@ -204,7 +204,7 @@ def test_a_teams_own_service_on_an_agent_that_clears_keys_with_none(tmp_path: Pa
     InMemorySessionService subclass saying none_semantics = "delete", refusing stale writers with its own
     ValueError): init's smoke green; the planted variant that says delete but stores None fails none_deletes,
     naming the class attribute."""
-    from harness.init_project import init_project
+    from harness.init.project import init_project
 
     init_project("tests.user_agents.output_key_rlm.agent:app", tmp_path)
     smoke = load_scenario(tmp_path / "scenarios" / "smoke.yaml")

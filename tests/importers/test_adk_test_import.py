@@ -18,7 +18,7 @@ from harness.cli import main
 from harness.importers.adk_test import import_fixtures
 from harness.importers.evalset import AgentTree
 from harness.llm.modes import LlmMode
-from harness.runner import RunOptions, run_scenario
+from harness.run.runner import RunOptions, run_scenario
 from harness.scenario.loader import parse_scenario
 from harness.targets.profile import load_profile
 from tests.importers.adk_test_agents import DIGEST_DIR, FIXTURE, agent_folder, rebuilt_fixture

@@ -10,7 +10,7 @@ import pytest
 from harness.cli import main
 from harness.llm.cassettes import SCRUBBED
 from harness.llm.modes import LlmMode
-from harness.runner import RunOptions, run_scenario
+from harness.run.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenario, parse_scenario
 from harness.targets.profile import load_profile
 from tests.importers.test_import_evalset import PROFILE, RECORDED, TARGET

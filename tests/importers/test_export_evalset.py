@@ -11,7 +11,7 @@ import yaml
 from harness.cli import main
 from harness.importers.evalset import import_eval_sets
 from harness.llm.modes import LlmMode
-from harness.runner import RunOptions, run_scenario
+from harness.run.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenario
 from tests.importers.test_import_evalset import PROFILE, RECORDED, TOOL_RLM
 
@@ -92,7 +92,7 @@ def test_sub_model_answers_no_eval_set_holds_are_named_then_supplied(tmp_path: P
     imported scenario stopped at it with nothing said at import. Now import names the step and the fix, and
     --sub-lm FILE gives the answers: the round trip runs green."""
     from harness.importers.evalset import agent_tree
-    from harness.init_project import load_target_app
+    from harness.init.project import load_target_app
 
     root = Path(__file__).resolve().parents[2]
     out = tmp_path / "eval" / "llm_query.evalset.json"

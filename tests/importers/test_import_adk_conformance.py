@@ -16,7 +16,7 @@ from harness.cli import main
 from harness.importers.adk_conformance import import_cases
 from harness.importers.evalset import AgentTree
 from harness.llm.modes import LlmMode
-from harness.runner import RunOptions, run_scenario
+from harness.run.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenario
 
 TARGET = "tests.user_agents.adk_case.agent:app"

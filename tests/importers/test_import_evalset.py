@@ -14,7 +14,7 @@ import yaml
 from harness.cli import main
 from harness.importers.evalset import AgentTree, import_eval_sets
 from harness.llm.modes import LlmMode
-from harness.runner import RunOptions, run_scenario
+from harness.run.runner import RunOptions, run_scenario
 from harness.scenario.loader import load_scenario, parse_scenario
 from tests.importers import kept_services
 

@@ -12,7 +12,7 @@ from harness.checks import run_checks
 from harness.checks.base import CheckResult, Status
 from harness.checks.testing import TraceBuilder, make_context
 from harness.targets.profile import TargetProfile
-from harness.trace.model import AgentInfo, EventRecord, Trace
+from harness.trace.model import AgentInfo, EventRecord
 
 
 def digest_profile(**changes: Any) -> TargetProfile:

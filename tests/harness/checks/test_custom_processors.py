@@ -11,7 +11,7 @@ from google.adk.agents import BaseAgent, LlmAgent, LoopAgent
 from harness.checks import run_checks
 from harness.checks.base import CheckResult, Status
 from harness.checks.testing import TraceBuilder, make_context, reference_agents
-from harness.runner import describe_agents
+from harness.run.runner import describe_agents
 from harness.trace.model import Trace
 
 

@@ -8,7 +8,7 @@ from harness.checks import run_checks
 from harness.checks.base import CheckResult, Status
 from harness.checks.executor_confined import ATTEMPTS
 from harness.checks.testing import happy_trace, make_context
-from harness.escape_probe import ESCAPE_PORT, SECRET
+from harness.run.escape_probe import ESCAPE_PORT, SECRET
 from harness.targets.profile import TargetProfile
 from harness.trace.model import EscapeProbeRecord, Trace
 
@@ -101,7 +101,7 @@ def test_two_watches_of_one_user_take_turns_and_each_counts_only_its_own_escape(
     import time
     from pathlib import Path
 
-    from harness.escape_probe import WRITTEN_FILE, escape_targets
+    from harness.run.escape_probe import WRITTEN_FILE, escape_targets
 
     second: dict[str, object] = {}
 

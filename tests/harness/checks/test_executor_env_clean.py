@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.canaries import canary_value
+from harness.run.canaries import canary_value
 from harness.checks import run_checks
 from harness.checks.base import CheckResult, Status
 from harness.checks.testing import happy_trace, make_context

@@ -69,7 +69,7 @@ class Digest(BaseAgent):
             return
         runs = int(state.get("user:runs", 0) or 0)
         delta: dict = {}
-        for n, output in enumerate(fresh, start=runs + 1):
+        for n, _output in enumerate(fresh, start=runs + 1):
             delta[f"artifact:run{n}"] = "consumed"
         last = fresh[-1].strip()
         delta.update({SUMMARY: f"Run {runs + len(fresh)} printed: {last[:300]}", "user:runs": runs + len(fresh),

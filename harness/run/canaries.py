@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from .environ import patched_environ
+from ..environ import patched_environ
 
 CANARY_PREFIX = "rlm-conformance-canary"
 CREDENTIAL_VARIABLES = ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_CLOUD_PROJECT", "DATABRICKS_TOKEN",

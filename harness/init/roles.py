@@ -121,7 +121,7 @@ def _set(draft: Any, name: str, value: Any, why: str) -> None:
 def turn_functions(spec: str) -> list[tuple[str, Any]]:
     """``module:function`` and the function, for each function in the target's module whose parameters the
     harness can fill as a profile driver (harness/targets/driver.py), likeliest names first."""
-    from .targets.driver import ACCEPTED, CONTENT_NAMES, MESSAGE_NAMES
+    from ..targets.driver import ACCEPTED, CONTENT_NAMES, MESSAGE_NAMES
 
     module_name = spec.partition(":")[0]
     try:

@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING
 
 from google.adk.sessions.base_session_service import BaseSessionService
 
-from .trace.model import ContractCaseRecord, ServiceProbeRecord
+from ..trace.model import ContractCaseRecord, ServiceProbeRecord
 
 if TYPE_CHECKING:
-    from .contract.profiles import ServiceProfile
-    from .targets.profile import TargetProfile
+    from ..contract.profiles import ServiceProfile
+    from ..targets.profile import TargetProfile
 
 _PROBED: dict[tuple[str, ...], ServiceProbeRecord] = {}
 """One probe per (service class, --session-service, backend, the semantics it is judged by) and process: see the
@@ -41,9 +41,9 @@ def service_profile(spec: str, service: BaseSessionService, target: TargetProfil
     ``module:attr`` naming a ServiceProfile), else the service class's when the harness knows it (ADK's and the
     reference's, whoever built the instance), else what the target profile settled for it — its word, or what
     the service was observed to do (harness/targets/none_semantics.py): never assumed."""
-    from .contract.profiles import BUILTIN_PROFILES, NONE_DELETES, STALE_WRITER_REJECTED, ServiceProfile
-    from .targets.none_semantics import is_known_service
-    from .targets.session_services import import_factory
+    from ..contract.profiles import BUILTIN_PROFILES, NONE_DELETES, STALE_WRITER_REJECTED, ServiceProfile
+    from ..targets.none_semantics import is_known_service
+    from ..targets.session_services import import_factory
 
     if spec != "delta" and spec in BUILTIN_PROFILES:
         return BUILTIN_PROFILES[spec]
@@ -75,7 +75,7 @@ async def probe_service(service: BaseSessionService, *, spec: str, backend: str,
                         enabled: bool = True, share: str | None = None,
                         origins: Mapping[str, str] | None = None) -> ServiceProbeRecord:
     """Every contract case on ``service`` (cached per kind of service), or why it was not probed. ``share``: the
-    folder the workers of one run share, so only one of them probes each kind (harness/probe_share.py)."""
+    folder the workers of one run share, so only one of them probes each kind (harness/run/probe_share.py)."""
     if not enabled:
         return ServiceProbeRecord(service=type(service).__name__, profile="-", skipped=(
             "this run did not probe its session service (RunOptions.probe_session_service is off: the differential "
@@ -103,7 +103,7 @@ async def probe_service(service: BaseSessionService, *, spec: str, backend: str,
 
 async def _probe(service: BaseSessionService, spec: str, target: TargetProfile,
                  origins: Mapping[str, str] | None) -> ServiceProbeRecord:
-    from .contract.suite import contract_cases
+    from ..contract.suite import contract_cases
 
     profile = service_profile(spec, service, target, origins)
     cases = []

@@ -1,6 +1,6 @@
 """One session-service probe per kind of service and run, however many workers ``run -j N`` has.
 
-The contract suite a scenario's trace carries (harness/service_probe.py) costs 1-2 s of CPU and depends on the
+The contract suite a scenario's trace carries (harness/run/service_probe.py) costs 1-2 s of CPU and depends on the
 service's code only, so a run needs it once per kind of service; with a probe per worker, ``-j 2`` paid it
 twice. The workers share a folder (``RunOptions.probe_share``):
 
@@ -25,11 +25,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .trace.model import ServiceProbeRecord
+from ..trace.model import ServiceProbeRecord
 
 if TYPE_CHECKING:
-    from .result import ScenarioResult
-    from .scenario.models import Scenario
+    from ..result import ScenarioResult
+    from ..scenario.models import Scenario
 
 
 def share_key(key: tuple[str, ...]) -> str:
@@ -107,7 +107,7 @@ class PendingProbes:
 def with_probe(result: ScenarioResult, scenario: Scenario, record: ServiceProbeRecord) -> ScenarioResult:
     """``result`` with ``record`` as its probe and the checks that read it judged again (those the scenario
     skips stay skipped)."""
-    from .checks.service_contract import JUDGED, judge
+    from ..checks.service_contract import JUDGED, judge
 
     assert result.trace is not None
     trace = result.trace.model_copy(update={"service_probe": record})

@@ -22,7 +22,7 @@ and the rest, in UTC):
 processes the target starts see the clock too: the harness writes a folder with a ``sitecustomize`` and
 ``clock.json`` (the instant of the latest exchange, rewritten at each) and puts it first on ``PYTHONPATH``, and
 names it in ``EXECUTOR_SITE_VARIABLE`` for an executor that passes its children a clean environment
-(``harness/clock_site/sitecustomize.py``). Live runs that record nothing, and the databricks backend, keep the
+(``harness/run/clock_site/sitecustomize.py``). Live runs that record nothing, and the databricks backend, keep the
 real clock. See docs/your-agent.md, "The clock".
 """
 
@@ -43,14 +43,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .clock_site.sitecustomize import REAL_AGAIN_AFTER_NS, advanced_ns, travel_utc
-from .environ import patched_environ
-from .errors import CassetteError, HarnessError
-from .llm.modes import LlmMode
+from ..environ import patched_environ
+from ..errors import CassetteError, HarnessError
+from ..llm.modes import LlmMode
 
 if TYPE_CHECKING:
-    from .llm.session import LlmSession
-    from .run_options import RunOptions
-    from .scenario.models import Scenario
+    from ..llm.session import LlmSession
+    from .options import RunOptions
+    from ..scenario.models import Scenario
 
 __all__ = ["DEFAULT_START", "EXECUTOR_SITE_VARIABLE", "METADATA_KEY", "REAL_AGAIN_AFTER_NS", "STEP",
            "ScenarioClock", "advanced_ns", "running_clock", "scenario_clock"]

@@ -19,34 +19,33 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator
 
-from google.adk.agents import LlmAgent
 from google.adk.runners import Runner
 
-from .checks import run_checks
-from .checks.base import CheckContext, CheckResult, failed, passed
+from ..checks import run_checks
+from ..checks.base import CheckContext, CheckResult, failed, passed
 from .clock import scenario_clock
-from .errors import CalledCodeError, CassetteError, HarnessError
+from ..errors import CalledCodeError, CassetteError, HarnessError
 from .escape_probe import escape_targets
 from .failures import blamed, error_result, harness_bug
-from .llm.identity import CassetteIdentity
-from .llm.modes import LlmMode
-from .llm.script_fit import judge_script, script_verdict
-from .result import ScenarioResult
-# Re-exported: ``from harness.runner import RunOptions`` (and the model settings) keeps working.
-from .run_options import CASSETTE_VERDICT, DEFAULT_MODEL, MODEL_TIMEOUT_S, RETRY_OPTIONS, RunOptions  # noqa: F401
-from .scenario.models import Scenario
-from .targets.base import BuiltTarget, SessionServiceFactory, TargetEnvironment
-from .targets.choice import TargetChoice, choose_target
-from .targets.none_semantics import settle_with_origins
-from .targets.profile import TargetProfile
-from .targets.registry import resolve_target
+from ..llm.identity import CassetteIdentity
+from ..llm.modes import LlmMode
+from ..llm.script_fit import judge_script, script_verdict
+from ..result import ScenarioResult
+# Re-exported: ``from harness.run.runner import RunOptions`` (and the model settings) keeps working.
+from .options import CASSETTE_VERDICT, DEFAULT_MODEL, MODEL_TIMEOUT_S, RETRY_OPTIONS, RunOptions  # noqa: F401
+from ..scenario.models import Scenario
+from ..targets.base import BuiltTarget, SessionServiceFactory, TargetEnvironment
+from ..targets.choice import TargetChoice, choose_target
+from ..targets.none_semantics import settle_with_origins
+from ..targets.profile import TargetProfile
+from ..targets.registry import resolve_target
 from .capture import persisted_snapshot
 from .service_folder import in_service_folder
 from .service_probe import probe_service
-from .trace.crash import describe_error
-from .trace.model import AgentInfo, Trace, TurnOutcome, TurnRecord
-from .trace.recorder_plugin import TraceRecorderPlugin
-from .trace.recording_service import RecordingSessionService
+from ..trace.crash import describe_error
+from ..trace.model import AgentInfo, Trace, TurnOutcome, TurnRecord
+from ..trace.recorder_plugin import TraceRecorderPlugin
+from ..trace.recording_service import RecordingSessionService
 
 log = logging.getLogger(__name__)
 
@@ -97,10 +96,10 @@ async def run_scenario_async(scenario: Scenario, options: RunOptions = RunOption
     """Run one scenario; the result (its trace, checks and error) holds no secret of the run (see run_secrets).
 
     It does not raise (but KeyboardInterrupt): what the target, its factory or its session service raises is the
-    scenario's ``error`` naming that part (harness/failures.py), and whatever else escapes is a harness bug,
+    scenario's ``error`` naming that part (harness/run/failures.py), and whatever else escapes is a harness bug,
     the scenario's ``error`` too, said as such."""
-    from .llm.scrub_outputs import scrub_result
-    from .llm.session import run_secrets
+    from ..llm.scrub_outputs import scrub_result
+    from ..llm.session import run_secrets
 
     if options.session_service == "delta-databricks":
         # DeltaSessionService on the Databricks SQL engine is what the databricks backend runs on.
@@ -182,10 +181,10 @@ def _workspace(scenario: Scenario, options: RunOptions, target_name: str, home: 
     if options.backend == "local":
         return contextlib.nullcontext()
     if options.backend == "databricks":
-        from .extras import require_databricks
+        from ..extras import require_databricks
 
         require_databricks("--backend databricks")
-        from .targets.databricks import databricks_workspace
+        from ..targets.databricks import databricks_workspace
 
         return databricks_workspace(scenario, options, target_name, home)
     raise HarnessError(f"--backend {options.backend!r} is unknown: use local or databricks.")
@@ -199,7 +198,7 @@ async def _drive(scenario: Scenario, options: RunOptions, choice: TargetChoice, 
 
 async def _drive_on(scenario: Scenario, options: RunOptions, choice: TargetChoice, home: Path,
                     workspace: Any) -> tuple[Trace, TargetProfile]:
-    from .llm.session import llm_session
+    from ..llm.session import llm_session
 
     options = replace(options, cassette_dir=cassette_dir_for(options.cassette_dir, choice.name, options.backend))
     identity = CassetteIdentity.of(scenario, target=choice.identity, profile=choice.profile)
@@ -235,7 +234,7 @@ async def _drive_on(scenario: Scenario, options: RunOptions, choice: TargetChoic
             with _credential_canaries(options) as planted, _model_routes(built, llm, scenario, options,
                                                                          nonce=nonce) as route, \
                     escape_targets(scenario.escape_probe and _job_b_runs_here(options, workspace)) as escape, \
-                    scenario_clock(scenario, options, llm):  # the target's wall clock (harness/clock.py)
+                    scenario_clock(scenario, options, llm):  # the target's wall clock (harness/run/clock.py)
                 trace = await _run_sessions(scenario, built, options, llm.mode_label)
             trace.model_route = route
             trace.planted_credentials = [*planted, *getattr(workspace, "planted", [])]
@@ -274,7 +273,7 @@ def _model_timeout(scenario: Scenario, options: RunOptions) -> float | None:
 
 
 def _session_service_factory(name: str, args: dict[str, Any] | None) -> SessionServiceFactory | None:
-    from .targets.session_services import resolve_session_service
+    from ..targets.session_services import resolve_session_service
 
     return resolve_session_service(name, args)
 
@@ -296,7 +295,7 @@ def _blamed_service_factory(name: str, args: dict[str, Any] | None) -> SessionSe
 async def _close(built: BuiltTarget, owns_service: bool, *, failing: bool) -> None:
     """Close the target, then the session service the harness built for it (a target closes its own). After a
     run that failed, a close that fails too is logged: the run's own error is the one the result reports."""
-    from .targets.session_services import aclose_service
+    from ..targets.session_services import aclose_service
 
     problem: HarnessError | None = None
     try:
@@ -422,7 +421,7 @@ async def _drive_sessions(scenario: Scenario, built: BuiltTarget, service: Recor
 def _model_routes(built: BuiltTarget, llm: Any, scenario: Scenario, options: RunOptions, *,
                   nonce: str | None = None) -> Iterator[str]:
     """Where the target's model calls go, said in words for the report; for targets built from an App or agent,
-    the model gateway for the agent's own clients and, offline, deterministic ids (harness/determinism.py),
+    the model gateway for the agent's own clients and, offline, deterministic ids (harness/run/determinism.py),
     seeded also by a live workspace run's nonce (``nonce``: ids unique per run there, and the same on its replay)."""
     route = {LlmMode.REPLAY: f"replay of the cassettes in {options.cassette_dir}/",
              LlmMode.SCRIPTED: "the scenario's script on a local Gemini-compatible endpoint",
@@ -431,7 +430,7 @@ def _model_routes(built: BuiltTarget, llm: Any, scenario: Scenario, options: Run
         yield f"{route}, for every LlmAgent and the executor's sub-LM bridge"
         return
     from .determinism import deterministic_ids
-    from .llm.gateway import ModelGateway, routed_model_environment
+    from ..llm.gateway import ModelGateway, routed_model_environment
 
     endpoint = llm.endpoint
     offline = options.llm_mode is not LlmMode.LIVE
@@ -452,7 +451,7 @@ def _job_b_runs_here(options: RunOptions, workspace: Any) -> bool:
 
 
 def _credential_canaries(options: RunOptions) -> Any:
-    """Canary credentials in the environment while the target runs (harness/canaries.py), where it is safe."""
+    """Canary credentials in the environment while the target runs (harness/run/canaries.py), where it is safe."""
     if options.backend == "local" and options.llm_mode in (LlmMode.REPLAY, LlmMode.SCRIPTED):
         from .canaries import planted_credentials
 

@@ -1,6 +1,6 @@
 """The scenario's wall clock in every Python process the target starts, and the arithmetic both sides share.
 
-While a scenario runs under the harness's clock (``harness/clock.py``), the harness writes a folder holding this
+While a scenario runs under the harness's clock (``harness/run/clock.py``), the harness writes a folder holding this
 file and ``clock.json`` and puts it first on ``PYTHONPATH``; ``site`` then imports it, as ``sitecustomize``, in
 each Python process the target starts that keeps ``PYTHONPATH`` (a REPL worker, Job_B's executor), before any of
 the process's own code. It reads ``clock.json`` once, there — ``{"instant_ns": ..., "step_ns": ...}``: the

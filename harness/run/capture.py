@@ -7,7 +7,7 @@ from typing import Any
 
 from google.adk.sessions.base_session_service import BaseSessionService
 
-from .trace.model import PersistedEventRow, PersistedSnapshot
+from ..trace.model import PersistedEventRow, PersistedSnapshot
 
 
 def _state_bytes(state: dict[str, Any]) -> int:

@@ -29,7 +29,7 @@ The heuristics (kept simple, and only called "inferred" when the tree says so):
   container, Vertex AI, GKE, a user's own): it is the analyst, ADK runs its code blocks (no delegate tool, key or
   executor agent), and the agent after it in the loop is the ``results_processor``; the smoke scripts one block in
   the executor's own delimiters (a model-side executor: the model's answer with the code and its result);
-* with no such output_key, the summary from code (harness/init_roles.py): a key the analyst's instruction shows that
+* with no such output_key, the summary from code (harness/init/roles.py): a key the analyst's instruction shows that
   an agent after it names in its code — the executor's (``summary_author``) or a later BaseAgent's
   (``results_processor``, digesting results in code);
 * ``driver``: a function of the target's module whose parameters are the names the harness passes a driver;
@@ -52,9 +52,9 @@ from typing import Any, Callable
 
 import yaml
 
-from . import files
-from .errors import HarnessError
-from .init_roles import draft_driver, draft_summary_writer
+from .. import files
+from ..errors import HarnessError
+from .roles import draft_driver, draft_summary_writer
 
 PROFILE_FILE = "rlm-profile.yaml"
 SCENARIOS_DIR = "scenarios"
@@ -87,8 +87,8 @@ def load_target_app(spec: str, *, allow_builtin: bool = False) -> Any:
 
     from google.adk.models.google_llm import Gemini
 
-    from .targets.base import TargetEnvironment
-    from .targets.registry import BUILTIN_TARGETS, resolve_target
+    from ..targets.base import TargetEnvironment
+    from ..targets.registry import BUILTIN_TARGETS, resolve_target
 
     if spec in BUILTIN_TARGETS and not allow_builtin:
         raise InitError(f"--target {spec!r} is built in and ships its own profile (reference_agent/"
@@ -128,7 +128,7 @@ def _tools(agent: Any) -> list[tuple[str, Any]]:
 
 def _descendants(agent: Any) -> list[Any]:
     """Every agent under ``agent``: sub-agents and agents behind an AgentTool (harness/targets/agent_tree.py)."""
-    from .targets.agent_tree import tree_agents
+    from ..targets.agent_tree import tree_agents
 
     return tree_agents(agent)[1:]
 
@@ -201,7 +201,7 @@ class Draft:
     unscripted: list[tuple[str, str]] = field(default_factory=list)  # (agent, why it is not scripted)
     agents: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    session_service: Any = None  # the drafted session-service line (harness/init_session_service.py)
+    session_service: Any = None  # the drafted session-service line (harness/init/session_service.py)
     code_executor: Any = None  # the code_executor agent's ADK executor, when the tree has one
 
     def value(self, name: str) -> Any:
@@ -216,7 +216,7 @@ def infer_profile(spec: str, app: Any) -> Draft:
     """What the tree of ``app`` says about the profile's fields (see the module docstring for the rules)."""
     from google.adk.agents import LoopAgent
 
-    from .targets.generic import walk_agents
+    from ..targets.generic import walk_agents
 
     draft = Draft(spec=spec)
     root = app.root_agent
@@ -376,7 +376,7 @@ def _analyst_without_a_loop(draft: Draft, root: Any) -> None:
 def _note_tool_agents(draft: Draft, root: Any) -> None:
     """An LlmAgent behind an AgentTool runs only when its caller's model calls that tool: the smoke scenario's plain
     answers never reach it (a step scripted for it would go unused), so it is named, not scripted."""
-    from .targets.agent_tree import tool_agents, tree_agents
+    from ..targets.agent_tree import tool_agents, tree_agents
 
     for caller in tree_agents(root):
         for agent in tool_agents(caller):
@@ -514,7 +514,7 @@ def _schema_ref(directory: Path, schema: Path) -> str:
 
 
 def render_profile(draft: Draft, directory: Path) -> str:
-    from .targets.profile_schema import SCHEMA_PATH
+    from ..targets.profile_schema import SCHEMA_PATH
 
     inferred = sum(1 for f in draft.fields if f.inferred)
     todo = sum(1 for f in draft.fields if f.is_todo)
@@ -573,7 +573,7 @@ def code_steps(draft: Draft, agent: str) -> list[str]:
 
 
 def render_smoke(draft: Draft, directory: Path) -> str:
-    from .scenario.schema import SCHEMA_PATH
+    from ..scenario.schema import SCHEMA_PATH
 
     scenarios = directory / SCENARIOS_DIR
     local = scenarios / "scenario.schema.json"
@@ -640,7 +640,7 @@ def _header_name(raw: str) -> tuple[str, ...]:
 def merged_pyproject(path: Path, spec: str, *, force: bool, service: Any = None) -> tuple[str, str]:
     """The new text of ``path`` with the ``[tool.rlm-conformance]`` table, and what was done ("created", "added",
     "replaced"). Everything else in an existing file is kept byte for byte; the result is checked with tomllib.
-    ``service``: the drafted session-service line (harness/init_session_service.py)."""
+    ``service``: the drafted session-service line (harness/init/session_service.py)."""
     values = config_table(spec, service)
     table = _table_text(values, service)
     if not path.exists():
@@ -707,13 +707,13 @@ class InitResult:
 def init_project(spec: str, directory: Path, *, force: bool = False,
                  writer: Callable[[Path, str], None] = write_atomic) -> InitResult:
     """Draft the three artifacts for ``spec`` into ``directory``; refuse to overwrite without ``force``."""
-    from .init_session_service import draft_session_service
-    from .llm.script_fit import agent_names, unknown_keys
-    from .scenario.loader import ScenarioError, parse_scenario
-    from .targets.profile import TargetProfile
+    from .session_service import draft_session_service
+    from ..llm.script_fit import agent_names, unknown_keys
+    from ..scenario.loader import ScenarioError, parse_scenario
+    from ..targets.profile import TargetProfile
 
     if ":" not in spec:
-        from .targets.registry import resolve_target
+        from ..targets.registry import resolve_target
 
         resolve_target(spec)  # the registry's own message for a name that is not module:attr
     directory = Path(directory)

@@ -6,7 +6,7 @@ worker is started before the parent has loaded the run's profiles or run its pre
 ~3 s of ADK imports overlap the parent's work), imports the harness once, takes the run over its pipe, then
 runs one scenario at a time exactly as ``-j 1`` does in-process
 (``run_scenario``, then its snapshot row), so each scenario still has its own temporary work dir, DuckDB
-file, volume and warm executor processes, and its ids are seeded by its own name (harness/determinism.py),
+file, volume and warm executor processes, and its ids are seeded by its own name (harness/run/determinism.py),
 whatever ran before it in the same worker.
 
 The scenarios are handed out longest expected first (harness/scenario/cost.py), so the last ones to finish are short.
@@ -14,7 +14,7 @@ The scenarios are handed out longest expected first (harness/scenario/cost.py), 
 One pipe per worker, one scenario in flight per worker: when a worker dies (a segfault, the OOM killer) the
 parent knows which scenario it was running, gives it an ``error`` result naming the exit, starts a fresh
 worker and goes on. An exception is that scenario's ``error`` result too, as with ``-j 1``: ``run_one`` turns
-what a run raises into one (harness/failures.py), the worker what is left (a bug). Ctrl-C (or SIGINT to the
+what a run raises into one (harness/run/failures.py), the worker what is left (a bug). Ctrl-C (or SIGINT to the
 parent alone) interrupts every worker, waits briefly for them to clean up their executor processes, then ends
 them.
 """
@@ -39,9 +39,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
 
-    from .result import ScenarioResult
-    from .run_options import RunOptions
-    from .scenario.models import Scenario
+    from ..result import ScenarioResult
+    from .options import RunOptions
+    from ..scenario.models import Scenario
 
 Snapshots = tuple[Path, bool] | None
 """The snapshot folder and whether to update it (``run``), or None (``record``: no snapshot row)."""
@@ -57,7 +57,7 @@ def default_jobs() -> int:
     if not value:
         return os.cpu_count() or 1
     if not value.isdigit() or int(value) < 1:
-        from .errors import HarnessError
+        from ..errors import HarnessError
 
         raise HarnessError(f"{JOBS_VARIABLE}={value!r} is not a number of worker processes: set it to 1 or more, "
                            f"or unset it to use one per core.")
@@ -70,7 +70,7 @@ def _worker(conn: Connection, log_level: str) -> None:
     ``run_one`` (which catches what a run raises: what is left is a harness bug). ``None`` ends it at any point."""
     from .failures import error_result, harness_bug
     from .scenario_run import scrubbed, configure_logging, run_one
-    from .llm import session  # noqa: F401 - imported before the first scenario, so its duration is its own
+    from ..llm import session  # noqa: F401 - imported before the first scenario, so its duration is its own
     from .runner import run_scenario  # noqa: F401
 
     configure_logging(log_level)
@@ -204,7 +204,7 @@ class WorkerPool:
 
         ``crashed(scenario, reason, duration)`` builds the ``error`` result of a scenario whose worker died. The
         pool is spent afterwards (its workers have left): one pool, one run. The workers share one session-service
-        probe per kind of service (harness/probe_share.py): a result whose probe another worker ran comes once
+        probe per kind of service (harness/run/probe_share.py): a result whose probe another worker ran comes once
         that record is there.
         """
         from .probe_share import PendingProbes  # the trace model (~0.25 s): not before the workers have started
@@ -219,7 +219,7 @@ class WorkerPool:
 
     def _results(self, scenarios: Sequence[Scenario], options: RunOptions, snapshots: Snapshots,
                  crashed: Callable[[Scenario, str, float], ScenarioResult]) -> Iterator[tuple[int, ScenarioResult]]:
-        from .scenario.cost import longest_first
+        from ..scenario.cost import longest_first
 
         pending = longest_first(scenarios)[::-1]  # popped from the end: the longest expected first
         setup = ("run", scenarios, options, snapshots)

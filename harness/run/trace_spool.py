@@ -22,8 +22,8 @@ import weakref
 from collections.abc import Callable
 from pathlib import Path
 
-from .result import ScenarioResult
-from .trace.model import Trace
+from ..result import ScenarioResult
+from ..trace.model import Trace
 
 BULKY = ("events", "llm_requests", "llm_responses", "executions", "persisted", "live_states", "token_counts")
 

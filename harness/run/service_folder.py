@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from .run_options import RunOptions
+from .options import RunOptions
 
 
 def is_user_service(spec: str) -> bool:
@@ -36,7 +36,7 @@ def in_service_folder(options: RunOptions, folder: Path, target: str | None = No
     if not is_user_service(options.session_service):
         yield options
         return
-    from .targets.registry import resolve_target
+    from ..targets.registry import resolve_target
 
     if target is not None:
         resolve_target(target)  # imported from the project folder; its errors are the run's, as they would be

@@ -21,13 +21,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import CalledCodeError, HarnessError
-from .trace.crash import exception_chain
+from ..errors import CalledCodeError, HarnessError
+from ..trace.crash import exception_chain
 
 if TYPE_CHECKING:
-    from .result import ScenarioResult
-    from .run_options import RunOptions
-    from .scenario.models import Scenario
+    from ..result import ScenarioResult
+    from .options import RunOptions
+    from ..scenario.models import Scenario
 
 HARNESS = "the harness (a bug: please report)"
 BUG_FRAMES = 6
@@ -97,8 +97,8 @@ def harness_bug(exc: BaseException) -> str:
 
 def error_result(scenario: Scenario, options: RunOptions, error: str, duration_s: float) -> ScenarioResult:
     """The ``error`` result of a scenario that could not be judged: no checks, no trace."""
-    from .result import ScenarioResult
-    from .targets.choice import choose_target
+    from ..result import ScenarioResult
+    from ..targets.choice import choose_target
 
     try:
         target = choose_target(scenario, target=options.target, profile=options.profile,

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 if TYPE_CHECKING:
-    from .result import ScenarioResult
+    from ..result import ScenarioResult
 
 ANYWHERE = "*"
 NEW_REASON = "TODO: say why this finding is accepted"
@@ -126,7 +126,7 @@ def judge(findings: Iterable[tuple[str, str]], baseline: Baseline | None, *, jud
 
 def write_baseline(path: Path, findings: Iterable[tuple[str, str]]) -> Baseline:
     """Accept ``findings``: the file's entries (reasons kept) plus one per finding none of them accepts."""
-    from .files import write_atomic
+    from ..files import write_atomic
 
     kept = load_baseline(path) if path.exists() else Baseline(path)
     entries = list(kept.entries)
@@ -146,7 +146,7 @@ HARNESS_ROWS = frozenset({"cassette", "snapshot", "script"})
 
 def run_findings(results: Iterable[ScenarioResult]) -> list[tuple[str, str]]:
     """(check, scenario) of every failed check of ``run``'s results (the harness's own rows aside)."""
-    from .checks.base import Status
+    from ..checks.base import Status
 
     return [(c.name, r.scenario) for r in results for c in r.checks
             if c.status is Status.FAIL and c.name not in HARNESS_ROWS]
@@ -155,7 +155,7 @@ def run_findings(results: Iterable[ScenarioResult]) -> list[tuple[str, str]]:
 def run_ok(results: Iterable[ScenarioResult], judgement: Judgement) -> bool:
     """``run``'s verdict under the baseline: every scenario passed, or failed only checks the baseline accepts (a
     scenario that could not run, a turn that raised, a harness row or a declared divergence is judged as before)."""
-    from .checks.base import Status
+    from ..checks.base import Status
 
     accepted = {(entry.check, where) for entry, where in judgement.accepted}
     return all(r.ok or (r.verdict == "fail" and r.declared is None and all(

@@ -1,4 +1,4 @@
-"""One scenario as ``run`` and ``record`` run it, in-process (``-j 1``) or in a worker (``harness/parallel.py``):
+"""One scenario as ``run`` and ``record`` run it, in-process (``-j 1``) or in a worker (``harness/run/pool.py``):
 the run, its ``snapshot`` row, and the logging set-up a fresh worker process needs too."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # annotations only: the CLI imports this module at start-up
-    from .result import ScenarioResult
-    from .run_options import RunOptions
-    from .scenario.models import Scenario
+    from ..result import ScenarioResult
+    from .options import RunOptions
+    from ..scenario.models import Scenario
 
 PROG = "rlm-conformance"
 Snapshots = tuple[Path, bool] | None
@@ -30,8 +30,8 @@ def configure_logging(level: str) -> None:
 def with_snapshot(result: ScenarioResult, scenario: Scenario, options: RunOptions, folder: Path,
                   update: bool) -> ScenarioResult:
     """The scenario's ``snapshot`` row: the verdict pytest's syrupy comparison gives, so both agree."""
-    from .snapshot.compare import compare_snapshot, snapshot_path
-    from .targets.choice import choose_target
+    from ..snapshot.compare import compare_snapshot, snapshot_path
+    from ..targets.choice import choose_target
 
     if result.trace is None:
         return result
@@ -50,8 +50,8 @@ def run_one(scenario: Scenario, options: RunOptions, snapshots: Snapshots) -> Sc
     """One scenario and its snapshot row: what ``-j 1`` does in-process and every worker does per scenario.
 
     It does not raise (but KeyboardInterrupt): a snapshot that cannot be compared or written, or a harness bug
-    past ``run_scenario``'s own guard, is the scenario's ``error`` (harness/failures.py), and the run goes on."""
-    from .errors import HarnessError
+    past ``run_scenario``'s own guard, is the scenario's ``error`` (harness/run/failures.py), and the run goes on."""
+    from ..errors import HarnessError
     from .failures import error_result, harness_bug
     from .runner import run_scenario
 
@@ -72,7 +72,7 @@ def declared(result: ScenarioResult, scenario: Scenario, options: RunOptions) ->
     """``result`` marked with the divergence its backend declares for ``scenario``, if any (a strict xfail)."""
     if options.backend != "databricks":
         return result
-    from .targets.databricks import declared_divergence
+    from ..targets.databricks import declared_divergence
 
     reason = declared_divergence(scenario.name)
     return dataclasses.replace(result, declared=f"databricks backend: {reason}") if reason else result
@@ -80,7 +80,7 @@ def declared(result: ScenarioResult, scenario: Scenario, options: RunOptions) ->
 
 def scrubbed(result: ScenarioResult, options: RunOptions) -> ScenarioResult:
     """``result`` with no secret of the run in it (its error text may quote one)."""
-    from .llm.scrub_outputs import scrub_result
-    from .llm.session import run_secrets
+    from ..llm.scrub_outputs import scrub_result
+    from ..llm.session import run_secrets
 
     return scrub_result(result, secrets=run_secrets(options))

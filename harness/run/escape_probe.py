@@ -29,7 +29,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from .trace.model import EscapeProbeRecord
+from ..trace.model import EscapeProbeRecord
 
 ESCAPE_PORT = 47913
 """The listener's port; the probe's code connects to it (scenarios/executor_escape_probe.yaml)."""

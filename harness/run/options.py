@@ -1,7 +1,7 @@
 """How a scenario is run: ``RunOptions`` and the model settings every run shares.
 
-Below both ``harness/runner.py`` and ``harness/llm/``, so the model side of a run reads its options
-without importing the pipeline (``harness.runner`` re-exports every name here).
+Below both ``harness/run/runner.py`` and ``harness/llm/``, so the model side of a run reads its options
+without importing the pipeline (``harness.run.runner`` re-exports every name here).
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .llm.modes import LlmMode
+from ..llm.modes import LlmMode
 
 if TYPE_CHECKING:
     from google.genai import types
 
-    from .targets.profile import TargetProfile
+    from ..targets.profile import TargetProfile
 
 # RETRY_OPTIONS too, through the module __getattr__ below (a name __all__ cannot list).
 __all__ = ["CASSETTE_VERDICT", "DEFAULT_MODEL", "MODEL_TIMEOUT_S", "RunOptions"]
@@ -84,17 +84,17 @@ class RunOptions:
     # The target's executor must confine the code it runs (kernel limits on files, network, memory, processes):
     # a target that says a protection is missing fails executor_confined instead of warning.
     require_confinement: bool = False
-    # Run the session-service contract on the run's service after the scenario (harness/service_probe.py), for
+    # Run the session-service contract on the run's service after the scenario (harness/run/service_probe.py), for
     # stale_writer_rejected and the other contract checks. The differential mode compares what the services
     # persisted and runs probes of its own, so it turns this off (~2 s per kind of service).
     probe_session_service: bool = True
-    # A folder the workers of one ``run -j N`` share (harness/probe_share.py): the first worker to meet a kind of
+    # A folder the workers of one ``run -j N`` share (harness/run/probe_share.py): the first worker to meet a kind of
     # service probes it and leaves the record there; the others leave the probe pending and the parent fills it
     # in, so the ~1-2 s contract suite runs once per kind of service and run, not once per worker.
     probe_share: str | None = None
     # Keep each session as ADK's service returns it at the end (Trace.adk_sessions), for what turns a run back
     # into ADK's formats (``export evalset``) or compares it with ADK's own recording (``import adk-conformance``).
     keep_adk_sessions: bool = False
-    # The target reads the scenario's clock (harness/clock.py) in replay and scripted runs and in recordings;
+    # The target reads the scenario's clock (harness/run/clock.py) in replay and scripted runs and in recordings;
     # False: the machine's (a cassette whose prompts hold the time then goes stale: tests/harness/test_clock.py).
     frozen_clock: bool = True
