@@ -148,3 +148,10 @@ def test_an_agent_run_as_a_tool_is_named_with_the_fix(tmp_path: Path, capsys) ->
     printed = capsys.readouterr().out
     assert code == 0
     assert "solver[0] -> coder: an agent run as a tool answers in a session of its own" in printed
+
+
+def test_the_initial_state_is_what_the_fixtures_state_holds_that_no_event_wrote(tmp_path: Path) -> None:
+    fixture = {**_fixture(), "state": {"user:tier": "gold", "run_count": 2, "temp:scratch": 1}}
+    [imported], _ = import_fixtures(_folder_with(tmp_path, {"seeded": fixture}), DIGEST, target=TARGET)
+    assert imported.scenario["sessions"][0]["initial_state"] == {"user:tier": "gold"}
+    assert imported.scenario["expect"]["state"]["user:tier"] == "gold"
