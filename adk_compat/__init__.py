@@ -29,7 +29,7 @@ from google.adk.sessions.base_session_service import BaseSessionService, GetSess
 
 __all__ = ["HAS_ADK_STALE_SESSION_ERROR", "HAS_GEMINI_CLIENT_KWARGS", "StaleSessionError", "canonical_model_request",
            "gemini", "is_stale_session_error", "ADK_SERVICES_HAVE_GET_USER_STATE", "ADK_LINE_SERVICE_DIVERGENCES",
-           "GET_SESSION_CONFIG_REJECTS_NEGATIVE"]
+           "GET_SESSION_CONFIG_REJECTS_NEGATIVE", "HAS_ADK_TEST_RUNNER", "adk_test_files", "normalize_adk_test_ids"]
 
 
 # --- StaleSessionError -----------------------------------------------------------------------------------
@@ -196,3 +196,37 @@ except ValueError:
     GET_SESSION_CONFIG_REJECTS_NEGATIVE = True
 else:
     GET_SESSION_CONFIG_REJECTS_NEGATIVE = False
+
+
+# --- `adk test` (google.adk.cli.agent_test_runner) -----------------------------------------------------------
+# ADK 2.x: `adk test` runs pytest over agent_test_runner, which replays ``<agent dir>/tests/*.json`` session
+#   fixtures; its ``get_test_files`` finds them, its ``_normalize_ids`` (private name, public module) numbers the
+#   events and function calls of a rebuilt fixture ``e-N``/``fc-N``.
+# ADK 1.x (1.39.1): no such module, no `adk test`: fixtures are found by the same rule here, and none is written.
+import importlib.util as _importlib_util  # noqa: E402 (kept beside the one shim that needs it)
+from pathlib import Path as _Path  # noqa: E402
+
+ADK_TEST_RUNNER_MODULE = "google.adk.cli.agent_test_runner"
+HAS_ADK_TEST_RUNNER = _importlib_util.find_spec(ADK_TEST_RUNNER_MODULE) is not None
+_AGENT_FOLDER_MARKS = ("agent.py", "__init__.py", "root_agent.yaml")
+
+
+def adk_test_files(folder: _Path) -> list[tuple[_Path, _Path]]:
+    """``(agent dir, fixture)`` for every ``tests/*.json`` under ``folder`` whose parent's parent is an agent folder:
+    ADK's own ``get_test_files`` where it exists (2.x), the same rule otherwise (1.x)."""
+    if HAS_ADK_TEST_RUNNER:
+        from google.adk.cli.agent_test_runner import get_test_files
+
+        return [(_Path(p.values[0]), _Path(p.values[1])) for p in get_test_files(str(folder))]
+    return [(f.parent.parent, f) for f in _Path(folder).rglob("tests/*.json")
+            if any((f.parent.parent / mark).exists() for mark in _AGENT_FOLDER_MARKS)]
+
+
+def normalize_adk_test_ids(events: list[Any]) -> list[Any]:
+    """ADK 2.x's own normalisation of a rebuilt fixture's events (partial events dropped, ids ``e-N``/``fc-N``).
+    ADK 1.x has no `adk test`: asking for it there is a mistake of the caller (check HAS_ADK_TEST_RUNNER)."""
+    if not HAS_ADK_TEST_RUNNER:
+        raise RuntimeError("ADK 1.x has no `adk test` (google.adk.cli.agent_test_runner): no fixture to write")
+    from google.adk.cli import agent_test_runner
+
+    return agent_test_runner._normalize_ids(events)

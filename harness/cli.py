@@ -184,15 +184,19 @@ def build_parser() -> argparse.ArgumentParser:
     _add_wide(record)
 
     export = commands.add_parser(
-        "export", help="write scenarios in another format (an ADK eval set)",
+        "export", help="write scenarios in another format (an ADK eval set, `adk test` fixtures)",
         description="`export evalset --out FILE`: run the selected scenarios (all of the configured folder by "
                     "default) once in scripted mode and write an ADK eval set of what they did — user turns, tool "
                     "trajectory with authors, final responses, initial and final session state — that ADK's own "
                     "loader reads and `adk eval` runs. Exit 0 when every scenario was exported, 1 when some could "
-                    "not be, 2 on bad arguments. See docs/import.md.")
-    export.add_argument("kind", choices=("evalset",), metavar="KIND", help="evalset")
-    export.add_argument("--out", type=Path, required=True, metavar="FILE",
-                        help="the eval set file to write (e.g. tests/eval/conformance.evalset.json)")
+                    "not be, 2 on bad arguments. `export adk-test` (ADK 2.x): the same runs written as `adk "
+                    "test` fixtures into the agent folder --target names (<folder>/tests/<scenario>.json), which "
+                    "ADK's own runner replays. "
+                    "See docs/import.md.")
+    export.add_argument("kind", choices=("evalset", "adk-test"), metavar="KIND", help="evalset or adk-test")
+    export.add_argument("--out", type=Path, metavar="FILE",
+                        help="evalset: the eval set file to write (e.g. tests/eval/conformance.evalset.json); "
+                             "adk-test takes no --out (the fixtures go into the target's agent folder)")
     _add_selection(export)
     _add_target(export, modes=("scripted",), default_mode="scripted")
 
@@ -706,6 +710,12 @@ def cmd_export(args: argparse.Namespace) -> int:
     from .init.project import write_atomic
 
     configure_logging(args.log_level)
+    if args.kind == "adk-test":
+        from .importers.adk_test_export import cmd_export_adk_test
+
+        return cmd_export_adk_test(args, _load, _options, _preflight, _stdout_console())
+    if args.out is None:
+        raise HarnessError("export evalset needs --out FILE (the eval set to write).")
     scenarios = _load(args.scenarios_dir, args.scenario, args.substring)
     options = _options(args, record=False)
     _preflight(scenarios, options)

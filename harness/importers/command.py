@@ -41,7 +41,8 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
 def add_import_parser(commands: Any) -> None:
     """Add ``import`` (with its ``evalset`` kind) and ``capture`` to the CLI's sub-commands."""
     parser = commands.add_parser(
-        "import", help="turn test material teams already have into scenarios (ADK eval sets, adk conformance)",
+        "import", help="turn test material teams already have into scenarios (ADK eval sets, adk conformance, "
+                            "adk test)",
         description="Write scenarios from another format. `import evalset PATH`: every EvalCase of an ADK eval set "
                     "(.evalset.json, or the older .test.json; a file or a folder of them) becomes a scenario whose "
                     "script replays the recorded trajectory offline, with final_session_state as its expected "
@@ -65,6 +66,17 @@ def add_import_parser(commands: Any) -> None:
                     "verbatim and compares the run's session with the recorded one (check adk_recording_matches).")
     conformance.add_argument("path", type=Path, metavar="DIR", help="a case folder, or a folder of them")
     _add_common(conformance)
+    adk_test = kinds.add_parser(
+        "adk-test", help="`adk test` fixtures (tests/*.json in agent folders)",
+        description="Import `adk test` fixtures: each tests/*.json of an agent folder under DIR (found as `adk test` "
+                    "finds them) becomes a scenario that serves the stored model contents verbatim, sends its user "
+                    "messages, and expects the state its events' deltas leave. The sub-model's answers to code that "
+                    "calls llm_query are in no fixture: give them with --sub-lm.")
+    adk_test.add_argument("path", type=Path, metavar="DIR", help="the folder `adk test` is given")
+    _add_common(adk_test)
+    adk_test.add_argument("--sub-lm", type=Path, metavar="FILE",
+                          help="the sub-model's answers to code that calls llm_query/llm_query_batched: a YAML list "
+                               "for every such fixture, or a mapping of scenario name or fixture stem -> list")
 
     capture = commands.add_parser(
         "capture", help="turn a stored session (an incident) into a scenario that replays it",
@@ -149,6 +161,18 @@ def cmd_import(args: argparse.Namespace) -> int:
         imported, refused = import_eval_sets(args.path, agent_tree(app), exact_state=args.exact_state,
                                              profile=where.profile, target=where.target, taken=existing,
                                              sub_lm=args.sub_lm)
+    elif args.kind == "adk-test":
+        from .adk_test import import_fixtures
+
+        from google.adk.agents import LlmAgent
+
+        from ..targets.agent_tree import tree_agents
+
+        tree = agent_tree(app)
+        nested = [agent.name for agent in tree_agents(app.root_agent)
+                  if isinstance(agent, LlmAgent) and agent.name not in tree.llm_agents]
+        imported, refused = import_fixtures(args.path, tree, profile=where.profile, target=where.target,
+                                            taken=existing, sub_lm=args.sub_lm, nested_agents=nested)
     else:
         imported, refused = import_cases(args.path, agent_tree(app), app_name=app.name, profile=where.profile,
                                          target=where.target, taken=existing)

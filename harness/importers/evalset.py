@@ -124,7 +124,7 @@ def load_sub_model_answers(path: Path) -> dict[str | None, list[dict[str, Any]]]
     return steps
 
 
-def _with_sub_model(imported: Imported, case_id: str, answers: dict[str | None, list[dict[str, Any]]] | None,
+def with_sub_model(imported: Imported, case_id: str, answers: dict[str | None, list[dict[str, Any]]] | None,
                     answers_file: Path | None) -> Imported:
     """The sub-model's answers the case's code needs, from ``answers``; else a note saying how to give them."""
     callers = sub_model_callers(imported.scenario["script"])
@@ -344,7 +344,7 @@ def import_eval_sets(path: Path, tree: AgentTree, *, exact_state: bool = False, 
                 refused.append(Refusal(source, str(exc)))
                 continue
             used.add(name)
-            imported.append(_with_sub_model(Imported(name, source, scenario), case.eval_id, answers, sub_lm))
+            imported.append(with_sub_model(Imported(name, source, scenario), case.eval_id, answers, sub_lm))
     return imported, refused
 
 
