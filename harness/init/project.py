@@ -88,12 +88,13 @@ def load_target_app(spec: str, *, allow_builtin: bool = False) -> Any:
     from google.adk.models.google_llm import Gemini
 
     from ..targets.base import TargetEnvironment
-    from ..targets.registry import BUILTIN_TARGETS, resolve_target
+    from ..targets.plugins import plugins
+    from ..targets.registry import resolve_target
 
-    if spec in BUILTIN_TARGETS and not allow_builtin:
-        raise InitError(f"--target {spec!r} is built in and ships its own profile (reference_agent/"
-                        f"conformance_profile.yaml); init drafts one for your agent: --target package.module:attr "
-                        f"naming its ADK App, root agent or a zero-argument factory of either.")
+    if spec in plugins() and not allow_builtin:
+        raise InitError(f"--target {spec!r} is a target plugin's and ships its own profile; init drafts one for "
+                        f"your agent: --target package.module:attr naming its ADK App, root agent or a zero-argument "
+                        f"factory of either.")
     factory = resolve_target(spec)
 
     async def no_sub_lm(prompt: str) -> str:  # never called: nothing runs during init
