@@ -34,7 +34,7 @@ BUG_FRAMES = 6
 """Frames of a harness bug's traceback kept in its error text (innermost last)."""
 
 log = logging.getLogger(__name__)
-_HARNESS_DIR = str(Path(__file__).resolve().parent) + os.sep
+_HARNESS_DIR = str(Path(__file__).resolve().parents[1]) + os.sep  # harness/, from harness/run/failures.py
 
 
 def _said(exc: BaseException) -> str:

@@ -1,0 +1,60 @@
+"""One settings resolver for every verb: a flag, else ``[tool.rlm-conformance]`` (harness/project_config.py),
+else the built-in default; and the run options the settings make."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+
+    from ..run.options import RunOptions
+
+
+def settle(args: argparse.Namespace) -> None:
+    """Fill every setting the command line left out from ``[tool.rlm-conformance]`` (harness/project_config.py),
+    else the built-in default. ``scenarios_dir`` becomes a list (the table may name several)."""
+    from ..project_config import load_project_config
+
+    args.configured_by = {}  # flag -> where its value came from, when that is the pyproject table
+    if args.command not in ("run", "record", "list", "export", "explore"):
+        return
+    project = load_project_config()
+
+    def fill(name: str, value: object, default: object) -> None:
+        if hasattr(args, name) and getattr(args, name) is None:
+            setattr(args, name, value if value is not None else default)
+            if value is not None:
+                args.configured_by["--" + name.replace("_", "-")] = project.origin(name)
+
+    if args.scenarios_dir is None and project.scenarios:
+        args.configured_by["--scenarios-dir"] = project.origin("scenarios")
+    args.scenarios_dir = ([args.scenarios_dir] if args.scenarios_dir is not None
+                          else [str(p) for p in project.scenarios] if project.scenarios else ["scenarios"])
+    fill("target", project.target, None)
+    fill("session_service", project.session_service, "delta")
+    fill("profile", project.profile, None)
+    fill("cassette_dir", project.cassettes, "cassettes")
+    fill("snapshot_dir", project.snapshots, "snapshots")
+    fill("backend", project.backend, "local")
+    if args.command == "export":  # what it exports is what the script makes the agent do
+        args.llm_mode = "scripted"
+    elif args.command == "record":  # recording needs a model: a configured replay means "the scripted one"
+        fill("llm_mode", project.llm_mode if project.llm_mode != "replay" else None, "scripted")
+    else:
+        fill("llm_mode", project.llm_mode, "replay")
+
+
+def run_options(args: argparse.Namespace, *, record: bool) -> RunOptions:
+    from ..llm.modes import LlmMode
+    from ..run.options import RunOptions
+    from ..targets.profile import load_profile
+
+    profile = load_profile(args.profile) if args.profile is not None else None
+    return RunOptions(target=args.target, llm_mode=LlmMode(args.llm_mode), record=record,
+                      cassette_dir=Path(args.cassette_dir), session_service=args.session_service, profile=profile,
+                      profile_path=args.profile, profile_is_default="--profile" in getattr(args, "configured_by", {}),
+                      backend=args.backend, databricks_live=args.databricks_live, executor=args.executor,
+                      allow_drift=args.allow_drift, require_confinement=args.require_confinement,
+                      allow_script_misfit=getattr(args, "allow_script_misfit", False))
