@@ -20,7 +20,7 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -76,6 +76,26 @@ class ProjectConfig:
     def origin(self, key: str) -> str:
         """Where ``key``'s value came from, for messages: ``[tool.rlm-conformance] llm-mode in /p/pyproject.toml``."""
         return f"[{TABLE}] {_kebab(key)} in {self.path}"
+
+    def layer(self, key: str) -> tuple[Any, str]:
+        """``key``'s value in the table and where it came from: one layer for ``resolve``."""
+        return getattr(self, key), self.origin(key)
+
+
+DEFAULTS: dict[str, Any] = {"target": None, "profile": None, "scenarios": "scenarios", "cassettes": "cassettes",
+                            "snapshots": "snapshots", "llm_mode": "replay", "session_service": "delta",
+                            "backend": "local"}
+"""Every setting's built-in default, by its key in the table (the CLI, the pytest plugin and the doctor read these)."""
+DEFAULT_ORIGIN = "the built-in default"
+
+
+def resolve(key: str, *layers: tuple[Any, str], default: Any = ...) -> tuple[Any, str]:
+    """The first layer that gives ``key`` a value (a flag, a pytest ini option, the table — in the caller's order of
+    precedence) with its origin, else the built-in default (``default`` overrides ``DEFAULTS[key]``)."""
+    for value, origin in layers:
+        if value is not None:
+            return value, origin
+    return (DEFAULTS[key] if default is ... else default), DEFAULT_ORIGIN
 
 
 def find_pyproject(start: Path) -> Path | None:

@@ -8,42 +8,46 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-
     from ..run.options import RunOptions
 
 
 def settle(args: argparse.Namespace) -> None:
     """Fill every setting the command line left out from ``[tool.rlm-conformance]`` (harness/project_config.py),
     else the built-in default. ``scenarios_dir`` becomes a list (the table may name several)."""
-    from ..project_config import load_project_config
+    from ..project_config import DEFAULT_ORIGIN, load_project_config, resolve
 
     args.configured_by = {}  # flag -> where its value came from, when that is the pyproject table
     if args.command not in ("run", "record", "list", "export", "explore"):
         return
     project = load_project_config()
 
-    def fill(name: str, value: object, default: object) -> None:
-        if hasattr(args, name) and getattr(args, name) is None:
-            setattr(args, name, value if value is not None else default)
-            if value is not None:
-                args.configured_by["--" + name.replace("_", "-")] = project.origin(name)
+    def fill(name: str, key: str, *, table: object = ..., default: object = ...) -> None:
+        if not hasattr(args, name):
+            return
+        flag = "--" + name.replace("_", "-")
+        value, origin = resolve(key, (getattr(args, name), flag),
+                                (getattr(project, key) if table is ... else table, project.origin(key)),
+                                default=default)
+        setattr(args, name, value)
+        if origin not in (flag, DEFAULT_ORIGIN):
+            args.configured_by[flag] = origin
 
-    if args.scenarios_dir is None and project.scenarios:
-        args.configured_by["--scenarios-dir"] = project.origin("scenarios")
-    args.scenarios_dir = ([args.scenarios_dir] if args.scenarios_dir is not None
-                          else [str(p) for p in project.scenarios] if project.scenarios else ["scenarios"])
-    fill("target", project.target, None)
-    fill("session_service", project.session_service, "delta")
-    fill("profile", project.profile, None)
-    fill("cassette_dir", project.cassettes, "cassettes")
-    fill("snapshot_dir", project.snapshots, "snapshots")
-    fill("backend", project.backend, "local")
+    fill("scenarios_dir", "scenarios")
+    args.scenarios_dir = ([args.scenarios_dir] if isinstance(args.scenarios_dir, str)
+                          else [str(p) for p in args.scenarios_dir])
+    fill("target", "target")
+    fill("session_service", "session_service")
+    fill("profile", "profile")
+    fill("cassette_dir", "cassettes")
+    fill("snapshot_dir", "snapshots")
+    fill("backend", "backend")
     if args.command == "export":  # what it exports is what the script makes the agent do
         args.llm_mode = "scripted"
     elif args.command == "record":  # recording needs a model: a configured replay means "the scripted one"
-        fill("llm_mode", project.llm_mode if project.llm_mode != "replay" else None, "scripted")
+        fill("llm_mode", "llm_mode", table=project.llm_mode if project.llm_mode != "replay" else None,
+             default="scripted")
     else:
-        fill("llm_mode", project.llm_mode, "replay")
+        fill("llm_mode", "llm_mode")
 
 
 def run_options(args: argparse.Namespace, *, record: bool) -> RunOptions:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import HarnessError
+from ..project_config import DEFAULTS
 from .findings import Finding, error, ok, skipped, warning
 
 CHECK = "project"
@@ -61,7 +62,7 @@ def project_findings(start: Path | None = None) -> list[Finding]:
     except HarnessError as exc:
         return [*findings, error("scenarios", str(exc), "fix the scenario files named above")]
     findings.append(ok("scenarios", f"{len(scenarios)} scenario(s) in {', '.join(map(str, scenario_dirs))}"))
-    return findings + _targets_and_cassettes(scenarios, project, profile, project.cassettes or here / "cassettes")
+    return findings + _targets_and_cassettes(scenarios, project, profile, project.cassettes or here / DEFAULTS["cassettes"])
 
 
 def _targets_and_cassettes(scenarios: list, project, profile, cassettes: Path) -> list[Finding]:  # noqa: ANN001
@@ -88,7 +89,7 @@ def _targets_and_cassettes(scenarios: list, project, profile, cassettes: Path) -
             except HarnessError as exc:
                 findings.append(error("target", str(exc), "fix the target's module:attr, or the import error "
                                                           "it raises (run `python -c 'import <module>'`)"))
-        if not (cassette_dir(cassettes, choice.name, project.backend or "local") / f"{scenario.name}.yaml"
+        if not (cassette_dir(cassettes, choice.name, project.backend or DEFAULTS["backend"]) / f"{scenario.name}.yaml"
                 ).is_file():
             missing.append(scenario.name)
     findings += [ok("target", f"{spec} resolves") for spec in resolved]

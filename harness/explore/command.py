@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..project_config import DEFAULTS
 from ..run.baseline import add_arguments as add_baseline_arguments
 from .run import DEFAULT_DB, DEFAULT_EXAMPLE_TIMEOUT_S, DEFAULT_MAX_EXAMPLES, DEFAULT_OUT, PROG, ExploreSettings
 
@@ -104,7 +105,7 @@ def settings_from(args: argparse.Namespace) -> ExploreSettings:
                                                                              DEFAULT_MAX_EXAMPLES)
     return ExploreSettings(
         out_dir=args.out if args.out is not None else DEFAULT_OUT,
-        target=args.target, profile_path=args.profile, session_service=args.session_service or "delta",
+        target=args.target, profile_path=args.profile, session_service=args.session_service or DEFAULTS["session_service"],
         executor=args.executor, max_examples=max_examples, time_s=args.time, seed=args.seed,
         checks=tuple(args.check), behaviours=args.behaviours, shrink_runs=args.shrink_runs,
         database=None if args.no_database else args.database,

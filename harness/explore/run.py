@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import HarnessError
+from ..project_config import DEFAULTS
 
 if TYPE_CHECKING:
     from ..targets.profile import TargetProfile
@@ -40,7 +41,7 @@ class ExploreSettings:
     out_dir: Path  # where minimal failing scenarios are written
     target: str | None = None  # None: the profile's target, else reference
     profile_path: Path | None = None
-    session_service: str = "delta"
+    session_service: str = DEFAULTS["session_service"]
     executor: str = "warm"
     max_examples: int | None = DEFAULT_MAX_EXAMPLES  # None: unbounded (with a time budget)
     time_s: float | None = None

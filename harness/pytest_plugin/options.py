@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..llm.modes import LlmMode
+from ..project_config import DEFAULT_ORIGIN, DEFAULTS, resolve
+from ..targets.plugins import backends
 from ..targets.service_choice import SERVICE_CHOICE, SERVICE_CHOICES
 
 if TYPE_CHECKING:
@@ -43,7 +45,7 @@ GROUP = "rlm-conformance"
 OWNED_BY = {"--profile": "pytest_profiling"}
 """Short names another plugin registers: when it is installed we only register the ``--rlm-`` twin
 (plugins' ``pytest_addoption`` run in entry-point order, so it could come after us and crash on a clash)."""
-DEFAULT = "the built-in default"
+DEFAULT = DEFAULT_ORIGIN
 
 
 def _registered_names(group: Any) -> set[str]:
@@ -105,7 +107,7 @@ def add_options(parser: pytest.Parser) -> None:
     _add(group, "--require-confinement", dest="rlm_require_confinement", action="store_true",
          help="the executor must confine the code it runs: a missing protection fails the run instead of warning "
               "once (docs/executor-confinement.md).")
-    _add(group, "--backend", dest="rlm_backend", default=None, choices=BACKENDS,
+    _add(group, "--backend", dest="rlm_backend", default=None, choices=("local", *backends()),
          help="local (DuckDB, a folder, a subprocess; default) or databricks: the reference agent on a workspace, "
               "replayed from cassettes/databricks/ (recorded against the local workspace fake with --llm-mode "
               "scripted). Scenarios that cannot pass there yet are xfail (reference_agent/conformance/databricks.py). "
@@ -136,7 +138,6 @@ def _examples(value: str) -> int:
     return int(value)
 
 
-BACKENDS = ("local", "databricks")
 INI = {
     "rlm_target": "rlm-conformance: reference, legacy or module:attr (as --target)",
     "rlm_profile": "rlm-conformance: target profile YAML, relative to this file (as --profile)",
@@ -190,7 +191,7 @@ class PluginOptions:
             raise pytest.UsageError(str(exc)) from None
         pick = _Picker(config, project)
         record_mode = config.getoption("rlm_record_mode") or config.getoption("record_mode", None) or "none"
-        llm_mode = pick.choice("llm_mode", "--llm-mode", "rlm_llm_mode", [m.value for m in LlmMode], "replay")
+        llm_mode = pick.choice("llm_mode", "--llm-mode", "rlm_llm_mode", [m.value for m in LlmMode])
         if record_mode != "none" and llm_mode == "replay":
             if pick.origins["llm_mode"] == "--llm-mode":
                 raise pytest.UsageError(
@@ -201,15 +202,15 @@ class PluginOptions:
             llm_mode, pick.origins["llm_mode"] = "scripted", f"--record-mode {record_mode}"
         root = config.rootpath
         return cls(
-            target=pick.text("target", "--target", "rlm_target", None),
-            session_service=pick.text("session_service", "--session-service", "rlm_session_service", "delta"),
+            target=pick.text("target", "--target", "rlm_target"),
+            session_service=pick.text("session_service", "--session-service", "rlm_session_service"),
             llm_mode=LlmMode(llm_mode),
             record_mode=record_mode,
-            scenarios=pick.paths("scenarios", "--scenarios-dir", "rlm_scenarios", root / "scenarios"),
-            cassette_dir=pick.path("cassettes", "--cassette-dir", "rlm_cassette_dir", root / "cassettes"),
-            snapshot_dir=pick.path("snapshots", "--snapshot-dir", "rlm_snapshot_dir", root / "snapshots"),
+            scenarios=pick.paths("scenarios", "--scenarios-dir", "rlm_scenarios", root / DEFAULTS["scenarios"]),
+            cassette_dir=pick.path("cassettes", "--cassette-dir", "rlm_cassette_dir", root / DEFAULTS["cassettes"]),
+            snapshot_dir=pick.path("snapshots", "--snapshot-dir", "rlm_snapshot_dir", root / DEFAULTS["snapshots"]),
             profile_path=pick.path("profile", "--profile", "rlm_profile", None),
-            backend=pick.choice("backend", "--backend", "rlm_backend", list(BACKENDS), "local"),
+            backend=pick.choice("backend", "--backend", "rlm_backend", ["local", *backends()]),
             allow_drift=config.getoption("rlm_allow_drift"),
             executor=config.getoption("rlm_executor"),
             require_confinement=config.getoption("rlm_require_confinement"),
@@ -237,18 +238,13 @@ class _Picker:
     def _ini_origin(self, name: str) -> str:
         return f"ini option {name} in {self.config.inipath}"
 
-    def text(self, key: str, flag: str, ini: str, default: str | None) -> Any:
-        for value, origin in ((self.config.getoption(self._cli_dest(flag)), flag),
-                              (self._ini(ini), self._ini_origin(ini)),
-                              (getattr(self.project, key), self.project.origin(key))):
-            if value is not None:
-                self.origins[key] = origin
-                return value
-        self.origins[key] = DEFAULT
-        return default
+    def text(self, key: str, flag: str, ini: str) -> Any:
+        value, self.origins[key] = resolve(key, (self.config.getoption(self._cli_dest(flag)), flag),
+                                           (self._ini(ini), self._ini_origin(ini)), self.project.layer(key))
+        return value
 
-    def choice(self, key: str, flag: str, ini: str, choices: list[str], default: str) -> str:
-        value = self.text(key, flag, ini, default)
+    def choice(self, key: str, flag: str, ini: str, choices: list[str]) -> str:
+        value = self.text(key, flag, ini)
         if value not in choices:  # only an ini value can be out of range: argparse and pydantic check the others
             raise pytest.UsageError(f"{self.origins[key]}: {value!r} is not one of {', '.join(choices)}. "
                                     f"Fix the value.")

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..llm.modes import LlmMode
+from ..project_config import DEFAULTS
 
 if TYPE_CHECKING:
     from google.genai import types
@@ -53,9 +54,9 @@ class RunOptions:
     target: str | None = None  # None: the scenario's own target
     llm_mode: LlmMode = LlmMode.REPLAY
     record: bool = False  # write the cassette (scripted or live mode)
-    cassette_dir: Path = Path("cassettes")
+    cassette_dir: Path = Path(DEFAULTS["cassettes"])
     model: str = DEFAULT_MODEL
-    session_service: str = "delta"
+    session_service: str = DEFAULTS["session_service"]
     profile: TargetProfile | None = None
     profile_path: Path | None = None  # where ``profile`` came from: the commands the harness prints name it
     # ``profile`` is the project's default ([tool.rlm-conformance] or an ini option), not --profile: a scenario's
