@@ -19,7 +19,7 @@ import collections
 import multiprocessing
 import time
 from collections.abc import Callable, Iterable
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 from ..errors import HarnessError
@@ -146,38 +146,29 @@ class Pool:
 
     def _collect(self) -> None:
         """Wait for at least one worker to finish (or die), keep its verdict, give it the next job."""
-        from ..run.pool import death_reason
+        from ..run.pool import Died, finished
         from .hang import hung_verdict
 
-        busy = [(slot, self._workers[slot]) for slot in self._busy]
-        ready = wait([w.conn for _, w in busy] + [w.process.sentinel for _, w in busy])
-        for slot, worker in busy:
-            if worker.conn in ready:
-                try:
-                    key, verdict = worker.conn.recv()
-                except (EOFError, OSError):  # died while sending: handled as a death below
-                    pass
-                else:
-                    self._ready[key] = verdict
-                    del self._busy[slot]
-                    worker.index, self._deaths = None, 0
-                    continue
-            if worker.process.sentinel in ready or not worker.process.is_alive():
-                worker.process.join()
-                if (hung := hung_verdict(worker.temp_folder, self.timeout_s)) is not None:  # not a crash
-                    self._ready[self._busy.pop(slot)] = hung
-                    self._deaths = 0
-                    worker.ended()
-                    self._workers[slot] = self._start()
-                    continue
+        for worker, message in finished(self._workers):
+            slot = worker.index
+            assert slot is not None
+            if not isinstance(message, Died):
+                key, verdict = message
+                self._ready[key] = verdict
+                del self._busy[slot]
+                worker.index, self._deaths = None, 0
+                continue
+            if (hung := hung_verdict(worker.temp_folder, self.timeout_s)) is not None:  # not a crash
+                self._ready[self._busy.pop(slot)] = hung
+                self._deaths = 0
+            else:
                 self._deaths += 1
                 if self._deaths > len(self._workers):  # not one plan's crash: the workers cannot run at all
                     raise HarnessError(f"explore -j: every worker process died before it could run a conversation "
-                                       f"(the last {death_reason(worker.process.exitcode).split(' (')[0]}). Run with -j 1 "
-                                       f"to see why.")
-                self._ready[self._busy.pop(slot)] = Verdict(discarded=death_reason(worker.process.exitcode)[:200])
-                worker.ended()
-                self._workers[slot] = self._start()
+                                       f"(the last {message.reason.split(' (')[0]}). Run with -j 1 to see why.")
+                self._ready[self._busy.pop(slot)] = Verdict(discarded=message.reason[:200])
+            worker.ended()
+            self._workers[slot] = self._start()
         self._feed()
 
     def close(self) -> None:

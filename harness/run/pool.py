@@ -128,6 +128,33 @@ class WorkerProcess:
         shutil.rmtree(self.temp_folder, ignore_errors=True)
 
 
+@dataclass(frozen=True)
+class Died:
+    """What a worker that died while busy sends instead of its answer: why (``death_reason``)."""
+
+    reason: str
+
+
+def finished(workers: Sequence[WorkerProcess]) -> Iterator[tuple[WorkerProcess, object]]:
+    """Wait until at least one busy worker (``index`` set) has answered or died; yield ``(worker, its message)``
+    for each, or ``(worker, Died(...))`` for one that died (joined already: the caller replaces it and calls
+    ``ended``). The one wait/receive/death loop of both pools: ``run -j`` here, ``explore -j`` (harness/explore/)."""
+    busy = [w for w in workers if w.index is not None]
+    ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy])
+    for worker in busy:
+        if worker.conn in ready:
+            try:
+                message = worker.conn.recv()
+            except (EOFError, OSError):  # died while sending: handled as a death below
+                pass
+            else:
+                yield worker, message
+                continue
+        if worker.process.sentinel in ready or not worker.process.is_alive():
+            worker.process.join()
+            yield worker, Died(death_reason(worker.process.exitcode))
+
+
 def spawn_worker(context: multiprocessing.context.SpawnContext, target: Callable[..., None], args: tuple,
                  *, name: str) -> WorkerProcess:
     """Start ``target(conn, *args)`` in a process of ``context``, with a temporary folder of its own.
@@ -242,30 +269,21 @@ class WorkerPool:
             for worker in workers:
                 feed(worker, setup)
             while any(w.index is not None for w in workers):
-                busy = [w for w in workers if w.index is not None]
-                ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy])
-                for worker in busy:
+                for worker, message in finished(workers):
                     index = worker.index
                     assert index is not None
-                    if worker.conn in ready:
-                        try:
-                            _, payload = worker.conn.recv()
-                        except (EOFError, OSError):  # died while sending: handled as a death below
-                            pass
-                        else:
-                            yield index, payload
-                            feed(worker)
-                            continue
-                    if worker.process.sentinel in ready or not worker.process.is_alive():
-                        worker.process.join()
-                        reason = death_reason(worker.process.exitcode)
-                        yield index, crashed(scenarios[index], reason, time.perf_counter() - worker.started)
-                        worker.ended()
-                        if pending:  # a replacement only when a scenario is left for it
-                            workers[workers.index(worker)] = fresh = self._start()
-                            feed(fresh, setup)
-                        else:
-                            worker.index = None
+                    if not isinstance(message, Died):
+                        _, payload = message
+                        yield index, payload
+                        feed(worker)
+                        continue
+                    yield index, crashed(scenarios[index], message.reason, time.perf_counter() - worker.started)
+                    worker.ended()
+                    if pending:  # a replacement only when a scenario is left for it
+                        workers[workers.index(worker)] = fresh = self._start()
+                        feed(fresh, setup)
+                    else:
+                        worker.index = None
         finally:
             self.close()
 
