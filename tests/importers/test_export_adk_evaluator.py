@@ -1,0 +1,114 @@
+"""An eval set written by ``export evalset`` runs in ADK's own evaluator — ``AgentEvaluator.evaluate_eval_set``
+and ``adk eval`` — offline: the model's answers are the ones the eval set recorded, served by the suite's scripted
+endpoint (harness/importers/recorded_model.py); the agent and its tools run for real. With trajectory criteria
+the correct outside agent (tests/user_agents/tool_rlm, as an ADK agent folder) passes and a broken variant of it
+(its LoopAgent bounded at 1 round instead of 4: a turn's ``finish`` call falls into the next turn) fails."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from harness.importers.export import export_eval_set
+from harness.importers.recorded_model import recorded_model
+from harness.runner import RunOptions
+from harness.scenario.loader import parse_scenario
+from tests.importers.test_import_evalset import PROFILE, RECORDED, TOOL_RLM
+
+EVAL_EXTRA = "ADK's evaluator needs ADK's eval extra (pip install 'google-adk[eval]'), which the suite does not install"
+pytest.importorskip("pandas", reason=EVAL_EXTRA)
+pytest.importorskip("rouge_score", reason=EVAL_EXTRA)
+
+pytestmark = pytest.mark.slow  # importing ADK's metric registry (Vertex AI's SDK, rouge) takes a minute here
+
+AGENT = Path(__file__).resolve().parents[1] / "user_agents" / "tool_rlm" / "agent.py"
+CORRECT, BROKEN = "roundtrip_correct", "roundtrip_short_loop"
+CRITERIA = {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}
+
+
+@pytest.fixture
+def agent_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Two ADK agent folders (what `adk eval` loads, importable as packages): the correct agent and the broken one."""
+    source = AGENT.read_text(encoding="utf-8")
+    broken = source.replace("max_iterations=4", "max_iterations=1")
+    assert broken != source
+    for name, text in ((CORRECT, source), (BROKEN, broken)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text("from . import agent\n", encoding="utf-8")
+        (tmp_path / name / "agent.py").write_text(text, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+def _export(tmp_path: Path) -> Path:
+    """The correct tool_rlm agent's two-turn scenario, exported as `export evalset` writes it."""
+    scenario = parse_scenario(RECORDED.format(profile=PROFILE), path=str(tmp_path / "math_six_times_seven.yaml"),
+                              stem="math_six_times_seven")
+    eval_set, refused = export_eval_set([scenario], RunOptions(cassette_dir=tmp_path / "c",
+                                                               target="tests.user_agents.tool_rlm.agent:app"), eval_set_id="roundtrip")
+    assert not refused, refused
+    path = tmp_path / "roundtrip.evalset.json"
+    path.write_text(eval_set.model_dump_json(indent=2, exclude_none=True), encoding="utf-8")
+    return path
+
+
+def _evaluate(agent_module: str, eval_set) -> str | None:
+    """ADK's AgentEvaluator on each case with that case's recorded answers; its failure message, or None."""
+    from google.adk.evaluation.agent_evaluator import AgentEvaluator
+    from google.adk.evaluation.eval_config import EvalConfig
+    from google.adk.evaluation.eval_set import EvalSet
+
+    for case in eval_set.eval_cases:
+        one = EvalSet(eval_set_id=eval_set.eval_set_id, eval_cases=[case])
+        with recorded_model(case, TOOL_RLM):
+            try:
+                asyncio.run(AgentEvaluator.evaluate_eval_set(agent_module, one, num_runs=1,
+                                                             eval_config=EvalConfig(criteria=CRITERIA)))
+            except AssertionError as failure:  # how AgentEvaluator reports failed criteria
+                return str(failure)
+    return None
+
+
+def test_adk_agent_evaluator_passes_the_correct_agent_and_fails_a_broken_one(tmp_path: Path,
+                                                                            agent_folders: Path) -> None:
+    from google.adk.evaluation.local_eval_sets_manager import load_eval_set_from_file
+
+    eval_set = load_eval_set_from_file(str(_export(tmp_path)), "roundtrip")  # ADK's own loader
+    assert _evaluate(f"{CORRECT}.agent", eval_set) is None
+    failure = _evaluate(f"{BROKEN}.agent", eval_set)
+    assert failure is not None and "tool_trajectory_avg_score" in failure, failure
+
+
+def test_adk_eval_command_runs_the_exported_eval_set_offline(tmp_path: Path, agent_folders: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """`adk eval AGENT_DIR FILE --config_file_path` (ADK's click command, in-process): every case passes on the
+    correct agent; on the broken one it reports a failed case (ADK 2.x also exits 1; 1.x always exits 0)."""
+    import json
+    import sys
+
+    from click.testing import CliRunner
+    from google.adk.cli.cli_tools_click import main as adk
+
+    path = _export(tmp_path)
+    config = tmp_path / "test_config.json"
+    config.write_text(json.dumps({"criteria": CRITERIA}), encoding="utf-8")
+    from google.adk.evaluation.local_eval_sets_manager import load_eval_set_from_file
+
+    [case] = load_eval_set_from_file(str(path), "roundtrip").eval_cases
+    outputs = {}
+    for name in (CORRECT, BROKEN):
+        # `adk eval` imports the folder as the module `agent` (its agent.py as `agent.agent`): one process per
+        # command line, so two folders in one process need those names forgotten in between.
+        for module in ("agent", "agent.agent"):
+            monkeypatch.delitem(sys.modules, module, raising=False)
+        with recorded_model(case, TOOL_RLM):
+            done = CliRunner().invoke(adk, ["eval", str(agent_folders / name), str(path), "--config_file_path",
+                                            str(config)])
+        outputs[name] = (done.exit_code, done.output, done.exception)
+    for module in ("agent", "agent.agent"):
+        sys.modules.pop(module, None)
+    assert "Tests passed: 1" in outputs[CORRECT][1] and "Tests failed: 0" in outputs[CORRECT][1], outputs[CORRECT]
+    assert outputs[CORRECT][0] == 0, outputs[CORRECT]
+    assert "Tests failed: 1" in outputs[BROKEN][1], outputs[BROKEN]
