@@ -13,7 +13,9 @@ is the same conversation with the model's side as a script, so:
   which may come before the turn's last tool calls; for ADK 1.x files it is the agent whose turn the last event
   was, or the agent a ``transfer_to_agent`` handed over to, at the end) —
   unless a custom (non-LLM) agent gave it, an executor's report: running that agent gives it again;
-* ``final_session_state`` -> ``expect.state``, compared as a subset or, with ``exact``, as the whole state;
+* ``final_session_state`` -> ``expect.state``, compared as a subset or, with ``exact``, as the whole state; a key
+  whose name or value holds a placeholder ``export evalset`` wrote for a value the run drew afresh (an id, a time, a
+  temporary path: harness/snapshot/normalize.py) is left out, with a note, and the rest compared as a subset;
 * what no eval set holds — the sub-model's answers to code that calls ``llm_query`` — is named per case (a note
   with the fix), or taken from a file of answers (``--sub-lm``).
 
@@ -38,6 +40,7 @@ import yaml
 
 from ..errors import HarnessError
 from ..scenario.script import SUB_LM
+from ..snapshot.normalize import holds_placeholder
 
 if TYPE_CHECKING:
     from google.adk.evaluation.eval_case import EvalCase, Invocation
@@ -133,9 +136,9 @@ def _with_sub_model(imported: Imported, case_id: str, answers: dict[str | None, 
     mine = None if answers is None else answers.get(imported.name, answers.get(case_id, answers.get(None)))
     if mine is not None:
         scenario = {**imported.scenario, "script": {**imported.scenario["script"], SUB_LM: mine}}
-        return dataclasses.replace(imported, scenario=scenario, notes=(
+        return dataclasses.replace(imported, scenario=scenario, notes=imported.notes + (
             f"the code of {', '.join(callers)} asks the sub-model: {len(mine)} answer(s) from {answers_file}",))
-    return dataclasses.replace(imported, notes=(
+    return dataclasses.replace(imported, notes=imported.notes + (
         f"the code of {', '.join(callers)} calls llm_query/llm_query_batched, whose answers no eval set holds: the "
         f"run stops at the first such call. Fix: give them with --sub-lm FILE (a YAML list of answers, or "
         f"{imported.name}: [answer, ...]), or record the scenario against a live model (rlm-conformance record "
@@ -312,13 +315,29 @@ def scenario_from_case(case: EvalCase, tree: AgentTree, *, source: str, name: st
     scenario |= {"profile": profile} if profile else {}
     scenario |= {"sessions": [session], "script": script}
     expect: dict[str, Any] = {}
+    drawn = run_drawn_keys(case)
     if case.final_session_state:
-        expect["state"] = dict(case.final_session_state)
-        expect["state_match"] = "exact" if exact_state else "subset"
+        expect["state"] = {k: v for k, v in case.final_session_state.items() if k not in drawn}
+        expect["state_match"] = "exact" if exact_state and not drawn else "subset"
     if expect:
         scenario["expect"] = expect
     scenario["tags"] = ["imported", "adk-evalset"]
     return scenario
+
+
+def run_drawn_keys(case: EvalCase) -> list[str]:
+    """The keys of ``final_session_state`` that ``export evalset`` normalised (an id, a time or a temporary path the
+    run drew): another run holds other values there, so they are not expected."""
+    return [k for k, v in (case.final_session_state or {}).items() if holds_placeholder(k) or holds_placeholder(v)]
+
+
+def _run_drawn_note(case: EvalCase, exact_state: bool) -> tuple[str, ...]:
+    drawn = run_drawn_keys(case)
+    if not drawn:
+        return ()
+    exact = " (so the state is compared as a subset, not --exact-state)" if exact_state else ""
+    return (f"final_session_state key(s) {', '.join(map(repr, drawn))} hold values the recorded run drew afresh "
+            f"(ids, times, temporary paths, normalised by export): not expected{exact}",)
 
 
 def import_eval_sets(path: Path, tree: AgentTree, *, exact_state: bool = False, profile: str | None = None,
@@ -344,7 +363,8 @@ def import_eval_sets(path: Path, tree: AgentTree, *, exact_state: bool = False, 
                 refused.append(Refusal(source, str(exc)))
                 continue
             used.add(name)
-            imported.append(_with_sub_model(Imported(name, source, scenario), case.eval_id, answers, sub_lm))
+            imported.append(_with_sub_model(Imported(name, source, scenario, _run_drawn_note(case, exact_state)),
+                                            case.eval_id, answers, sub_lm))
     return imported, refused
 
 

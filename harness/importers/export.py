@@ -6,7 +6,10 @@ end; ADK's own ``EvaluationGenerator.convert_events_to_eval_invocations`` turns 
 invocations of an ``EvalCase`` (user turns, tool trajectory with authors, final responses), as ``adk eval``
 converts a session; the case's ``session_input`` is the state the session was created with (the scenario's
 ``initial_state`` and what the target seeds, e.g. the scenario's context under the profile's ``context_key``), its
-``final_session_state`` the state it ended with. A scenario that does not run cleanly is refused with its error.
+``final_session_state`` the state it ended with, less what the run drew afresh: ids, wall-clock values and
+temporary paths are rewritten as the snapshots write them (``<artifact:1>``, ``<redacted>``, ``<volume>``;
+harness/snapshot/normalize.py), so the same scenarios export the same file, and ``import evalset`` leaves such keys
+out of the expected state. A scenario that does not run cleanly is refused with its error.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ def export_eval_set(scenarios: Sequence[Scenario], options: RunOptions, *, eval_
 
     from ..llm.modes import LlmMode
     from ..runner import run_scenario
+    from ..snapshot.normalize import normalize_state
 
     options = dataclasses.replace(options, llm_mode=LlmMode.SCRIPTED, record=False, keep_adk_sessions=True)
     cases, refused = [], []
@@ -56,7 +60,7 @@ def export_eval_set(scenarios: Sequence[Scenario], options: RunOptions, *, eval_
                 conversation=EvaluationGenerator.convert_events_to_eval_invocations(session.events),
                 session_input=SessionInput(app_name=session.app_name, user_id=session.user_id,
                                            state=result.trace.created_with.get(session.id, dict(spec.initial_state))),
-                final_session_state=dict(session.state)))
+                final_session_state=normalize_state(dict(session.state), result.trace)))
         if log is not None:
             log(scenario.name, result)
     return EvalSet(eval_set_id=eval_set_id, name=eval_set_id, description="Exported by rlm-conformance.",

@@ -101,7 +101,7 @@ def test_sub_model_answers_no_eval_set_holds_are_named_then_supplied(tmp_path: P
     tree = agent_tree(load_target_app("reference", allow_builtin=True))
     [bare], _ = import_eval_sets(out, tree)
     assert "sub_lm" not in bare.scenario["script"]
-    [note] = bare.notes
+    [note] = [n for n in bare.notes if "sub-model" in n or "llm_query" in n]
     assert "databricks_analyst[0]" in note and "--sub-lm FILE" in note
 
     answers = tmp_path / "answers.yaml"
