@@ -36,11 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from ..errors import HarnessError
-from ..scenario.script import SUB_LM
 from ..snapshot.normalize import holds_placeholder
+from .sub_model import Answers, load_sub_model_answers, with_sub_model_answers
 
 if TYPE_CHECKING:
     from google.adk.evaluation.eval_case import EvalCase, Invocation
@@ -84,65 +82,12 @@ class CaseRefused(HarnessError):
     """One case cannot be scripted; carries the reason."""
 
 
-SUB_MODEL_CALL = re.compile(r"\bllm_query(?:_batched)?\s*\(")
-"""Code that asks the sub-model: its answers come from the executor, not from any event an eval set holds."""
-
-
-def sub_model_callers(script: dict[str, list[dict[str, Any]]]) -> list[str]:
-    """The scripted answers (``agent[step]``) whose code calls ``llm_query``/``llm_query_batched``."""
-    def strings(value: Any) -> Iterable[str]:
-        if isinstance(value, str):
-            yield value
-        elif isinstance(value, dict):
-            for item in value.values():
-                yield from strings(item)
-        elif isinstance(value, list):
-            for item in value:
-                yield from strings(item)
-
-    return [f"{agent}[{number}]" for agent, steps in script.items() for number, step in enumerate(steps)
-            if any(SUB_MODEL_CALL.search(text) for text in strings(step))]
-
-
-def load_sub_model_answers(path: Path) -> dict[str | None, list[dict[str, Any]]]:
-    """A file of sub-model answers: a YAML list (for every case whose code asks the sub-model), or a mapping of
-    scenario name or eval id -> list; each answer a text, or a script step (``{text: ..., when: ...}``)."""
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise EvalSetError(f"{path}: cannot read the sub-model answers ({exc}). Fix: a YAML list of answers, or a "
-                           f"mapping of case name -> list.") from None
-    by_case = {None: data} if isinstance(data, list) else data
-    if not isinstance(by_case, dict) or not all(isinstance(v, list) for v in by_case.values()):
-        raise EvalSetError(f"{path}: sub-model answers are a YAML list (every case) or a mapping of scenario name "
-                           f"or eval id -> list, got {type(data).__name__}. Fix: e.g. `- positive` lines, or "
-                           f"`my_case: [positive, negative]`.")
-    steps: dict[str | None, list[dict[str, Any]]] = {}
-    for case, answers in by_case.items():
-        for number, answer in enumerate(answers):
-            if not isinstance(answer, (str, dict)):
-                raise EvalSetError(f"{path}: {case or 'the list'}[{number}]: an answer is a text or a script step "
-                                   f"({{text: ..., when: ...}}), got {answer!r}. Fix: quote it as text.")
-        steps[None if case is None else str(case)] = [a if isinstance(a, dict) else {"text": a} for a in answers]
-    return steps
-
-
-def _with_sub_model(imported: Imported, case_id: str, answers: dict[str | None, list[dict[str, Any]]] | None,
+def _with_sub_model(imported: Imported, case_id: str, answers: Answers | None,
                     answers_file: Path | None) -> Imported:
     """The sub-model's answers the case's code needs, from ``answers``; else a note saying how to give them."""
-    callers = sub_model_callers(imported.scenario["script"])
-    if not callers:
-        return imported
-    mine = None if answers is None else answers.get(imported.name, answers.get(case_id, answers.get(None)))
-    if mine is not None:
-        scenario = {**imported.scenario, "script": {**imported.scenario["script"], SUB_LM: mine}}
-        return dataclasses.replace(imported, scenario=scenario, notes=imported.notes + (
-            f"the code of {', '.join(callers)} asks the sub-model: {len(mine)} answer(s) from {answers_file}",))
-    return dataclasses.replace(imported, notes=imported.notes + (
-        f"the code of {', '.join(callers)} calls llm_query/llm_query_batched, whose answers no eval set holds: the "
-        f"run stops at the first such call. Fix: give them with --sub-lm FILE (a YAML list of answers, or "
-        f"{imported.name}: [answer, ...]), or record the scenario against a live model (rlm-conformance record "
-        f"--llm-mode live --scenario {imported.name})",))
+    scenario, notes = with_sub_model_answers(imported.scenario, ids=(imported.name, case_id), answers=answers,
+                                             answers_file=answers_file, held_by="no eval set")
+    return dataclasses.replace(imported, scenario=scenario, notes=imported.notes + notes)
 
 
 def eval_set_files(path: Path) -> list[Path]:
