@@ -9,7 +9,9 @@ converts a session; the case's ``session_input`` is the state the session was cr
 ``final_session_state`` the state it ended with, less what the run drew afresh: ids, wall-clock values and
 temporary paths are rewritten as the snapshots write them (``<artifact:1>``, ``<redacted>``, ``<volume>``;
 harness/snapshot/normalize.py), so the same scenarios export the same file, and ``import evalset`` leaves such keys
-out of the expected state. A scenario that does not run cleanly is refused with its error.
+out of the expected state. A scenario that does not run cleanly — the run's error, a turn that raised undeclared,
+a run that did not follow its script (a model call the script had no answer for, such as a sub-model call) — is
+refused with that error; the others are exported.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from .evalset import Refusal
 if TYPE_CHECKING:
     from google.adk.evaluation.eval_set import EvalSet
 
+    from ..result import ScenarioResult
     from ..run_options import RunOptions
     from ..scenario.models import Scenario
 
@@ -42,10 +45,11 @@ def export_eval_set(scenarios: Sequence[Scenario], options: RunOptions, *, eval_
     cases, refused = [], []
     for scenario in scenarios:
         result = run_scenario(scenario, options)
-        crashed = result.crashed_turns
-        if result.error or crashed or result.trace is None:
-            refused.append(Refusal(f"scenario {scenario.name}", result.error or
-                                   f"turn {crashed[0].turn} raised {crashed[0].outcome.error or crashed[0].run_error}"))
+        problem = _not_clean(result)
+        if problem is not None:
+            refused.append(Refusal(f"scenario {scenario.name}", problem))
+            if log is not None:
+                log(scenario.name, result)
             continue
         several = len(scenario.sessions) > 1
         for index, spec in enumerate(scenario.sessions):
@@ -65,3 +69,16 @@ def export_eval_set(scenarios: Sequence[Scenario], options: RunOptions, *, eval_
             log(scenario.name, result)
     return EvalSet(eval_set_id=eval_set_id, name=eval_set_id, description="Exported by rlm-conformance.",
                    eval_cases=cases), refused
+
+
+def _not_clean(result: ScenarioResult) -> str | None:
+    """Why ``result`` is no run to export (what the eval set would record is not what the scenario says), or None."""
+    crashed = result.crashed_turns
+    if result.error or result.trace is None:
+        return result.error or "the run left no trace"
+    if crashed:
+        return f"turn {crashed[0].turn} raised {crashed[0].outcome.error or crashed[0].run_error}"
+    script = result.check("script")
+    if script is not None and script.failed:
+        return f"the run did not follow its script: {script.evidence[0] if script.evidence else script.explanation}"
+    return None
