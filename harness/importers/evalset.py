@@ -219,7 +219,7 @@ def _turn_steps(invocation: Invocation, tree: AgentTree, where: str) -> list[tup
     return steps
 
 
-def _bookkeeping(invocation: Invocation) -> bool:
+def bookkeeping_invocation(invocation: Invocation) -> bool:
     """An invocation with no user message, no final response and no event a conversion kept: what a target's own
     turn function appends outside its agents' turns (ADK gives it an invocation of its own)."""
     events = getattr(invocation.intermediate_data, "invocation_events", None)
@@ -239,7 +239,7 @@ def scenario_from_case(case: EvalCase, tree: AgentTree, *, source: str, name: st
     for number, invocation in enumerate(case.conversation or ()):
         where = f"invocation {number}"
         message = _text(invocation.user_content)
-        if not message and _bookkeeping(invocation):
+        if not message and bookkeeping_invocation(invocation):
             continue  # the target's own appends between turns (a history fold): no user message, no answer
         if not message:
             raise CaseRefused(f"{where}: the user's message is not text (a scenario's turns are text)")

@@ -4,7 +4,9 @@ runs.
 Each scenario is run once in scripted mode, keeping its sessions as the target's service returns them at the
 end; ADK's own ``EvaluationGenerator.convert_events_to_eval_invocations`` turns each session's events into the
 invocations of an ``EvalCase`` (user turns, tool trajectory with authors, final responses), as ``adk eval``
-converts a session; the case's ``session_input`` is the state the session was created with (the scenario's
+converts a session, less the invocations with no user message and nothing kept (what a target's own turn function
+appends outside its agents' turns, e.g. a history fold: ADK's evaluator would send each as an empty user message,
+which its runner refuses); the case's ``session_input`` is the state the session was created with (the scenario's
 ``initial_state`` and what the target seeds, e.g. the scenario's context under the profile's ``context_key``), its
 ``final_session_state`` the state it ended with, less what the run drew afresh: ids, wall-clock values and
 temporary paths are rewritten as the snapshots write them (``<artifact:1>``, ``<redacted>``, ``<volume>``;
@@ -20,7 +22,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .evalset import Refusal
+from .evalset import Refusal, bookkeeping_invocation
 
 if TYPE_CHECKING:
     from google.adk.evaluation.eval_set import EvalSet
@@ -61,7 +63,8 @@ def export_eval_set(scenarios: Sequence[Scenario], options: RunOptions, *, eval_
             session = Session.model_validate(dumped)
             cases.append(EvalCase(
                 eval_id=f"{scenario.name}_{index}" if several else scenario.name,
-                conversation=EvaluationGenerator.convert_events_to_eval_invocations(session.events),
+                conversation=[invocation for invocation in EvaluationGenerator.convert_events_to_eval_invocations(
+                    session.events) if not bookkeeping_invocation(invocation)],
                 session_input=SessionInput(app_name=session.app_name, user_id=session.user_id,
                                            state=result.trace.created_with.get(session.id, dict(spec.initial_state))),
                 final_session_state=normalize_state(dict(session.state), result.trace)))

@@ -112,3 +112,62 @@ def test_adk_eval_command_runs_the_exported_eval_set_offline(tmp_path: Path, age
     assert "Tests passed: 1" in outputs[CORRECT][1] and "Tests failed: 0" in outputs[CORRECT][1], outputs[CORRECT]
     assert outputs[CORRECT][0] == 0, outputs[CORRECT]
     assert "Tests failed: 1" in outputs[BROKEN][1], outputs[BROKEN]
+
+
+REFERENCE_MODULE = '''"""reference_agent/agent.py (ADK's entry point) with the scenario's context put where the agent reads it."""
+import json
+from google.adk.models.google_llm import Gemini
+from reference_agent.app import build_app
+from reference_agent.backends.sublm import lazy_genai_sub_lm
+from reference_agent.backends.tokens import lazy_genai_token_counter
+from reference_agent.config import AgentSettings
+from reference_agent.wiring import build_local_services
+
+settings = AgentSettings.from_env()
+services = build_local_services(
+    settings, sub_lm=lazy_genai_sub_lm(settings.model, base_url=settings.gemini_base_url),
+    count_tokens=lazy_genai_token_counter(settings.model, base_url=settings.gemini_base_url))
+CONTEXT = {context}
+if CONTEXT is not None:
+    services.put_context(CONTEXT)
+app = build_app(services, model=Gemini(model=settings.model, base_url=settings.gemini_base_url))
+root_agent = app.root_agent
+'''
+
+
+def test_the_reference_agents_exported_case_replays_in_adk_with_its_context(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reference agent appends a history-fold invocation with no user message after each turn; exported as is,
+    ADK's evaluator sent it as an empty message and its runner refused it ('No parts in the new_message'). The
+    scenario's context is no session state of this agent (it is in its volume) and no eval set field can hold it
+    (ADK 1.x forbids extra fields): the agent module ADK loads must be given it. Without it ADK's criteria still pass
+    — they score the scripted trajectory, never the state — and only the sub-model call the code never made shows."""
+    from google.adk.evaluation.agent_evaluator import AgentEvaluator
+    from google.adk.evaluation.eval_config import EvalConfig
+
+    from harness.importers.evalset import agent_tree
+    from harness.init_project import load_target_app
+    from harness.scenario.loader import load_scenario
+
+    scenario = load_scenario(Path(__file__).resolve().parents[2] / "scenarios" / "llm_query.yaml")
+    eval_set, refused = export_eval_set([scenario], RunOptions(cassette_dir=tmp_path / "c", target="reference"),
+                                        eval_set_id="reference")
+    assert not refused, refused
+    [case] = eval_set.eval_cases
+    assert [inv.user_content.parts[0].text for inv in case.conversation] == ["Is the review positive or negative?"]
+    assert case.session_input.state == {}  # the context is not session state for this agent
+
+    for name, context in (("ref_with_context", scenario.context), ("ref_without_context", None)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text("from . import agent\n", encoding="utf-8")
+        (tmp_path / name / "agent.py").write_text(REFERENCE_MODULE.format(context=repr(context)), encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("RLM_HOME", str(tmp_path / "home"))
+    tree = agent_tree(load_target_app("reference", allow_builtin=True))
+    unserved = {}
+    for name in ("ref_with_context", "ref_without_context"):
+        with recorded_model(case, tree, sub_lm=[{"text": "positive"}]) as endpoint:
+            asyncio.run(AgentEvaluator.evaluate_eval_set(f"{name}.agent", eval_set, num_runs=1,
+                                                         eval_config=EvalConfig(criteria=CRITERIA)))
+        unserved[name] = endpoint.unserved()
+    assert unserved == {"ref_with_context": {}, "ref_without_context": {"sub_lm": 1}}
