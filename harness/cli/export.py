@@ -54,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
     if eval_set.eval_cases:
         write_atomic(args.out, eval_set.model_dump_json(indent=2, exclude_none=True) + "\n")
         console.print(f"wrote {args.out}: {len(eval_set.eval_cases)} eval case(s)", markup=False, soft_wrap=True)
+    else:
+        console.print(f"nothing written to {args.out}: no scenario could be exported", markup=False, soft_wrap=True)
     for refusal in refused:
         console.print(f"not exported {refusal}", markup=False, style="bold red", soft_wrap=True)
     return EXIT_FAILED if refused or not eval_set.eval_cases else EXIT_OK

@@ -34,8 +34,8 @@ from typing import Any
 
 from .adk_conformance import response_json
 from .capture import initial_state
-from .evalset import AgentTree, CaseRefused, EvalSetError, Imported, Refusal, load_sub_model_answers, slug, \
-    with_sub_model
+from .evalset import AgentTree, CaseRefused, EvalSetError, Imported, Refusal, slug, with_sub_model
+from .sub_model import load_sub_model_answers
 
 SET_MODEL_RESPONSE = "set_model_response"  # ADK's SetModelResponseTool.NAME: the content after its response is ADK's
 ADK_EMITTED_CALLS = ("adk_request_confirmation", "adk_request_credential")  # asked by ADK, not by the model

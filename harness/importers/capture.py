@@ -7,18 +7,22 @@ the same conversion ``adk eval`` makes of a session — so the scenario comes ou
 (``evalset.scenario_from_case``): the user's messages are the turns, each LlmAgent's answers its script. The
 session's initial state is what its state holds that no event wrote. No expected state is written: the stored
 state is the incident's, possibly the bug itself; the invariant checks judge the replay. Every string is
-scrubbed as cassettes are (known keys of the environment and secret-looking values).
+scrubbed as cassettes are (known keys of the environment and secret-looking values). What no stored session holds
+— the sub-model's answers to code that calls ``llm_query`` — is named in a note, or taken from a file of answers
+(``--sub-lm``, as ``import evalset`` takes it: harness/importers/sub_model.py).
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from ..errors import HarnessError
 from harness.recording.filters import scrub_value
 from ..llm.modes import API_KEY_VARIABLES
 from .evalset import AgentTree, scenario_from_case
+from .sub_model import Answers, with_sub_model_answers
 
 SECRET_VARIABLES = (*API_KEY_VARIABLES, "DATABRICKS_TOKEN", "DATABRICKS_CLIENT_SECRET")
 
@@ -72,7 +76,10 @@ def initial_state(stored: Any) -> dict[str, Any]:
 
 
 def scenario_from_session(stored: Any, tree: AgentTree, *, name: str, source: str, profile: str | None,
-                          target: str | None = None) -> dict[str, Any]:
+                          target: str | None = None, sub_lm: Answers | None = None,
+                          sub_lm_file: Path | None = None) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The scenario replaying ``stored``, and its notes (the sub-model's answers its code needs: from ``sub_lm``,
+    looked up by the scenario's name, the session's id, else the list for every case — or how to give them)."""
     from google.adk.evaluation.eval_case import EvalCase, SessionInput
     from google.adk.evaluation.evaluation_generator import EvaluationGenerator
 
@@ -90,5 +97,7 @@ def scenario_from_session(stored: Any, tree: AgentTree, *, name: str, source: st
     scenario["description"] = f"Session {stored.key} captured from {source} ({len(stored.events)} events)."
     scenario.pop("expect", None)
     scenario["tags"] = ["captured"]
+    scenario, notes = with_sub_model_answers(scenario, ids=(name, stored.session_id), answers=sub_lm,
+                                             answers_file=sub_lm_file, held_by="no stored session")
     secrets = [os.environ[name] for name in SECRET_VARIABLES if os.environ.get(name)]
-    return scrub_value(scenario, secrets=secrets)
+    return scrub_value(scenario, secrets=secrets), notes

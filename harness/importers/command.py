@@ -90,6 +90,9 @@ def add_import_parser(commands: Any) -> None:
     capture.add_argument("--app", metavar="NAME", help="its app name, when several sessions share the id")
     capture.add_argument("--user", metavar="ID", help="its user id, when several sessions share the id")
     capture.add_argument("--name", metavar="NAME", help="the scenario's name (default: captured_<session id>)")
+    capture.add_argument("--sub-lm", type=Path, metavar="FILE",
+                         help="the sub-model's answers to code that calls llm_query/llm_query_batched (no stored "
+                              "session holds them): a YAML list, or a mapping of scenario name or session id -> list")
     _add_common(capture)
 
 
@@ -196,18 +199,23 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_capture(args: argparse.Namespace) -> int:
     from .capture import find_session, scenario_from_session
     from .evalset import agent_tree, slug
+    from .sub_model import load_sub_model_answers
 
     where = _destination(args, "capture")
+    answers = load_sub_model_answers(args.sub_lm) if args.sub_lm is not None else None
     stored = find_session(args.store, args.session, app=args.app, user=args.user)
     name = args.name or f"captured_{slug(stored.session_id)}"
-    scenario = scenario_from_session(stored, agent_tree(_app(where.target)), name=name, source=args.store,
-                                     profile=where.profile, target=where.target)
+    scenario, notes = scenario_from_session(stored, agent_tree(_app(where.target)), name=name, source=args.store,
+                                            profile=where.profile, target=where.target, sub_lm=answers,
+                                            sub_lm_file=args.sub_lm)
     header = (f"Captured from {args.store}, session {stored.key}, by `rlm-conformance capture` (target "
               f"{where.target}).\nThe script replays the model answers its events hold; the invariant checks judge "
               f"the replay.")
     [path] = _write_all([(name, render(scenario, header))], where.out, force=args.force)
     console = _console()
     console.print(f"wrote {path} ({len(scenario['sessions'][0]['turns'])} turn(s))", markup=False)
+    for note in notes:
+        console.print(f"  note: {note}", markup=False, style="yellow")
     console.print(f"Run it: rlm-conformance run --llm-mode scripted --scenarios-dir {where.out} --scenario {name}",
                   markup=False)
     return EXIT_OK

@@ -13,7 +13,9 @@ is the same conversation with the model's side as a script, so:
   which may come before the turn's last tool calls; for ADK 1.x files it is the agent whose turn the last event
   was, or the agent a ``transfer_to_agent`` handed over to, at the end) —
   unless a custom (non-LLM) agent gave it, an executor's report: running that agent gives it again;
-* ``final_session_state`` -> ``expect.state``, compared as a subset or, with ``exact``, as the whole state;
+* ``final_session_state`` -> ``expect.state``, compared as a subset or, with ``exact``, as the whole state; a key
+  whose name or value holds a placeholder ``export evalset`` wrote for a value the run drew afresh (an id, a time, a
+  temporary path: harness/snapshot/normalize.py) is left out, with a note, and the rest compared as a subset;
 * what no eval set holds — the sub-model's answers to code that calls ``llm_query`` — is named per case (a note
   with the fix), or taken from a file of answers (``--sub-lm``).
 
@@ -34,10 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from ..errors import HarnessError
-from ..scenario.script import SUB_LM
+from ..snapshot.normalize import holds_placeholder
+from .sub_model import Answers, load_sub_model_answers, with_sub_model_answers
 
 if TYPE_CHECKING:
     from google.adk.evaluation.eval_case import EvalCase, Invocation
@@ -81,65 +82,12 @@ class CaseRefused(HarnessError):
     """One case cannot be scripted; carries the reason."""
 
 
-SUB_MODEL_CALL = re.compile(r"\bllm_query(?:_batched)?\s*\(")
-"""Code that asks the sub-model: its answers come from the executor, not from any event an eval set holds."""
-
-
-def sub_model_callers(script: dict[str, list[dict[str, Any]]]) -> list[str]:
-    """The scripted answers (``agent[step]``) whose code calls ``llm_query``/``llm_query_batched``."""
-    def strings(value: Any) -> Iterable[str]:
-        if isinstance(value, str):
-            yield value
-        elif isinstance(value, dict):
-            for item in value.values():
-                yield from strings(item)
-        elif isinstance(value, list):
-            for item in value:
-                yield from strings(item)
-
-    return [f"{agent}[{number}]" for agent, steps in script.items() for number, step in enumerate(steps)
-            if any(SUB_MODEL_CALL.search(text) for text in strings(step))]
-
-
-def load_sub_model_answers(path: Path) -> dict[str | None, list[dict[str, Any]]]:
-    """A file of sub-model answers: a YAML list (for every case whose code asks the sub-model), or a mapping of
-    scenario name or eval id -> list; each answer a text, or a script step (``{text: ..., when: ...}``)."""
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise EvalSetError(f"{path}: cannot read the sub-model answers ({exc}). Fix: a YAML list of answers, or a "
-                           f"mapping of case name -> list.") from None
-    by_case = {None: data} if isinstance(data, list) else data
-    if not isinstance(by_case, dict) or not all(isinstance(v, list) for v in by_case.values()):
-        raise EvalSetError(f"{path}: sub-model answers are a YAML list (every case) or a mapping of scenario name "
-                           f"or eval id -> list, got {type(data).__name__}. Fix: e.g. `- positive` lines, or "
-                           f"`my_case: [positive, negative]`.")
-    steps: dict[str | None, list[dict[str, Any]]] = {}
-    for case, answers in by_case.items():
-        for number, answer in enumerate(answers):
-            if not isinstance(answer, (str, dict)):
-                raise EvalSetError(f"{path}: {case or 'the list'}[{number}]: an answer is a text or a script step "
-                                   f"({{text: ..., when: ...}}), got {answer!r}. Fix: quote it as text.")
-        steps[None if case is None else str(case)] = [a if isinstance(a, dict) else {"text": a} for a in answers]
-    return steps
-
-
-def with_sub_model(imported: Imported, case_id: str, answers: dict[str | None, list[dict[str, Any]]] | None,
+def with_sub_model(imported: Imported, case_id: str, answers: Answers | None,
                     answers_file: Path | None) -> Imported:
     """The sub-model's answers the case's code needs, from ``answers``; else a note saying how to give them."""
-    callers = sub_model_callers(imported.scenario["script"])
-    if not callers:
-        return imported
-    mine = None if answers is None else answers.get(imported.name, answers.get(case_id, answers.get(None)))
-    if mine is not None:
-        scenario = {**imported.scenario, "script": {**imported.scenario["script"], SUB_LM: mine}}
-        return dataclasses.replace(imported, scenario=scenario, notes=(
-            f"the code of {', '.join(callers)} asks the sub-model: {len(mine)} answer(s) from {answers_file}",))
-    return dataclasses.replace(imported, notes=(
-        f"the code of {', '.join(callers)} calls llm_query/llm_query_batched, whose answers no eval set holds: the "
-        f"run stops at the first such call. Fix: give them with --sub-lm FILE (a YAML list of answers, or "
-        f"{imported.name}: [answer, ...]), or record the scenario against a live model (rlm-conformance record "
-        f"--llm-mode live --scenario {imported.name})",))
+    scenario, notes = with_sub_model_answers(imported.scenario, ids=(imported.name, case_id), answers=answers,
+                                             answers_file=answers_file, held_by="no eval set")
+    return dataclasses.replace(imported, scenario=scenario, notes=imported.notes + notes)
 
 
 def eval_set_files(path: Path) -> list[Path]:
@@ -271,7 +219,7 @@ def _turn_steps(invocation: Invocation, tree: AgentTree, where: str) -> list[tup
     return steps
 
 
-def _bookkeeping(invocation: Invocation) -> bool:
+def bookkeeping_invocation(invocation: Invocation) -> bool:
     """An invocation with no user message, no final response and no event a conversion kept: what a target's own
     turn function appends outside its agents' turns (ADK gives it an invocation of its own)."""
     events = getattr(invocation.intermediate_data, "invocation_events", None)
@@ -291,7 +239,7 @@ def scenario_from_case(case: EvalCase, tree: AgentTree, *, source: str, name: st
     for number, invocation in enumerate(case.conversation or ()):
         where = f"invocation {number}"
         message = _text(invocation.user_content)
-        if not message and _bookkeeping(invocation):
+        if not message and bookkeeping_invocation(invocation):
             continue  # the target's own appends between turns (a history fold): no user message, no answer
         if not message:
             raise CaseRefused(f"{where}: the user's message is not text (a scenario's turns are text)")
@@ -312,13 +260,29 @@ def scenario_from_case(case: EvalCase, tree: AgentTree, *, source: str, name: st
     scenario |= {"profile": profile} if profile else {}
     scenario |= {"sessions": [session], "script": script}
     expect: dict[str, Any] = {}
+    drawn = run_drawn_keys(case)
     if case.final_session_state:
-        expect["state"] = dict(case.final_session_state)
-        expect["state_match"] = "exact" if exact_state else "subset"
+        expect["state"] = {k: v for k, v in case.final_session_state.items() if k not in drawn}
+        expect["state_match"] = "exact" if exact_state and not drawn else "subset"
     if expect:
         scenario["expect"] = expect
     scenario["tags"] = ["imported", "adk-evalset"]
     return scenario
+
+
+def run_drawn_keys(case: EvalCase) -> list[str]:
+    """The keys of ``final_session_state`` that ``export evalset`` normalised (an id, a time or a temporary path the
+    run drew): another run holds other values there, so they are not expected."""
+    return [k for k, v in (case.final_session_state or {}).items() if holds_placeholder(k) or holds_placeholder(v)]
+
+
+def _run_drawn_note(case: EvalCase, exact_state: bool) -> tuple[str, ...]:
+    drawn = run_drawn_keys(case)
+    if not drawn:
+        return ()
+    exact = " (so the state is compared as a subset, not --exact-state)" if exact_state else ""
+    return (f"final_session_state key(s) {', '.join(map(repr, drawn))} hold values the recorded run drew afresh "
+            f"(ids, times, temporary paths, normalised by export): not expected{exact}",)
 
 
 def import_eval_sets(path: Path, tree: AgentTree, *, exact_state: bool = False, profile: str | None = None,
@@ -344,7 +308,8 @@ def import_eval_sets(path: Path, tree: AgentTree, *, exact_state: bool = False, 
                 refused.append(Refusal(source, str(exc)))
                 continue
             used.add(name)
-            imported.append(with_sub_model(Imported(name, source, scenario), case.eval_id, answers, sub_lm))
+            imported.append(with_sub_model(Imported(name, source, scenario, _run_drawn_note(case, exact_state)),
+                                            case.eval_id, answers, sub_lm))
     return imported, refused
 
 

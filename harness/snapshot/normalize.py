@@ -229,3 +229,25 @@ def _document(trace: Trace) -> dict[str, Json]:
 def normalize_trace(trace: Trace, *, home: Path | None = None) -> dict[str, Json]:
     """The stable JSON of ``trace`` (keys sorted); ``home`` is the run's folder when it was not a temp one."""
     return _Redactor(trace, home).walk(_document(trace))
+
+
+PLACEHOLDER = re.compile(r"<(?:redacted|volume|home|tmp|(?:invocation|artifact|run):\d+)>")
+"""What the table above writes in place of a volatile value: a value holding one is the run's, not the agent's."""
+
+
+def normalize_state(state: dict[str, Any], trace: Trace, *, home: Path | None = None) -> dict[str, Any]:
+    """A session's state with what the run drew afresh (ids, wall clock, temporary paths) rewritten by the table
+    above, as the trace's snapshot writes it — in keys too (an agent may name a key after an artifact id)."""
+    redactor = _Redactor(trace, home)
+    return {redactor.string(str(key)): redactor.walk(state[key], str(key)) for key in sorted(state, key=str)}
+
+
+def holds_placeholder(value: Json) -> bool:
+    """Whether ``value`` (or a key or item inside it) holds a placeholder ``normalize_state`` wrote."""
+    if isinstance(value, str):
+        return bool(PLACEHOLDER.search(value))
+    if isinstance(value, dict):
+        return any(holds_placeholder(str(k)) or holds_placeholder(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(holds_placeholder(v) for v in value)
+    return False

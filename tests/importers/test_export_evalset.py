@@ -101,7 +101,7 @@ def test_sub_model_answers_no_eval_set_holds_are_named_then_supplied(tmp_path: P
     tree = agent_tree(load_target_app("reference", allow_builtin=True))
     [bare], _ = import_eval_sets(out, tree)
     assert "sub_lm" not in bare.scenario["script"]
-    [note] = bare.notes
+    [note] = [n for n in bare.notes if "sub-model" in n or "llm_query" in n]
     assert "databricks_analyst[0]" in note and "--sub-lm FILE" in note
 
     answers = tmp_path / "answers.yaml"
@@ -123,12 +123,12 @@ def test_sub_model_answers_no_eval_set_holds_are_named_then_supplied(tmp_path: P
 
 
 def test_a_sub_model_answers_file_that_is_not_a_list_names_the_fix(tmp_path: Path) -> None:
-    from harness.importers.evalset import EvalSetError, load_sub_model_answers
+    from harness.importers.sub_model import SubModelAnswersError, load_sub_model_answers
 
     bad = tmp_path / "answers.yaml"
     bad.write_text("just text\n", encoding="utf-8")
-    with pytest.raises(EvalSetError, match=r"answers\.yaml: sub-model answers are a YAML list"):
+    with pytest.raises(SubModelAnswersError, match=r"answers\.yaml: sub-model answers are a YAML list"):
         load_sub_model_answers(bad)
     bad.write_text("case: [positive, [nested]]\n", encoding="utf-8")
-    with pytest.raises(EvalSetError, match=r"case\[1\]: an answer is a text or a script step"):
+    with pytest.raises(SubModelAnswersError, match=r"case\[1\]: an answer is a text or a script step"):
         load_sub_model_answers(bad)
