@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import functools
 from dataclasses import dataclass
 from pathlib import Path
@@ -279,3 +280,19 @@ def test_a_private_module_is_its_own_packages_business(fake_tree) -> None:
     root = fake_tree({"harness/checks/__init__.py": "", "harness/checks/_load_all.py": "",
                       "harness/checks/base.py": "def f():\n    from . import _load_all\n"})
     assert private_imports(root) == []
+
+
+def readme_floors(text: str) -> list[set[str]]:
+    """The rooms README.md's "The tree" names, one bullet a floor, from the top."""
+    section = text.split("\n## The tree\n", 1)[1].split("\n## ", 1)[0]
+    bullets = re.split(r"\n\* ", "\n" + section.split("\n* ", 1)[1]) if "\n* " in section else []
+    return [set(re.findall(r"\*\*`harness/(\w+)`\*\*", bullet)) for bullet in bullets if bullet.strip()]
+
+
+def test_the_readme_map_names_every_room_on_its_floor() -> None:
+    floors = [set(rooms) for rooms in reversed(FLOORS) if rooms != ("__main__",)]
+    named = readme_floors((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert named == floors, ("README.md's map of the tree (## The tree: one bullet a floor, from the top) and FLOORS "
+                             "differ; write the room on its floor in both:\n"
+                             f"README: {named}\nFLOORS: {floors}")
+    assert set().union(*floors) | {"__main__"} == rooms(), "a room of harness/ is on no floor, or a floor names none"
