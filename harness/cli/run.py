@@ -99,20 +99,20 @@ def preflight(scenarios: list[Scenario], options: RunOptions) -> None:
     from ..extras import require_extra
     from ..llm.modes import endpoint_for
     from ..targets.plugins import backend as plugin_backend
+    from ..targets.plugins import service_on_backend
     from ..targets.registry import resolve_target
     from ..targets.session_services import resolve_session_service
 
     choices = [target_choice(s, options) for s in scenarios]  # a scenario's profile file is read here: exit 2 if bad
     for target in dict.fromkeys(c.spec for c in choices):
         resolve_target(target)  # imports a module:attr target; raises TargetError naming it
-    if options.session_service != "delta-databricks":  # the runner maps that one to --backend databricks
-        resolve_session_service(options.session_service)
-    backend_name = "databricks" if options.session_service == "delta-databricks" else options.backend
-    if backend_name != "local":  # a target without that backend, or a real workspace without its settings: exit 2
-        backend = plugin_backend(backend_name)
+    chosen = service_on_backend(options.session_service, options.backend)
+    resolve_session_service(chosen.session_service)
+    if chosen.backend != "local":  # a target without that backend, or a real workspace without its settings: exit 2
+        backend = plugin_backend(chosen.backend)
         if backend.extra is not None:
-            require_extra(backend.extra, f"--backend {options.backend}" if options.backend != "local"
-                          else f"--session-service {options.session_service}")
+            flag = "--" + chosen.named_by.replace("_", "-")
+            require_extra(backend.extra, f"{flag} {getattr(options, chosen.named_by)}")
         backend.preflight([c.spec for c in choices], options)
     known = registered_checks()
     for scenario in scenarios:

@@ -46,11 +46,13 @@ def project_findings(start: Path | None = None) -> list[Finding]:
         except HarnessError as exc:
             return [*findings, error("profile", str(exc), "fix the profile, then run the doctor again")]
         findings.append(ok("profile", f"{project.profile} (target profile {profile.name!r})"))
-    if project.session_service not in (None, "delta-databricks"):  # run maps that one to --backend databricks
+    if project.session_service is not None:
+        from ..targets.plugins import service_on_backend
         from ..targets.session_services import resolve_session_service
 
-        try:
-            resolve_session_service(project.session_service)
+        try:  # delta-databricks: delta on the databricks backend, as run resolves it
+            resolve_session_service(service_on_backend(project.session_service,
+                                                       project.backend or DEFAULTS["backend"]).session_service)
         except HarnessError as exc:
             return [*findings, error("session service", str(exc), "fix session-service in [tool.rlm-conformance]")]
         findings.append(ok("session service", f"{project.session_service} resolves"))

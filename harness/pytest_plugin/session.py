@@ -237,21 +237,22 @@ def _check_startup(options: PluginOptions) -> TargetProfile | None:
             resolve_target(options.target)
         except HarnessError as exc:
             raise fail("target", exc) from None
-    if options.backend == "databricks" or options.session_service == "delta-databricks":
-        from ..extras import require_databricks
+    from ..extras import require_extra
+    from ..targets.plugins import backend, service_on_backend
+    from ..targets.session_services import resolve_session_service
 
+    chosen = service_on_backend(options.session_service, options.backend)  # delta-databricks: delta on databricks
+    if chosen.backend != "local":
         try:
-            require_databricks("--backend databricks" if options.backend == "databricks"
-                               else "--session-service delta-databricks")
+            extra = backend(chosen.backend).extra
+            if extra is not None:
+                require_extra(extra, f"--{chosen.named_by.replace('_', '-')} {getattr(options, chosen.named_by)}")
         except HarnessError as exc:
-            raise fail("backend" if options.backend == "databricks" else "session_service", exc) from None
-    if options.session_service not in ("delta", "delta-databricks"):  # the runner maps the latter to a backend
-        from ..targets.session_services import resolve_session_service
-
-        try:
-            resolve_session_service(options.session_service)
-        except HarnessError as exc:
-            raise fail("session_service", exc) from None
+            raise fail(chosen.named_by, exc) from None
+    try:
+        resolve_session_service(chosen.session_service)
+    except HarnessError as exc:
+        raise fail("session_service", exc) from None
     if options.configured("scenarios"):
         missing = [str(p) for p in options.scenarios if not p.exists()]
         if missing:

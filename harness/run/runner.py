@@ -36,6 +36,7 @@ from .options import DEFAULT_MODEL, MODEL_TIMEOUT_S, RETRY_OPTIONS, RunOptions  
 from ..scenario.models import Scenario
 from ..targets.base import BuiltTarget, SessionServiceFactory, TargetEnvironment
 from ..targets.choice import TargetChoice, choose_target
+from ..targets.plugins import service_on_backend
 from .service_semantics import settle_with_origins
 from ..targets.profile import TargetProfile
 from ..targets.registry import resolve_target
@@ -73,9 +74,8 @@ async def run_scenario_async(scenario: Scenario, options: RunOptions = RunOption
     from ..recording.scrub_outputs import scrub_result
     from .model_session import run_secrets
 
-    if options.session_service == "delta-databricks":
-        # DeltaSessionService on the Databricks SQL engine is what the databricks backend runs on.
-        options = replace(options, session_service="delta", backend="databricks")
+    chosen = service_on_backend(options.session_service, options.backend)  # delta-databricks: delta on databricks
+    options = replace(options, session_service=chosen.session_service, backend=chosen.backend)
     started = time.perf_counter()
     try:
         result = await _run_scenario(scenario, options)

@@ -90,3 +90,22 @@ def plugin_packages() -> tuple[str, ...]:
 def known_service_modules() -> tuple[str, ...]:
     """Module prefixes of session services whose behaviour is declared, not observed: ADK's and the plugins'."""
     return ("google.adk.", *(f"{package}." for package in plugin_packages()))
+
+
+@dataclass(frozen=True)
+class ServiceOnBackend:
+    """The session service and the backend a run uses, resolved once from the two settings that can name them."""
+
+    session_service: str
+    backend: str
+    named_by: str  # the setting that chose the backend: "backend", or "session_service" for ``delta-databricks``
+
+
+def service_on_backend(session_service: str, backend: str) -> ServiceOnBackend:
+    """``--session-service <service>-<backend>`` (``delta-databricks``) is ``<service>`` on a plugin's backend: the
+    same as ``--session-service <service> --backend <backend>``. Anything else is as given."""
+    if backend == "local":
+        for name in backends():
+            if session_service.endswith(f"-{name}"):
+                return ServiceOnBackend(session_service.removesuffix(f"-{name}"), name, "session_service")
+    return ServiceOnBackend(session_service, backend, "backend")
