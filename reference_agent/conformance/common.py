@@ -8,21 +8,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from google.adk.runners import Runner
 from google.adk.sessions.base_session_service import BaseSessionService
 
+from harness.errors import HarnessError
+from harness.targets.base import BuiltTarget, TargetEnvironment
+from harness.trace.crash import describe_error
+from harness.trace.model import OUTPUT_SAMPLE_CHARS, ExecutionRecord, TurnOutcome
 from reference_agent.config import AgentSettings
 from reference_agent.metrics import iteration_metrics
 from reference_agent.registry import ArtifactRegistry
 from reference_agent.run import run_conversation
-
-from harness.errors import HarnessError
-from harness.trace.crash import describe_error
-from harness.trace.model import OUTPUT_SAMPLE_CHARS, ExecutionRecord, TurnOutcome
-from harness.targets.base import TargetEnvironment
 
 __all__ = ["delta_session_service", "executions_from_registry", "output_sample", "run_turn", "settings_for"]
 
@@ -120,6 +119,19 @@ def local_services(settings: AgentSettings, engine: Any, **kwargs: Any) -> Any:
     except ConfinementUnavailable as exc:
         engine.close()
         raise HarnessError(f"The target's Job_B cannot run here: {exc}") from None
+
+
+def reference_target(*, name: str, profile: Any, app: Any, session_service: BaseSessionService,
+                     run_turn: Callable[..., Any], services: Any, statuses: bool = True) -> BuiltTarget:
+    """The ``BuiltTarget`` of every target built on the reference agent's services (reference, legacy, the
+    Databricks backend): one assembly. ``statuses=False`` leaves out the after-every-event status read: on a
+    workspace each read is a SQL statement of its own (a billed warehouse call, and a request every cassette
+    would have to hold); the registry's rows are read once per turn there, with the executions."""
+    return BuiltTarget(
+        name=name, profile=profile, app=app, session_service=session_service, run_turn=run_turn,
+        list_executions=executions_from_registry(services.registry, services.volume.read_text),
+        artifact_statuses=statuses_from_registry(services.registry) if statuses else None,
+        close=services.close, executor_confinement=executor_confinement(services))
 
 
 def executor_confinement(services: Any) -> dict[str, Any] | None:

@@ -60,18 +60,18 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from harness.errors import ConfigError, HarnessError
 from harness.targets.base import BuiltTarget, TargetEnvironment
+
 from .profile import reference_profile
 
 if TYPE_CHECKING:
     from vcr import VCR
     from vcr.cassette import Cassette
 
-    from reference_agent.backends.databricks.config import DatabricksSettings
-
     from harness.databricks_fake import FakeWorkspace
     from harness.recording.databricks import WorkspaceRewrite
     from harness.run.options import RunOptions
     from harness.scenario.models import Scenario
+    from reference_agent.backends.databricks.config import DatabricksSettings
 
 PUBLIC_HOST = "https://fake-workspace.cloud.databricks.com"  # = harness.recording.databricks.PUBLIC_HOST
 CATALOG, SCHEMA, VOLUME = "main", "rlm", "vol"
@@ -323,9 +323,8 @@ class DatabricksWorkspace:
 
 def replay_settings(host: str = PUBLIC_HOST, token: str | None = None) -> DatabricksSettings:
     """The settings every cassette was recorded with (after rewriting) and every replay uses."""
-    from reference_agent.backends.databricks.config import DatabricksSettings
-
     from harness.databricks_fake import FAKE_TOKEN
+    from reference_agent.backends.databricks.config import DatabricksSettings
 
     return DatabricksSettings(host=host, token=token or FAKE_TOKEN, warehouse_id=WAREHOUSE, catalog=CATALOG,
                               schema=SCHEMA, volume=VOLUME, volume_dir=VOLUME_DIR, cluster_id=CLUSTER,
@@ -437,7 +436,7 @@ def build_reference_on_databricks(env: TargetEnvironment) -> BuiltTarget:
     from reference_agent.backends.databricks.errors import DatabricksBackendError
     from reference_agent.sessions.delta_session_service import DeltaSessionService
 
-    from .common import executions_from_registry, run_turn, settings_for
+    from .common import reference_target, run_turn, settings_for
 
     workspace: DatabricksWorkspace | None = env.databricks
     if workspace is None:
@@ -457,12 +456,5 @@ def build_reference_on_databricks(env: TargetEnvironment) -> BuiltTarget:
         raise HarnessError(f"the reference agent could not start on the databricks backend: {exc}") from exc
     session_service = (env.session_service_factory(env) if env.session_service_factory
                        else DeltaSessionService(services.engine))
-    return BuiltTarget(
-        name="reference",
-        profile=reference_profile(),
-        app=build_app(services, model=env.model),
-        session_service=session_service,
-        run_turn=run_turn,
-        list_executions=executions_from_registry(services.registry, services.volume.read_text),
-        close=services.close,
-    )
+    return reference_target(name="reference", profile=reference_profile(), app=build_app(services, model=env.model),
+                            session_service=session_service, run_turn=run_turn, services=services, statuses=False)

@@ -5,18 +5,16 @@ from __future__ import annotations
 from google.adk.runners import Runner
 from google.adk.sessions import DatabaseSessionService
 
+from harness.targets.base import BuiltTarget, TargetEnvironment
+from harness.trace.model import TurnOutcome
 from reference_agent.legacy.agent import build_legacy_app
 from reference_agent.legacy.run import run_conversation
 from reference_agent.storage.duckdb_engine import DuckDBEngine
 
-from harness.trace.model import TurnOutcome
-from harness.targets.base import BuiltTarget, TargetEnvironment
 from .common import (
-    executions_from_registry,
-    executor_confinement,
     local_services,
+    reference_target,
     settings_for,
-    statuses_from_registry,
 )
 from .profile import reference_profile
 
@@ -34,14 +32,6 @@ def build_legacy(env: TargetEnvironment) -> BuiltTarget:
         services.put_context(env.context)
     service = (env.session_service_factory(env) if env.session_service_factory
                else DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{env.home / 'legacy_sessions.db'}"))
-    return BuiltTarget(
-        name="legacy",
-        app=build_legacy_app(services, model=env.model),
-        session_service=service,
-        run_turn=_run_turn,
-        profile=reference_profile().model_copy(update={"name": "legacy", "target": "legacy", "none_semantics": "delete"}),
-        list_executions=executions_from_registry(services.registry, services.volume.read_text),
-        artifact_statuses=statuses_from_registry(services.registry),
-        close=services.close,
-        executor_confinement=executor_confinement(services),
-    )
+    profile = reference_profile().model_copy(update={"name": "legacy", "target": "legacy", "none_semantics": "delete"})
+    return reference_target(name="legacy", profile=profile, app=build_legacy_app(services, model=env.model),
+                            session_service=service, run_turn=_run_turn, services=services)

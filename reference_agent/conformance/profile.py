@@ -6,7 +6,6 @@ import functools
 from pathlib import Path
 
 import reference_agent
-
 from harness.targets.profile import TargetProfile, load_profile
 
 PROFILE_PATH = Path(reference_agent.__file__).resolve().parent / "conformance_profile.yaml"

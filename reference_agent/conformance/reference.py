@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
+from harness.targets.base import BuiltTarget, TargetEnvironment
 from reference_agent.app import build_app
 from reference_agent.sessions.delta_session_service import DeltaSessionService
 from reference_agent.storage.duckdb_engine import DuckDBEngine
 
-from harness.targets.base import BuiltTarget, TargetEnvironment
 from .common import (
-    executions_from_registry,
-    executor_confinement,
     local_services,
+    reference_target,
     run_turn,
     settings_for,
-    statuses_from_registry,
 )
 from .profile import reference_profile
 
@@ -29,14 +27,5 @@ def build_reference(env: TargetEnvironment) -> BuiltTarget:
     if env.context is not None:
         services.put_context(env.context)
     session_service = env.session_service_factory(env) if env.session_service_factory else DeltaSessionService(engine)
-    return BuiltTarget(
-        name="reference",
-        profile=reference_profile(),
-        app=build_app(services, model=env.model),
-        session_service=session_service,
-        run_turn=run_turn,
-        list_executions=executions_from_registry(services.registry, services.volume.read_text),
-        artifact_statuses=statuses_from_registry(services.registry),
-        close=services.close,
-        executor_confinement=executor_confinement(services),
-    )
+    return reference_target(name="reference", profile=reference_profile(), app=build_app(services, model=env.model),
+                            session_service=session_service, run_turn=run_turn, services=services)

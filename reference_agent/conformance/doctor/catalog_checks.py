@@ -8,8 +8,9 @@ import secrets
 
 from databricks.sdk.errors import DatabricksError, NotFound, PermissionDenied
 
-from .context import ALL, DoctorContext, grant_sql, quoted, reason
 from harness.doctor.findings import Finding, error, ok, skipped, warning
+
+from .context import ALL, DoctorContext, grant_sql, quoted, reason
 
 TABLES = ("sessions", "events", "app_state_keys", "user_state_keys", "app_states", "user_states", "artifacts")
 PROBE_FOLDER = "_rlm"

@@ -4,11 +4,21 @@ from __future__ import annotations
 
 from databricks.sdk.errors import DatabricksError, NotFound, PermissionDenied
 
-from .context import DoctorContext, grant_sql, reason
 from harness.doctor.findings import Finding, error, ok, skipped, warning
+
+from .context import DoctorContext, grant_sql, reason
 from .payload import job_b_payload
-from .runtimes import (ACCESS_MODES, LEGACY_MODE, LTS, PAYLOAD_PYTHON, dbr_python, dbr_release, dotted,
-                       in_payload_range, serverless_python)
+from .runtimes import (
+    ACCESS_MODES,
+    LEGACY_MODE,
+    LTS,
+    PAYLOAD_PYTHON,
+    dbr_python,
+    dbr_release,
+    dotted,
+    in_payload_range,
+    serverless_python,
+)
 from .workspace_checks import object_levels, object_permission
 
 CLUSTER_USERS = {"CAN_ATTACH_TO", "CAN_RESTART", "CAN_MANAGE"}

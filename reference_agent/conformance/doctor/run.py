@@ -12,13 +12,13 @@ import argparse
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
+from harness.doctor.findings import DoctorReport, Finding, Level, error, ok, skipped
 from reference_agent.backends.databricks.config import PARTS, DatabricksSettings, make_workspace_client
 from reference_agent.backends.databricks.errors import DatabricksConfigError
 
 from .catalog_checks import check_catalog_and_schema, check_tables, check_volume, check_write_probe
 from .compute_checks import check_compute, check_payload
 from .context import DoctorContext
-from harness.doctor.findings import DoctorReport, Finding, Level, error, ok, skipped
 from .workspace_checks import check_genai_secret, check_identity, check_warehouse
 
 if TYPE_CHECKING:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from databricks.sdk.errors import BadRequest, DatabricksError, NotFound, PermissionDenied, Unauthenticated
 from requests.exceptions import RequestException
 
-from .context import DoctorContext, reason
 from harness.doctor.findings import Finding, error, ok, warning
+
+from .context import DoctorContext, reason
 
 TOKEN_FIX = ("create a new personal access token (Settings → Developer → Access tokens) and export DATABRICKS_TOKEN, "
              "or re-authenticate the profile of DATABRICKS_CONFIG_PROFILE (`databricks auth login --profile <name>`)")
