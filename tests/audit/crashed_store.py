@@ -1,0 +1,44 @@
+"""A reference-agent store as a crash leaves it: one turn run in a child process that is SIGKILLed right after
+an event of a given author is stored (e.g. after Job_B's event, before the summary)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+_CHILD = textwrap.dedent("""
+    import asyncio, os, signal, sys
+    from pathlib import Path
+    from reference_agent.models.scripted import Reply
+    from reference_agent.run import run_conversation
+    from reference_agent.sessions.delta_session_service import DeltaSessionService
+    from reference_agent.testing import build_local_stack
+
+    home, kill_after = Path(sys.argv[1]), sys.argv[2]
+    script = {"databricks_analyst": [Reply(call="delegate_code_results",
+                                           args={"code": "print(6 * 7)", "instruction": "report"}),
+                                     Reply(call="exit_loop", args={})],
+              "results_processor": [Reply(text="42")]}
+    stack = build_local_stack(home, script=script, context={"x": 1})
+    append = DeltaSessionService.append_event
+
+    async def append_then_die(self, session, event):
+        stored = await append(self, session, event)
+        if event.author == kill_after and event.actions.state_delta:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return stored
+
+    DeltaSessionService.append_event = append_then_die
+    asyncio.run(run_conversation(stack.runner, user_id="u", session_id="crashed", message="what is 6 * 7?"))
+""")
+
+
+def crashed_store(home: Path, *, kill_after: str) -> Path:
+    """Run one turn in a child killed after ``kill_after``'s first state-changing event; the DuckDB store's path."""
+    home.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run([sys.executable, "-c", _CHILD, str(home), kill_after], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == -9, f"the child was not killed (exit {done.returncode}):\n{done.stderr[-3000:]}"
+    return home / "rlm.duckdb"
