@@ -79,6 +79,8 @@ class JobBuilderAgent(BaseAgent):
             max_sublm_tokens=tokens_left,
             # One snapshot per session: variables built in iteration n are there in n+1.
             namespace_path=services.volume.path("artifacts", f"namespace_{run_id}.pkl"),
+            # A retry of this delegation (after a crash) finds its result or its Databricks run, never runs it twice.
+            delegation_id=artifact_id,
         )
         delta: dict[str, Any] = {keys.STAGE: keys.STAGE_EXECUTED, keys.RUN_ID: run_id}
         try:

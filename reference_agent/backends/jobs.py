@@ -33,6 +33,7 @@ from .confinement import (
     BlockFolders,
     confinement_support,
 )
+from .idempotency import adoptable, adopted_state
 from .process import CappedBuffer, kill_group, scrubbed_env
 from .volume import LocalVolumeStore
 from .warm import POOL, WARM_SUPPORTED, BlockRun, WorkerGone
@@ -64,6 +65,9 @@ class JobRequest:
     max_sublm_calls: int = 64
     namespace_path: str | None = None  # volume path of the REPL namespace snapshot (variables persist)
     max_sublm_tokens: int | None = None  # what is left of the session's sub-LM token budget (None: no cap)
+    # The delegation this run executes (the artifact id): set, a retry of it adopts the result an earlier attempt
+    # wrote and a Databricks submit carries an idempotency token (idempotency.py); None, every run runs the code.
+    delegation_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -257,6 +261,11 @@ class LocalJobRunner:
         artifact = self._local(request.artifact_path)
         result_path_v = result_volume_path(request.artifact_path, request.run_id, request.iteration)
         result_path = self._local(result_path_v)
+        earlier = _read_result(result_path)
+        if adoptable(earlier, artifact_path=request.artifact_path, delegation_id=request.delegation_id):
+            # This delegation already ran (a crash after Job_B, before its summary): its result, not a second run.
+            return JobOutcome(result_path_v, None, adopted_state(earlier),
+                              f"Job_B result of an earlier attempt adopted; code status {earlier['status']}")
         # A stale result from an earlier attempt must never pass for this run's.
         result_path.unlink(missing_ok=True)
 

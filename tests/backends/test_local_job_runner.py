@@ -244,3 +244,49 @@ async def test_sublm_from_genai_uses_the_async_client() -> None:
 def test_grace_must_exceed_the_executor_grace(volume: LocalVolumeStore) -> None:
     with pytest.raises(ValueError):
         LocalJobRunner(volume, grace_s=0.5)
+
+
+# --- one delegation, one execution (backends/idempotency.py) ---------------------------------------------------
+
+
+def counting_delegation(volume: LocalVolumeStore, *, delegation_id: str | None, mode: str) -> tuple[JobRequest, Path]:
+    """A delegation whose code appends a line to a counter file next to it: one line per execution."""
+    artifact = volume.path("artifacts", "agent_code_run1_iter1_a1b2c3.py")
+    counter = volume.local_path(volume.path("artifacts", "executions.txt"))
+    volume.write_text(artifact, f"with open({str(counter)!r}, 'a') as f:\n    f.write('ran\\n')\nprint('done')\n")
+    return JobRequest(artifact_path=artifact, run_id="run1", iteration=1, timeout_s=10.0, delegation_id=delegation_id,
+                      namespace_path=volume.path("artifacts", "namespace_run1.pkl") if mode == "warm" else None), counter
+
+
+async def test_a_retried_delegation_adopts_its_result_and_does_not_run_again(volume: LocalVolumeStore,
+                                                                              job_mode: str) -> None:
+    request, counter = counting_delegation(volume, delegation_id="a1b2c3", mode=job_mode)
+    runner = LocalJobRunner(volume)
+    try:
+        first = await runner.run(request, sub_lm=FakeSubLm())
+    finally:
+        runner.close()
+    retry = LocalJobRunner(volume)  # the recovered process: a new runner, no memory of the first
+    try:
+        again = await retry.run(request, sub_lm=FakeSubLm())
+    finally:
+        retry.close()
+    assert counter.read_text() == "ran\n", "the retry executed the delegation's code a second time"
+    assert again.result_json_path == first.result_json_path and again.runner_state == "SUCCESS"
+    assert "adopted" in again.message
+    assert json.loads(volume.read_text(again.result_json_path))["stdout"] == "done\n"
+
+
+async def test_without_a_delegation_id_a_second_run_executes_again(volume: LocalVolumeStore) -> None:
+    request, counter = counting_delegation(volume, delegation_id=None, mode="one-shot")
+    for _ in range(2):
+        await LocalJobRunner(volume).run(request, sub_lm=FakeSubLm())
+    assert counter.read_text() == "ran\nran\n"
+
+
+async def test_an_earlier_result_of_another_artifact_at_the_path_is_not_adopted(volume: LocalVolumeStore) -> None:
+    request, counter = counting_delegation(volume, delegation_id="a1b2c3", mode="one-shot")
+    stale = volume.local_path(volume.path("artifacts", "result_run1_iter1.json"))
+    stale.write_text(json.dumps({"status": "success", "artifact_path": "agent_code_run1_iter1_ffffff.py"}))
+    await LocalJobRunner(volume).run(request, sub_lm=FakeSubLm())
+    assert counter.read_text() == "ran\n"
