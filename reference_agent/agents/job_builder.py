@@ -2,7 +2,9 @@
 
 Stage-gated: acts only when ``temp:rlm:stage`` is ``delegated`` and the
 artifact matches ``temp:rlm:active_artifact_id``, so a loop iteration without a
-fresh delegation re-runs nothing. The result JSON in the volume is the
+fresh delegation re-runs nothing — except to recover an execution a crash left
+unsummarised (``recovery.py``): the stage is re-opened from its stored result,
+which is read, never run again. The result JSON in the volume is the
 canonical stdout/stderr; state gets pointers, the success flag and bounded
 previews, through one *minimal* ``EventActions(state_delta=...)`` holding only
 keys this agent owns (never ``dict(ctx.session.state)``).
@@ -17,6 +19,7 @@ from typing import Any, AsyncGenerator
 from google.adk.agents import BaseAgent
 from google.adk.agents.invocation_context import InvocationContext
 from google.adk.events import Event, EventActions
+from google.adk.sessions.state import State
 from google.genai import types
 from pydantic import ConfigDict
 
@@ -24,6 +27,7 @@ from .. import history
 from .. import state_contract as keys
 from ..backends.jobs import JobRequest
 from ..metrics import iteration_metrics, session_totals
+from ..recovery import Orphan, orphaned_execution
 from ..wiring import RuntimeServices
 
 logger = logging.getLogger(__name__)
@@ -58,6 +62,10 @@ class JobBuilderAgent(BaseAgent):
         if state.get(keys.STAGE) != keys.STAGE_DELEGATED or not artifact_id or artifact_id != state.get(
             keys.ACTIVE_ARTIFACT_ID
         ):
+            orphan = orphaned_execution(ctx.session.events)
+            if orphan is not None:
+                yield self._recover(ctx, orphan)
+                return
             logger.debug("job_builder: no fresh delegation (stage=%s); nothing to run", state.get(keys.STAGE))
             return
 
@@ -103,34 +111,47 @@ class JobBuilderAgent(BaseAgent):
             yield self._event(ctx, message, delta)
             return
 
-        stdout, stdout_cut = preview(result.get("stdout"), settings.preview_chars)
-        stderr, stderr_cut = preview(stderr_for_analyst(result), settings.preview_chars)
-        success = result.get("status") == "success"
         metrics = iteration_metrics(result)
         services.registry.mark_executed(
             artifact_id,
             result_json_path=outcome.result_json_path,
             metadata={**metrics, "stdout_bytes": result.get("stdout_bytes")},
         )
-        delta.update(
-            {
-                keys.EXECUTION_SUCCESS: success,
-                keys.EXECUTION_STATUS: result.get("status"),
-                keys.EXECUTION_STDOUT: stdout,
-                keys.EXECUTION_STDERR: stderr,
-                keys.STDOUT_TRUNCATED: stdout_cut or bool(result.get("stdout_truncated")),
-                keys.STDERR_TRUNCATED: stderr_cut or bool(result.get("stderr_truncated")),
-                keys.RESULT_JSON_PATH: outcome.result_json_path,
-                keys.LAST_RESULT_JSON_PATH: outcome.result_json_path,
-                keys.LAST_EXECUTION_SUCCESS: success,
-                keys.METRICS: session_totals(totals, metrics),
-                keys.TURN_LOG: history.logged(state, history.executed(artifact_id, result.get("status"))),
-            }
-        )
-        if result.get("final_answer") is not None:
-            delta[keys.FINAL_FOUND] = True
-            delta[keys.PENDING_FINAL_ANSWER] = str(result["final_answer"])
+        delta.update(result_delta(result, outcome.result_json_path, settings.preview_chars, also={
+            keys.METRICS: session_totals(totals, metrics),
+            keys.TURN_LOG: history.logged(state, history.executed(artifact_id, result.get("status"))),
+        }))
         yield self._event(ctx, f"Job_B run {run_id} iteration {iteration}: {result.get('status')}", delta)
+
+    def _recover(self, ctx: InvocationContext, orphan: Orphan) -> Event:
+        """Re-open the stage for an execution a crash left unsummarised, from its stored result (not run again).
+
+        Its metrics and registry row were written when it ran, so neither is written twice.
+        """
+        try:
+            result = json.loads(self.services.volume.read_text(orphan.result_json_path))
+        except (OSError, ValueError) as exc:
+            logger.warning("job_builder: the result %s of artifact %s is unreadable (%s); it cannot be summarised",
+                           orphan.result_json_path, orphan.artifact_id, exc)
+            # Dropping the result pointer closes the orphan, so the analyst goes on.
+            return self._event(ctx, f"Job_B result of artifact {orphan.artifact_id} is gone; not summarised",
+                               {keys.LAST_RESULT_JSON_PATH: None})
+        # temp: keys only: the durable pointers are the crashed execution's own, and an event without a durable
+        # key is no second execution in the stored session (only the invocation's glue is re-opened).
+        delta: dict[str, Any] = {
+            keys.STAGE: keys.STAGE_EXECUTED,
+            keys.ARTIFACT_ID: orphan.artifact_id,
+            keys.ACTIVE_ARTIFACT_ID: orphan.artifact_id,
+            keys.RUN_ID: ctx.session.id,
+            keys.SUBLM_INSTRUCTION: orphan.instruction,
+            **{key: value for key, value in result_delta(
+                result, orphan.result_json_path, self.services.settings.preview_chars, also={
+                    keys.TURN_LOG: history.logged(ctx.session.state, history.executed(orphan.artifact_id,
+                                                                                      result.get("status")))},
+            ).items() if key.startswith(State.TEMP_PREFIX)},
+        }
+        return self._event(ctx, f"Job_B result of artifact {orphan.artifact_id} recovered (computed before a "
+                                f"restart, not run again): {result.get('status')}", delta)
 
     def _event(self, ctx: InvocationContext, text: str, delta: dict[str, Any]) -> Event:
         return Event(
@@ -140,6 +161,31 @@ class JobBuilderAgent(BaseAgent):
             content=types.Content(role="model", parts=[types.Part.from_text(text=text)]),
             actions=EventActions(state_delta=delta),
         )
+
+
+def result_delta(result: dict[str, Any], result_json_path: str, preview_chars: int, *,
+                 also: dict[str, Any]) -> dict[str, Any]:
+    """The state an execution's result puts in front of the processor: previews, status, pointers, ``also``,
+    FINAL (in the order the events have always held them)."""
+    stdout, stdout_cut = preview(result.get("stdout"), preview_chars)
+    stderr, stderr_cut = preview(stderr_for_analyst(result), preview_chars)
+    success = result.get("status") == "success"
+    delta: dict[str, Any] = {
+        keys.EXECUTION_SUCCESS: success,
+        keys.EXECUTION_STATUS: result.get("status"),
+        keys.EXECUTION_STDOUT: stdout,
+        keys.EXECUTION_STDERR: stderr,
+        keys.STDOUT_TRUNCATED: stdout_cut or bool(result.get("stdout_truncated")),
+        keys.STDERR_TRUNCATED: stderr_cut or bool(result.get("stderr_truncated")),
+        keys.RESULT_JSON_PATH: result_json_path,
+        keys.LAST_RESULT_JSON_PATH: result_json_path,
+        keys.LAST_EXECUTION_SUCCESS: success,
+        **also,
+    }
+    if result.get("final_answer") is not None:
+        delta[keys.FINAL_FOUND] = True
+        delta[keys.PENDING_FINAL_ANSWER] = str(result["final_answer"])
+    return delta
 
 
 def stderr_for_analyst(result: dict[str, Any]) -> str:

@@ -17,8 +17,10 @@ _CHILD = textwrap.dedent("""
     from reference_agent.testing import build_local_stack
 
     home, kill_after = Path(sys.argv[1]), sys.argv[2]
+    counter = home / "volume" / "artifacts" / "executions.txt"  # one line per run of the code
+    code = f"with open({str(counter)!r}, 'a') as f:\\n    f.write('ran\\\\n')\\nprint(6 * 7)\\n"
     script = {"databricks_analyst": [Reply(call="delegate_code_results",
-                                           args={"code": "print(6 * 7)", "instruction": "report"}),
+                                           args={"code": code, "instruction": "report"}),
                                      Reply(call="exit_loop", args={})],
               "results_processor": [Reply(text="42")]}
     stack = build_local_stack(home, script=script, context={"x": 1})
@@ -33,6 +35,12 @@ _CHILD = textwrap.dedent("""
     DeltaSessionService.append_event = append_then_die
     asyncio.run(run_conversation(stack.runner, user_id="u", session_id="crashed", message="what is 6 * 7?"))
 """)
+
+
+def executions(home: Path) -> int:
+    """How many times the crashed turn's code ran (its side-effect counter in the volume)."""
+    counter = home / "volume" / "artifacts" / "executions.txt"
+    return counter.read_text().count("ran") if counter.exists() else 0
 
 
 def crashed_store(home: Path, *, kill_after: str) -> Path:
