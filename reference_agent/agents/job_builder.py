@@ -63,16 +63,35 @@ class JobBuilderAgent(BaseAgent):
             keys.ACTIVE_ARTIFACT_ID
         ):
             orphan = orphaned_execution(ctx.session.events)
-            if orphan is not None:
+            if orphan is None:
+                logger.debug("job_builder: no fresh delegation (stage=%s); nothing to run", state.get(keys.STAGE))
+            elif orphan.result_json_path is not None:
                 yield self._recover(ctx, orphan)
-                return
-            logger.debug("job_builder: no fresh delegation (stage=%s); nothing to run", state.get(keys.STAGE))
+            else:  # delegated, never recorded as executed: run it now, through the idempotent runner
+                async for event in self._run_orphaned_delegation(ctx, orphan):
+                    yield event
             return
+        async for event in self._execute(ctx, artifact_id, state.get(keys.CODE), int(state.get(keys.ITERATION, 0))):
+            yield event
 
+    async def _run_orphaned_delegation(self, ctx: InvocationContext, orphan: Orphan) -> AsyncGenerator[Event, None]:
+        """A delegation a crash left before its execution was stored: run it (a result its Job_B already wrote
+        is adopted and a Databricks run it started is rejoined, by the runner's idempotency), then summarise."""
+        record = self.services.registry.get(orphan.artifact_id)
+        glue = {keys.ARTIFACT_ID: orphan.artifact_id, keys.ACTIVE_ARTIFACT_ID: orphan.artifact_id,
+                keys.SUBLM_INSTRUCTION: orphan.instruction}
+        async for event in self._execute(ctx, orphan.artifact_id, record.code_path if record else None,
+                                         record.iteration if record else int(ctx.session.state.get(keys.ITERATION, 0)),
+                                         glue=glue, marked=record is not None and record.status != "pending"):
+            yield event
+
+    async def _execute(self, ctx: InvocationContext, artifact_id: str, code_path: str | None, iteration: int, *,
+                       glue: dict[str, Any] | None = None, marked: bool = False) -> AsyncGenerator[Event, None]:
+        """Run Job_B for the artifact and put its result in front of the processor (``glue``: stage keys a
+        recovery re-opens; ``marked``: the registry already holds it as executed)."""
+        state = ctx.session.state
         services = self.services
         settings = services.settings
-        iteration = int(state.get(keys.ITERATION, 0))
-        code_path = state.get(keys.CODE)
         run_id = ctx.session.id
         totals = state.get(keys.METRICS) or {}
         tokens_left = max(0, settings.max_sublm_tokens_per_session - int(totals.get("sublm_tokens", 0)))
@@ -90,13 +109,16 @@ class JobBuilderAgent(BaseAgent):
             # A retry of this delegation (after a crash) finds its result or its Databricks run, never runs it twice.
             delegation_id=artifact_id,
         )
-        delta: dict[str, Any] = {keys.STAGE: keys.STAGE_EXECUTED, keys.RUN_ID: run_id}
+        delta: dict[str, Any] = {keys.STAGE: keys.STAGE_EXECUTED, keys.RUN_ID: run_id, **(glue or {})}
         try:
+            if not code_path:
+                raise LookupError(f"artifact {artifact_id} is not in the registry: its code cannot be found")
             outcome = await services.runner.run(request, sub_lm=services.sub_lm)
             result = json.loads(services.volume.read_text(outcome.result_json_path))
         except Exception as exc:  # the executor could not be run at all: a fatal error the analyst sees
             logger.exception("job_builder: Job_B could not run artifact %s", artifact_id)
-            services.registry.mark_failed(artifact_id, f"{type(exc).__name__}: {exc}")
+            if code_path and not marked:
+                services.registry.mark_failed(artifact_id, f"{type(exc).__name__}: {exc}")
             message = f"Job_B could not run: {type(exc).__name__}: {exc}"
             delta.update(
                 {
@@ -112,11 +134,12 @@ class JobBuilderAgent(BaseAgent):
             return
 
         metrics = iteration_metrics(result)
-        services.registry.mark_executed(
-            artifact_id,
-            result_json_path=outcome.result_json_path,
-            metadata={**metrics, "stdout_bytes": result.get("stdout_bytes")},
-        )
+        if not marked:
+            services.registry.mark_executed(
+                artifact_id,
+                result_json_path=outcome.result_json_path,
+                metadata={**metrics, "stdout_bytes": result.get("stdout_bytes")},
+            )
         delta.update(result_delta(result, outcome.result_json_path, settings.preview_chars, also={
             keys.METRICS: session_totals(totals, metrics),
             keys.TURN_LOG: history.logged(state, history.executed(artifact_id, result.get("status"))),

@@ -1,6 +1,6 @@
 """A result computed before a crash is summarised on recovery, exactly once, and its code is not run again
-(reference_agent/recovery.py). The crash is real: a turn on a DuckDB file SIGKILLed in a child process right
-after Job_B's event was stored, before the results processor's summary; recovery is the next turn in this one."""
+(reference_agent/recovery.py). The crash is real: a turn on a DuckDB file SIGKILLed in a child process (right
+after Job_B's event was stored, before the summary; or before Job_B's event); recovery is the next turn here."""
 
 from __future__ import annotations
 
@@ -63,9 +63,18 @@ def test_a_result_computed_before_the_crash_is_summarised_once_and_not_run_again
     assert not [r for r in run_audit_checks(stored, reference_profile()) if r.failed]
 
 
-def test_a_turn_killed_before_its_delegation_ran_leaves_no_orphan_to_summarise(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("crash", "ran_before"), [({"kill_after": keys.ANALYST}, 0),
+                                                 ({"kill_before": keys.JOB_BUILDER}, 1)])
+def test_a_delegation_whose_execution_was_not_stored_is_run_or_adopted_once(tmp_path: Path, crash: dict,
+                                                                             ran_before: int) -> None:
+    """Killed after the delegation (Job_B never ran: it runs once now), or after Job_B finished but before its
+    event was stored (its result is adopted: the code does not run again); either way summarised once."""
     home = tmp_path / "home"
-    crashed_store(home, kill_after=keys.ANALYST)
-    after = next_turn(home, message="and?", processor=[])
-    assert after["summaries"] == [] and after["outcome"].termination == "exit_loop"
-    assert executions(home) == 0  # not executed by recovery: only a computed result is adopted
+    crashed_store(home, **crash)
+    assert executions(home) == ran_before
+    recovered = next_turn(home, message="and?", processor=[Reply(text="Recovered: 42.")])
+    assert recovered["session"].state[keys.LAST_RESULTS_SUMMARY] == "Recovered: 42."
+    assert recovered["statuses"] == ["consumed"] and len(recovered["summaries"]) == 1
+    assert executions(home) == 1
+    [stored] = read_store(home / "rlm.duckdb")
+    assert not [r for r in run_audit_checks(stored, reference_profile()) if r.failed]

@@ -1,5 +1,5 @@
 """A reference-agent store as a crash leaves it: one turn run in a child process that is SIGKILLed right after
-an event of a given author is stored (e.g. after Job_B's event, before the summary)."""
+(or right before) an event of a given author is stored (e.g. after Job_B's event, before the summary)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ _CHILD = textwrap.dedent("""
     from reference_agent.sessions.delta_session_service import DeltaSessionService
     from reference_agent.testing import build_local_stack
 
-    home, kill_after = Path(sys.argv[1]), sys.argv[2]
+    home, kill, author = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
     counter = home / "volume" / "artifacts" / "executions.txt"  # one line per run of the code
     code = f"with open({str(counter)!r}, 'a') as f:\\n    f.write('ran\\\\n')\\nprint(6 * 7)\\n"
     script = {"databricks_analyst": [Reply(call="delegate_code_results",
@@ -27,8 +27,11 @@ _CHILD = textwrap.dedent("""
     append = DeltaSessionService.append_event
 
     async def append_then_die(self, session, event):
+        dies = event.author == author and bool(event.actions.state_delta)
+        if dies and kill == "before":
+            os.kill(os.getpid(), signal.SIGKILL)
         stored = await append(self, session, event)
-        if event.author == kill_after and event.actions.state_delta:
+        if dies:
             os.kill(os.getpid(), signal.SIGKILL)
         return stored
 
@@ -43,10 +46,12 @@ def executions(home: Path) -> int:
     return counter.read_text().count("ran") if counter.exists() else 0
 
 
-def crashed_store(home: Path, *, kill_after: str) -> Path:
-    """Run one turn in a child killed after ``kill_after``'s first state-changing event; the DuckDB store's path."""
+def crashed_store(home: Path, *, kill_after: str | None = None, kill_before: str | None = None) -> Path:
+    """Run one turn in a child killed right after (or before) the first state-changing event of the author
+    ``kill_after`` (``kill_before``) is stored; the DuckDB store's path."""
     home.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run([sys.executable, "-c", _CHILD, str(home), kill_after], capture_output=True, text=True,
-                          timeout=120)
+    kill, author = ("after", kill_after) if kill_after else ("before", kill_before)
+    done = subprocess.run([sys.executable, "-c", _CHILD, str(home), kill, str(author)], capture_output=True,
+                          text=True, timeout=120)
     assert done.returncode == -9, f"the child was not killed (exit {done.returncode}):\n{done.stderr[-3000:]}"
     return home / "rlm.duckdb"
