@@ -9,10 +9,12 @@ import pytest
 from databricks.sdk.errors import DatabricksError
 
 from reference_agent.backends.databricks.jobs import DatabricksJobRunner
+from reference_agent.backends.databricks.polling import Backoff
 from reference_agent.backends.idempotency import TOKEN_MAX_CHARS, idempotency_token
 from reference_agent.backends.jobs import JobRequest
 
 CLUSTER = "0101-000000-fakecluster"
+FAST = Backoff(initial_s=0.02, factor=1.5, max_s=0.1)
 
 
 def submit(client, volume, *, token: str | None) -> int:
@@ -103,3 +105,58 @@ async def test_another_delegations_result_at_the_path_is_never_adopted(runner, f
                                           delegation_id="ffffff"), sub_lm=no_sub_lm)
     assert "other" in runner.volume.read_text(outcome.result_json_path)
     assert len(fake.jobs.runs) == 2
+
+
+class ProcessDied(BaseException):
+    """Stands for SIGKILL inside the agent's process: nothing after it runs, no run is cancelled."""
+
+
+@pytest.mark.slow
+async def test_the_agents_retry_after_a_crash_between_submit_and_result_yields_one_run(settings, client, fake,
+                                                                                       tmp_path) -> None:
+    from google.adk.runners import Runner
+
+    from reference_agent import state_contract as keys
+    from reference_agent.app import build_app
+    from reference_agent.backends.databricks import build_databricks_services
+    from reference_agent.config import AgentSettings
+    from reference_agent.models.scripted import Reply, ScriptedLlm
+    from reference_agent.run import run_conversation
+    from reference_agent.sessions.delta_session_service import DeltaSessionService
+
+    agent_settings = AgentSettings(home=tmp_path / "home", executor_timeout_s=10.0)
+
+    def process(script: dict) -> tuple[Runner, object]:
+        services = build_databricks_services(agent_settings, settings, sub_lm=None, client=client, hermetic=True,
+                                             sql_options={"backoff": FAST},
+                                             runner_options={"backoff": FAST, "grace_s": 2.0})
+        app = build_app(services, model=ScriptedLlm.from_script(script))
+        return Runner(app=app, session_service=DeltaSessionService(services.engine)), services
+
+    # Job_B still runs when the recovered turn retries (its result is not there to adopt): the token's case.
+    code = "import time\ntime.sleep(4)\nprint(6 * 7)\n"
+    first, services = process({keys.ANALYST: [Reply(call="delegate_code_results",
+                                                     args={"code": code, "instruction": "report"})]})
+    job_runner = services.runner
+
+    async def submit_then_die(request, *, sub_lm):
+        entry, payload = await asyncio.to_thread(job_runner._ensure_uploaded)
+        await asyncio.to_thread(job_runner._submit, request, entry, payload)
+        raise ProcessDied()
+
+    job_runner.run = submit_then_die
+    with pytest.raises(ProcessDied):
+        await run_conversation(first, user_id="u", session_id="crashed", message="what is 6 * 7?")
+    assert len(fake.jobs.runs) == 1
+
+    second, services = process({keys.ANALYST: [Reply(call="exit_loop", args={})],
+                                keys.RESULTS_PROCESSOR: [Reply(text="It is 42.")]})
+    outcome = await run_conversation(second, user_id="u", session_id="crashed", message="and?")
+    assert outcome.termination == "exit_loop"
+    assert submits(fake) == 2 and len(fake.jobs.runs) == 1, "the recovered turn started a second Job_B run"
+    session = await second.session_service.get_session(app_name=agent_settings.app_name, user_id="u",
+                                                       session_id="crashed")
+    assert session.state[keys.LAST_RESULTS_SUMMARY] == "It is 42."
+    [artifact] = services.registry.list_for_session(agent_settings.app_name, "u", "crashed")
+    assert artifact.status == "consumed"
+    assert "42" in services.volume.read_text(artifact.result_json_path)
