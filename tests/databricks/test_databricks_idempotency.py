@@ -4,6 +4,7 @@ job runner's retry of a delegation after a crash (the same run back, or the earl
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 from databricks.sdk.errors import DatabricksError
@@ -160,3 +161,29 @@ async def test_the_agents_retry_after_a_crash_between_submit_and_result_yields_o
     [artifact] = services.registry.list_for_session(agent_settings.app_name, "u", "crashed")
     assert artifact.status == "consumed"
     assert "42" in services.volume.read_text(artifact.result_json_path)
+
+
+async def test_a_retried_delegation_keeps_its_exchange_answers_and_answers_only_what_waits(volume) -> None:
+    """The sub-LM exchange folder is the delegation's own: a retry rejoining the run answers what is still waiting
+    and never asks the model again for a request answered before the crash."""
+    from reference_agent.backends.databricks.jobs import SubLmExchange, sublm_folder
+    from reference_agent.backends.jobs import LmBridge
+
+    asked: list[str] = []
+
+    async def sub_lm(prompt: str) -> str:
+        asked.append(prompt)
+        return f"answer to {prompt}"
+
+    request = JobRequest(artifact_path=volume.path("artifacts", "agent_code_s1_iter1_a1b2c3.py"), run_id="s1",
+                         iteration=1, delegation_id="a1b2c3")
+    folder = sublm_folder(request)
+    assert folder.endswith("/sublm/s1_iter1_a1b2c3")
+    assert sublm_folder(JobRequest(artifact_path=request.artifact_path, run_id="s1", iteration=1)) != folder
+    volume.write_text(f"{folder}/1.request.json", json.dumps({"id": 1, "prompts": ["before"]}))
+    volume.write_text(f"{folder}/1.answer.json", json.dumps({"id": 1, "responses": ["kept"], "tokens": [None]}))
+    volume.write_text(f"{folder}/2.request.json", json.dumps({"id": 2, "prompts": ["waiting"]}))
+    exchange = SubLmExchange(volume, folder, LmBridge(sub_lm, max_calls=8))
+    exchange.resume()
+    assert await exchange.serve() == 1 and asked == ["waiting"]
+    assert json.loads(volume.read_text(f"{folder}/1.answer.json"))["responses"] == ["kept"]

@@ -175,7 +175,11 @@ class DatabricksJobRunner:
         exchange = SubLmExchange(self.volume, sublm_folder(request), LmBridge(
             sub_lm, max_calls=request.max_sublm_calls, max_tokens=request.max_sublm_tokens), clock=self._clock) \
             if self.sublm_exchange else None
-        if exchange is not None:  # an earlier attempt's answers must never pass for this run's
+        if exchange is not None and request.delegation_id:
+            # The folder is this delegation's own: a retry rejoins its run (idempotency_token), whose requests
+            # answered already are not asked again and whose waiting ones get their answer.
+            await asyncio.to_thread(exchange.resume)
+        elif exchange is not None:  # an earlier attempt's answers must never pass for this run's
             await asyncio.to_thread(exchange.clear)
         run_id = await asyncio.to_thread(self._submit, request, entry, payload)
         try:
@@ -334,8 +338,10 @@ class DatabricksJobRunner:
 
 
 def sublm_folder(request: JobRequest) -> str:
-    """The run's sub-LM exchange folder: ``<artifact dir>/sublm/<run_id>_iter<n>`` (one per Job_B run)."""
-    return posixpath.join(posixpath.dirname(request.artifact_path), "sublm", f"{request.run_id}_iter{request.iteration}")
+    """The run's sub-LM exchange folder: ``<artifact dir>/sublm/<run_id>_iter<n>`` (one per Job_B run), with
+    ``_<delegation_id>`` appended for a delegation (its retries share it; no other delegation's is the same)."""
+    name = f"{request.run_id}_iter{request.iteration}" + (f"_{request.delegation_id}" if request.delegation_id else "")
+    return posixpath.join(posixpath.dirname(request.artifact_path), "sublm", name)
 
 
 class SubLmExchange:
@@ -354,6 +360,12 @@ class SubLmExchange:
         self._clock = clock
         self._unreadable_since: dict[int, float] = {}  # request id -> when it was first read and not JSON
         self.deferred = 0  # requests the last serve() left to read again (not whole yet)
+
+    def resume(self) -> None:
+        """Take up the folder as an earlier attempt of the same run left it: requests with an answer are done."""
+        names = set(self.volume.list_names(self.folder))
+        self.answered.update(int(m.group(1)) for m in map(_REQUEST_FILE.match, names)
+                             if m and f"{m.group(1)}.answer.json" in names)
 
     def clear(self) -> None:
         """Remove what an earlier attempt of the same run left in the folder (the Files API deletes files only)."""
