@@ -13,8 +13,7 @@ next invocation (the same turn sent again, or the next message):
   results processor summarises it and the stage plugin marks it consumed, as after a fresh execution. Its
   summary ends the orphan, so this happens once. A delegation never stored as executed is run through the
   idempotent runner: a result its Job_B wrote after the crash is adopted, a Databricks run it started is
-  rejoined (``backends/idempotency.py``). A local Job_B still running when recovery starts is not seen (no
-  result yet), so its code would run a second time.
+  rejoined (``backends/idempotency.py``), and a local Job_B still running is waited for (``backends/claims.py``).
 """
 
 from __future__ import annotations

@@ -290,3 +290,45 @@ async def test_an_earlier_result_of_another_artifact_at_the_path_is_not_adopted(
     stale.write_text(json.dumps({"status": "success", "artifact_path": "agent_code_run1_iter1_ffffff.py"}))
     await LocalJobRunner(volume).run(request, sub_lm=FakeSubLm())
     assert counter.read_text() == "ran\n"
+
+
+_AGENT = """
+import asyncio, sys
+from pathlib import Path
+from reference_agent.backends.jobs import JobRequest, LocalJobRunner
+from reference_agent.backends.volume import LocalVolumeStore
+
+async def no_sub_lm(prompt):
+    raise AssertionError(prompt)
+
+volume = LocalVolumeStore(Path(sys.argv[1]))
+request = JobRequest(artifact_path=volume.path("artifacts", "agent_code_run1_iter1_a1b2c3.py"), run_id="run1",
+                     iteration=1, timeout_s=20.0, delegation_id="a1b2c3")
+asyncio.run(LocalJobRunner(volume, warm=False).run(request, sub_lm=no_sub_lm))
+"""
+
+
+async def test_a_retry_while_the_dead_agents_job_b_still_runs_waits_for_it_and_adopts_its_result(
+        volume: LocalVolumeStore) -> None:
+    """The agent is SIGKILLed while Job_B runs (Job_B, in its own process group, goes on); the retry finds the
+    claim of a live group, waits for the result and adopts it: the code ran once."""
+    import signal
+    import subprocess
+    import sys
+
+    request, counter = counting_delegation(volume, delegation_id="a1b2c3", mode="one-shot")
+    code = volume.read_text(request.artifact_path)
+    volume.write_text(request.artifact_path, "import time\ntime.sleep(2)\n" + code)
+    agent = subprocess.Popen([sys.executable, "-c", _AGENT, str(volume.root)])
+    claim = volume.local_path(volume.path("artifacts", "result_run1_iter1.json.claim"))
+    deadline = time.monotonic() + 30
+    while not claim.exists() and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert claim.exists(), "the runner wrote no claim for the running block"
+    agent.send_signal(signal.SIGKILL)
+    agent.wait()
+    assert not counter.exists(), "Job_B finished before the agent was killed: the test proves nothing"
+
+    outcome = await LocalJobRunner(volume, warm=False).run(request, sub_lm=FakeSubLm())
+    assert "adopted" in outcome.message
+    assert counter.read_text() == "ran\n", "the retry ran the code while the first Job_B still ran"
