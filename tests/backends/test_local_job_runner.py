@@ -318,17 +318,19 @@ async def test_a_retry_while_the_dead_agents_job_b_still_runs_waits_for_it_and_a
 
     request, counter = counting_delegation(volume, delegation_id="a1b2c3", mode="one-shot")
     code = volume.read_text(request.artifact_path)
-    volume.write_text(request.artifact_path, "import time\ntime.sleep(2)\n" + code)
+    started = counter.with_name("started.txt")
+    volume.write_text(request.artifact_path,
+                      f"import time\nopen({str(started)!r}, 'w').close()\ntime.sleep(2)\n" + code)
     agent = subprocess.Popen([sys.executable, "-c", _AGENT, str(volume.root)])
     claim = volume.local_path(volume.path("artifacts", "result_run1_iter1.json.claim"))
     deadline = time.monotonic() + 30
-    while not claim.exists() and time.monotonic() < deadline:
+    while not started.exists() and time.monotonic() < deadline:  # killed while the code runs, not before
         await asyncio.sleep(0.05)
-    assert claim.exists(), "the runner wrote no claim for the running block"
+    assert claim.exists() and started.exists(), "the runner wrote no claim, or Job_B never started the code"
     agent.send_signal(signal.SIGKILL)
     agent.wait()
     assert not counter.exists(), "Job_B finished before the agent was killed: the test proves nothing"
 
     outcome = await LocalJobRunner(volume, warm=False).run(request, sub_lm=FakeSubLm())
-    assert "adopted" in outcome.message
+    assert "adopted" in outcome.message, (outcome, counter.read_text() if counter.exists() else None)
     assert counter.read_text() == "ran\n", "the retry ran the code while the first Job_B still ran"
