@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import warnings
 
-from google.adk.agents import LlmAgent, LoopAgent
+from google.adk.agents import LoopAgent
 from google.adk.apps import App
 from google.adk.models.base_llm import BaseLlm
 
@@ -20,6 +20,7 @@ from .plugins.model_guard import RlmModelGuardPlugin
 from .plugins.stage_tracking import RlmStageTrackingPlugin
 from .plugins.turn_log import RlmTurnLogPlugin
 from .prompts import make_analyst_instruction, results_processor_instruction
+from .recovery import RecoveringAnalyst
 from .wiring import RuntimeServices
 from .tools.delegate import exit_loop, make_delegate_tool
 from .tools.snippets import make_snippet_tool
@@ -28,7 +29,8 @@ ROOT_AGENT_NAME = "orchestrator_loop"
 
 
 def build_root_agent(services: RuntimeServices, *, model: BaseLlm | str) -> LoopAgent:
-    analyst = LlmAgent(
+    # Stands aside while an execution a crash left unsummarised is recovered (recovery.py).
+    analyst = RecoveringAnalyst(
         name=keys.ANALYST,
         model=model,
         description="Writes Python for the executor and decides when the question is answered.",

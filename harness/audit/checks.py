@@ -25,6 +25,7 @@ from ..checks.state_budget import over_budget
 from ..scenario.models import Expectations
 from ..targets.profile import TargetProfile
 from .as_trace import describe_event, name_stored_events, stored_as_trace
+from .leftovers import delegations_executed, unanalysed_artifacts, unsummarised_executions, with_leftovers
 from .model import StoredEvent, StoredSession
 from .stores.layouts import OURS
 
@@ -120,7 +121,9 @@ def _shared(name: str, fn: Callable[[CheckContext], CheckResult]) -> Callable[..
 def _summary_persisted(ctx: CheckContext) -> CheckResult:
     from ..checks.summary_persisted import summary_persisted
 
-    return summary_persisted(ctx)
+    # At rest, an execution nothing summarised is a crash leftover (a run leaves it to stage_gating's checks).
+    return with_leftovers(summary_persisted(ctx), unsummarised_executions(ctx.trace, ctx.profile),
+                          what="execution(s) never summarised")
 
 
 def _artifacts_consumed(ctx: CheckContext) -> CheckResult:
@@ -130,7 +133,8 @@ def _artifacts_consumed(ctx: CheckContext) -> CheckResult:
         return not_applicable("artifacts_consumed", "The profile maps no artifact_status_prefix (state keys "
                                                     "holding each artifact's status); an artifact registry is not "
                                                     "in the session store, so the store cannot tell.")
-    return artifacts_consumed(ctx)
+    return with_leftovers(artifacts_consumed(ctx), unanalysed_artifacts(ctx.trace, ctx.profile),
+                          what="artifact(s) left unanalysed and not consumed")
 
 
 # --- contract, budget ---------------------------------------------------------------------------------------------
@@ -310,6 +314,7 @@ _CHECKS: dict[str, AuditCheck] = {
     "none_deletes": none_deletes,
     "summary_persisted": _shared("summary_persisted", _summary_persisted),
     "artifacts_consumed": _shared("artifacts_consumed", _artifacts_consumed),
+    "delegations_executed": _shared("delegations_executed", delegations_executed),
     "minimal_deltas": minimal_deltas,
     "state_budget": state_budget,
     "events_ordered": events_ordered,

@@ -30,6 +30,12 @@ PENDING at its first poll (waiting for compute) unless
 ended (one poll per run, for reproducible recordings). get-output answers for
 the task run only, with ``logs`` (stdout), ``error`` and ``error_trace``
 (stderr) as a Python task's.
+
+``idempotency_token`` is honoured as the Jobs API documents it: a submit whose
+token an earlier submit carried starts nothing and answers that run's
+``run_id`` (for as long as the run exists: the fake keeps its runs for its own
+lifetime and has no ``runs/delete``); a token over 64 characters is refused
+with INVALID_PARAMETER_VALUE.
 """
 
 from __future__ import annotations
@@ -56,6 +62,7 @@ from .volume_mount import mount_environment
 PREFIX = "/api/2.2/jobs/runs"
 FAKE_JOB_ID = 424242
 _TAIL = 64_000
+IDEMPOTENCY_TOKEN_MAX_CHARS = 64  # runs/submit: "This token must have at most 64 characters."
 _FAILED_MESSAGE = "Workload failed, see run output for details"
 # Exec the file as Databricks does: no __file__, sys.argv = [file, *parameters], __name__ == "__main__".
 _EXEC_FILE = (
@@ -134,6 +141,7 @@ class JobsApi:
         self.pending_polls = pending_polls
         self.runs: dict[int, _Run] = {}
         self._by_task: dict[int, _Run] = {}
+        self._by_token: dict[str, int] = {}  # idempotency_token -> the run the first submit with it started
         self._ids = itertools.count(1001, 2)
         self._lock = threading.RLock()
         self._runtime: Path | None = None  # the bare virtualenv Job_B runs in, made at the first run
@@ -175,6 +183,13 @@ class JobsApi:
     # --- submit ----------------------------------------------------------------------
 
     def _submit(self, body: dict[str, Any]) -> int:
+        token = body.get("idempotency_token")
+        if token is not None:
+            if not isinstance(token, str) or len(token) > IDEMPOTENCY_TOKEN_MAX_CHARS:
+                raise bad_request(f"idempotency_token must be a string of at most {IDEMPOTENCY_TOKEN_MAX_CHARS} "
+                                  f"characters, got {token!r}")
+            if token in self._by_token:  # a retried submit: the run it started, never a second one
+                return self._by_token[token]
         tasks = body.get("tasks") or []
         if len(tasks) != 1:
             raise bad_request("the fake workspace runs exactly one task per submitted run")
@@ -193,6 +208,8 @@ class JobsApi:
         run = _Run(run_id, run_id + 1, body.get("run_name") or "Untitled", task.get("task_key") or "task", timeout)
         self.runs[run_id] = run
         self._by_task[run.task_run_id] = run
+        if token is not None:
+            self._by_token[token] = run_id
         faults = self.faults
         if faults.end_runs_with:
             self._end(run, ending(*faults.end_runs_with))

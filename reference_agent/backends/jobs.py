@@ -26,6 +26,7 @@ from ..executor.result import (
     runner_result,
     write_json_atomic,
 )
+from .claims import drop_claim, live_claim, wait_for_claimed_run, write_claim
 from .confinement import (
     DEFAULT_CONFINEMENT,
     ConfinementPolicy,
@@ -33,6 +34,7 @@ from .confinement import (
     BlockFolders,
     confinement_support,
 )
+from .idempotency import adoptable, adopted_state
 from .process import CappedBuffer, kill_group, scrubbed_env
 from .volume import LocalVolumeStore
 from .warm import POOL, WARM_SUPPORTED, BlockRun, WorkerGone
@@ -64,6 +66,9 @@ class JobRequest:
     max_sublm_calls: int = 64
     namespace_path: str | None = None  # volume path of the REPL namespace snapshot (variables persist)
     max_sublm_tokens: int | None = None  # what is left of the session's sub-LM token budget (None: no cap)
+    # The delegation this run executes (the artifact id): set, a retry of it adopts the result an earlier attempt
+    # wrote and a Databricks submit carries an idempotency token (idempotency.py); None, every run runs the code.
+    delegation_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -257,6 +262,14 @@ class LocalJobRunner:
         artifact = self._local(request.artifact_path)
         result_path_v = result_volume_path(request.artifact_path, request.run_id, request.iteration)
         result_path = self._local(result_path_v)
+        if request.delegation_id and live_claim(result_path) is not None:
+            # An earlier attempt's Job_B still runs (its agent died): its result, not a second run.
+            await wait_for_claimed_run(result_path, limit_s=request.timeout_s + self.grace_s)
+        earlier = _read_result(result_path)
+        if adoptable(earlier, artifact_path=request.artifact_path, delegation_id=request.delegation_id):
+            # This delegation already ran (a crash after Job_B, before its summary): its result, not a second run.
+            return JobOutcome(result_path_v, None, adopted_state(earlier),
+                              f"Job_B result of an earlier attempt adopted; code status {earlier['status']}")
         # A stale result from an earlier attempt must never pass for this run's.
         result_path.unlink(missing_ok=True)
 
@@ -266,17 +279,21 @@ class LocalJobRunner:
                                   request.namespace_path and str(self._local(request.namespace_path)),
                                   context=request.context_path and str(self._local(request.context_path)))
         started = time.perf_counter()
+        claim = result_path if request.delegation_id else None  # where the block's process group is named
         try:
             ran = None
             if self.warm and request.namespace_path:
                 ran = await self._run_warm(request, artifact, bridge, folders,
-                                           key=f"{self.python}\0{self._local(request.namespace_path)}")
+                                           key=f"{self.python}\0{self._local(request.namespace_path)}", claim=claim)
             if ran is None:
                 address = await bridge.start()
                 ran = await self._run_one_shot(self._executor_argv(request, artifact, address), request,
-                                               folders=folders, bridge_port=int(address.rsplit(":", 1)[1]))
+                                               folders=folders, bridge_port=int(address.rsplit(":", 1)[1]),
+                                               claim=claim)
         finally:
             await bridge.close()
+            if claim is not None:
+                drop_claim(claim)
         duration = round(time.perf_counter() - started, 6)
 
         returncode = ran.returncode
@@ -311,7 +328,7 @@ class LocalJobRunner:
         return argv
 
     async def _run_warm(self, request: JobRequest, artifact: Path, bridge: LmBridge, folders: BlockFolders, *,
-                        key: str) -> BlockRun | None:
+                        key: str, claim: Path | None = None) -> BlockRun | None:
         """The block in the session's warm process; None when the pool has none to give (run one-shot)."""
         confinement = self.confinement if self.confinement.enabled else None
         for _ in range(2):  # a worker that left while idle is found out only when it is sent a block: one retry
@@ -324,6 +341,8 @@ class LocalJobRunner:
             try:
                 # The worker's own bridge port: the only one its confinement lets it connect to.
                 address = await bridge.start(worker.bridge_listener)
+                if claim is not None:
+                    write_claim(claim, worker.proc.pid)  # the warm worker leads its own process group
                 ran = await worker.run_block(self._executor_argv(request, artifact, address),
                                              output_cap=request.output_cap_bytes,
                                              hard_limit_s=request.timeout_s + self.grace_s)
@@ -337,7 +356,7 @@ class LocalJobRunner:
         return None
 
     async def _run_one_shot(self, argv: list[str], request: JobRequest, *, folders: BlockFolders,
-                            bridge_port: int) -> BlockRun:
+                            bridge_port: int, claim: Path | None = None) -> BlockRun:
         out, err = CappedBuffer(request.output_cap_bytes), CappedBuffer(request.output_cap_bytes)
         workdir = tempfile.mkdtemp(prefix="rlm-jobb-")
         hard_timeout = False
@@ -356,6 +375,8 @@ class LocalJobRunner:
                 start_new_session=True,
             )
             assert proc.stdout is not None and proc.stderr is not None
+            if claim is not None:
+                write_claim(claim, proc.pid)  # start_new_session: the child leads its own process group
             drains = [asyncio.create_task(out.drain(proc.stdout)), asyncio.create_task(err.drain(proc.stderr))]
             try:
                 await asyncio.wait_for(proc.wait(), timeout=request.timeout_s + self.grace_s)

@@ -107,7 +107,7 @@ def test_reports_are_written_in_every_format(written: dict[str, Path], tmp_path:
     reports = tmp_path / "reports"
     assert main(["audit", str(written["rlm"]), "--profile", "reference", "--reports", str(reports)]) == 0
     out = capsys.readouterr().out
-    assert "3 sessions, 9 checks" in out and "rlm_app/user-1/s-00001" in out
+    assert "3 sessions, 10 checks" in out and "rlm_app/user-1/s-00001" in out
     names = sorted(p.name for p in reports.iterdir())
     assert names == ["conformance.html", "conformance.json", "conformance.md", "conformance.xml"]
     markdown = (reports / "conformance.md").read_text()

@@ -244,3 +244,95 @@ async def test_sublm_from_genai_uses_the_async_client() -> None:
 def test_grace_must_exceed_the_executor_grace(volume: LocalVolumeStore) -> None:
     with pytest.raises(ValueError):
         LocalJobRunner(volume, grace_s=0.5)
+
+
+# --- one delegation, one execution (backends/idempotency.py) ---------------------------------------------------
+
+
+def counting_delegation(volume: LocalVolumeStore, *, delegation_id: str | None, mode: str) -> tuple[JobRequest, Path]:
+    """A delegation whose code appends a line to a counter file next to it: one line per execution."""
+    artifact = volume.path("artifacts", "agent_code_run1_iter1_a1b2c3.py")
+    counter = volume.local_path(volume.path("artifacts", "executions.txt"))
+    volume.write_text(artifact, f"with open({str(counter)!r}, 'a') as f:\n    f.write('ran\\n')\nprint('done')\n")
+    return JobRequest(artifact_path=artifact, run_id="run1", iteration=1, timeout_s=10.0, delegation_id=delegation_id,
+                      namespace_path=volume.path("artifacts", "namespace_run1.pkl") if mode == "warm" else None), counter
+
+
+async def test_a_retried_delegation_adopts_its_result_and_does_not_run_again(volume: LocalVolumeStore,
+                                                                              job_mode: str) -> None:
+    request, counter = counting_delegation(volume, delegation_id="a1b2c3", mode=job_mode)
+    runner = LocalJobRunner(volume)
+    try:
+        first = await runner.run(request, sub_lm=FakeSubLm())
+    finally:
+        runner.close()
+    retry = LocalJobRunner(volume)  # the recovered process: a new runner, no memory of the first
+    try:
+        again = await retry.run(request, sub_lm=FakeSubLm())
+    finally:
+        retry.close()
+    assert counter.read_text() == "ran\n", "the retry executed the delegation's code a second time"
+    assert again.result_json_path == first.result_json_path and again.runner_state == "SUCCESS"
+    assert "adopted" in again.message
+    assert json.loads(volume.read_text(again.result_json_path))["stdout"] == "done\n"
+
+
+async def test_without_a_delegation_id_a_second_run_executes_again(volume: LocalVolumeStore) -> None:
+    request, counter = counting_delegation(volume, delegation_id=None, mode="one-shot")
+    for _ in range(2):
+        await LocalJobRunner(volume).run(request, sub_lm=FakeSubLm())
+    assert counter.read_text() == "ran\nran\n"
+
+
+async def test_an_earlier_result_of_another_artifact_at_the_path_is_not_adopted(volume: LocalVolumeStore) -> None:
+    request, counter = counting_delegation(volume, delegation_id="a1b2c3", mode="one-shot")
+    stale = volume.local_path(volume.path("artifacts", "result_run1_iter1.json"))
+    stale.write_text(json.dumps({"status": "success", "artifact_path": "agent_code_run1_iter1_ffffff.py"}))
+    await LocalJobRunner(volume).run(request, sub_lm=FakeSubLm())
+    assert counter.read_text() == "ran\n"
+
+
+_AGENT = """
+import asyncio, sys
+from pathlib import Path
+from reference_agent.backends.jobs import JobRequest, LocalJobRunner
+from reference_agent.backends.volume import LocalVolumeStore
+
+async def no_sub_lm(prompt):
+    raise AssertionError(prompt)
+
+volume = LocalVolumeStore(Path(sys.argv[1]))
+request = JobRequest(artifact_path=volume.path("artifacts", "agent_code_run1_iter1_a1b2c3.py"), run_id="run1",
+                     iteration=1, timeout_s=20.0, delegation_id="a1b2c3")
+asyncio.run(LocalJobRunner(volume, warm=False).run(request, sub_lm=no_sub_lm))
+"""
+
+
+async def test_a_retry_while_the_dead_agents_job_b_still_runs_waits_for_it_and_adopts_its_result(
+        volume: LocalVolumeStore) -> None:
+    """The agent is SIGKILLed while Job_B runs (Job_B, in its own process group, goes on); the retry finds the
+    claim of a live group, waits for the result and adopts it: the code ran once."""
+    import signal
+    import subprocess
+    import sys
+
+    request, counter = counting_delegation(volume, delegation_id="a1b2c3", mode="one-shot")
+    code = volume.read_text(request.artifact_path)
+    started = counter.with_name("started.txt")
+    volume.write_text(request.artifact_path,
+                      f"import time\nopen({str(started)!r}, 'w').close()\ntime.sleep(2)\n" + code)
+    agent = subprocess.Popen([sys.executable, "-c", _AGENT, str(volume.root)])
+    claim = volume.local_path(volume.path("artifacts", "result_run1_iter1.json.claim"))
+    deadline = time.monotonic() + 30
+    while not started.exists() and time.monotonic() < deadline:  # killed while the code runs, not before
+        await asyncio.sleep(0.05)
+    assert claim.exists() and started.exists(), "the runner wrote no claim, or Job_B never started the code"
+    agent.send_signal(signal.SIGKILL)
+    agent.wait()
+    assert not counter.exists(), "Job_B finished before the agent was killed: the test proves nothing"
+
+    outcome = await LocalJobRunner(volume, warm=False).run(request, sub_lm=FakeSubLm())
+    # The orphan mostly outlives its agent and its result is adopted; sometimes it dies too (its process group
+    # loses its output pipes with the agent) before the side effect, and then the retry's run is the only one.
+    assert counter.read_text() == "ran\n", ("the code ran twice", outcome)
+    assert "adopted" in outcome.message or outcome.message.startswith("Job_B finished"), outcome

@@ -6,7 +6,9 @@ hands its parameters to the supervisor of the payload wheel ``rlm_jobb``
 per content and declared as the task's library; ``RLM_DATABRICKS_WHEEL``
 overrides it). The runner polls ``runs/get`` with backoff, reads
 ``runs/get-output`` of the *task* run when something went wrong, and cancels
-the run when it outlives its deadline.
+the run when it outlives its deadline. A request naming its delegation is
+idempotent (``idempotency.py``): an earlier attempt's result is adopted, and
+the submit carries an ``idempotency_token``, so a retry gets the first run back.
 
 The run's state is read from ``status`` (``state`` PENDING/QUEUED/RUNNING/...
 /TERMINATED and ``termination_details`` code/type/message), which Jobs API 2.2
@@ -56,6 +58,7 @@ from databricks.sdk.service import jobs as jobs_api
 
 from ...executor.result import EXECUTOR_TIMEOUT_GRACE_S, result_volume_path
 from ..confinement import DEFAULT_CONFINEMENT, ConfinementPolicy
+from ..idempotency import adoptable, adopted_state, idempotency_token
 from ..jobs import JobOutcome, JobRequest, LmBridge, SubLm
 from .errors import DatabricksJobError, DatabricksTimeoutError, translate
 from .payload import build_payload_wheel
@@ -166,12 +169,17 @@ class DatabricksJobRunner:
     async def run(self, request: JobRequest, *, sub_lm: SubLm) -> JobOutcome:
         result_path = result_volume_path(request.artifact_path, request.run_id, request.iteration)
         entry, payload = await asyncio.to_thread(self._ensure_uploaded)
-        # A stale result from an earlier attempt must never pass for this run's.
-        await asyncio.to_thread(self.volume.delete, result_path)
+        adopted = await asyncio.to_thread(self._adopt_or_clear, request, result_path)
+        if adopted is not None:
+            return adopted
         exchange = SubLmExchange(self.volume, sublm_folder(request), LmBridge(
             sub_lm, max_calls=request.max_sublm_calls, max_tokens=request.max_sublm_tokens), clock=self._clock) \
             if self.sublm_exchange else None
-        if exchange is not None:  # an earlier attempt's answers must never pass for this run's
+        if exchange is not None and request.delegation_id:
+            # The folder is this delegation's own: a retry rejoins its run (idempotency_token), whose requests
+            # answered already are not asked again and whose waiting ones get their answer.
+            await asyncio.to_thread(exchange.resume)
+        elif exchange is not None:  # an earlier attempt's answers must never pass for this run's
             await asyncio.to_thread(exchange.clear)
         run_id = await asyncio.to_thread(self._submit, request, entry, payload)
         try:
@@ -196,6 +204,26 @@ class DatabricksJobRunner:
                     self.volume.write_bytes(payload, wheel.data)
             self._uploaded = (entry, payload)
         return self._uploaded
+
+    def _adopt_or_clear(self, request: JobRequest, result_path: str) -> JobOutcome | None:
+        """This delegation's result from an earlier attempt (adopted: no second run), else clear the path.
+
+        A stale result from an earlier attempt must never pass for this run's. Without a ``delegation_id`` the
+        path is cleared unread, as before idempotent delegations.
+        """
+        if request.delegation_id:
+            try:
+                earlier: Any = json.loads(self.volume.read_text(result_path))
+            except FileNotFoundError:
+                return None  # nothing there: nothing to clear
+            except ValueError:
+                earlier = None  # half written or not JSON: an earlier attempt's leftovers
+            if adoptable(earlier, artifact_path=request.artifact_path, delegation_id=request.delegation_id):
+                return JobOutcome(result_path, None, adopted_state(earlier),
+                                  f"Job_B result of an earlier attempt adopted from {result_path}; "
+                                  f"code status {earlier['status']}")
+        self.volume.delete(result_path)
+        return None
 
     def _submit(self, request: JobRequest, entry: str, payload: str | None) -> int:
         parameters = [
@@ -229,6 +257,9 @@ class DatabricksJobRunner:
                 tasks=[task],
                 environments=environments,
                 timeout_seconds=self._run_timeout_s(request),
+                # A retry of this delegation (after a crash between submit and result) gets the first run back.
+                idempotency_token=idempotency_token(run_id=request.run_id, iteration=request.iteration,
+                                                    delegation_id=request.delegation_id),
             )
         except DatabricksError as exc:
             raise translate(exc, "submitting the Job_B run (jobs/runs/submit)",
@@ -307,8 +338,10 @@ class DatabricksJobRunner:
 
 
 def sublm_folder(request: JobRequest) -> str:
-    """The run's sub-LM exchange folder: ``<artifact dir>/sublm/<run_id>_iter<n>`` (one per Job_B run)."""
-    return posixpath.join(posixpath.dirname(request.artifact_path), "sublm", f"{request.run_id}_iter{request.iteration}")
+    """The run's sub-LM exchange folder: ``<artifact dir>/sublm/<run_id>_iter<n>`` (one per Job_B run), with
+    ``_<delegation_id>`` appended for a delegation (its retries share it; no other delegation's is the same)."""
+    name = f"{request.run_id}_iter{request.iteration}" + (f"_{request.delegation_id}" if request.delegation_id else "")
+    return posixpath.join(posixpath.dirname(request.artifact_path), "sublm", name)
 
 
 class SubLmExchange:
@@ -327,6 +360,12 @@ class SubLmExchange:
         self._clock = clock
         self._unreadable_since: dict[int, float] = {}  # request id -> when it was first read and not JSON
         self.deferred = 0  # requests the last serve() left to read again (not whole yet)
+
+    def resume(self) -> None:
+        """Take up the folder as an earlier attempt of the same run left it: requests with an answer are done."""
+        names = set(self.volume.list_names(self.folder))
+        self.answered.update(int(m.group(1)) for m in map(_REQUEST_FILE.match, names)
+                             if m and f"{m.group(1)}.answer.json" in names)
 
     def clear(self) -> None:
         """Remove what an earlier attempt of the same run left in the folder (the Files API deletes files only)."""
