@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.audit.checks import run_audit_checks
-from harness.targets.reference_profile import reference_profile
+from reference_agent.conformance.profile import reference_profile
 from reference_agent import state_contract as keys
 from reference_agent.models.scripted import Reply
 from reference_agent.recovery import orphaned_execution

@@ -14,7 +14,7 @@ from harness.audit.checks import run_audit_checks
 from harness.audit.model import StoredEvent, StoredSession
 from harness.checks.base import Status
 from harness.targets.profile import TargetProfile
-from harness.targets.reference_profile import reference_profile
+from reference_agent.conformance.profile import reference_profile
 
 from .crashed_store import crashed_store
 from .reference_store import read_store, run_reference
