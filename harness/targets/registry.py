@@ -18,8 +18,8 @@ class TargetError(HarnessError):
 
 def resolve_target(spec: str) -> TargetFactory:
     named = plugins()
-    if spec in named:
-        return named[spec].build
+    if spec in named:  # a plugin's build, taken as any factory is: (env) or (), returning a target, App or agent
+        return _as_factory(spec, named[spec].build)
     if ":" not in spec:
         raise TargetError(
             f"--target {spec!r} is not a known target. Use one of {', '.join(named) or '(no plugin installed)'} or "
