@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..recording.layout import DEFAULT_TARGET
 from .common import EXIT_OK, select, stdout_console
 
 
@@ -32,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     for scenario in scenarios:
         # Text, not markup: a description says "sessions [user_1x1]", which rich would take for a style tag.
         table.add_row(Text(scenario.name), Text(scenario.description), Text(", ".join(scenario.tags)),
-                      Text(scenario.target or (f"(profile {scenario.profile})" if scenario.profile else "reference")))
+                      Text(scenario.target or (f"(profile {scenario.profile})" if scenario.profile else DEFAULT_TARGET)))
     stdout_console().print(table)
     return EXIT_OK
 

@@ -85,7 +85,7 @@ def explore(settings: ExploreSettings, *, profile: TargetProfile | None = None,
     from ..checks import registered_checks
     from ..llm.modes import LlmMode
     from ..run.options import RunOptions
-    from ..recording.layout import target_name
+    from ..recording.layout import DEFAULT_TARGET, target_name
     from ..targets.profile import load_profile
     from ..targets.registry import resolve_target
     from .engine import Budget, Explorer
@@ -99,7 +99,7 @@ def explore(settings: ExploreSettings, *, profile: TargetProfile | None = None,
     checks = frozenset(settings.checks or known)
     if profile is None and settings.profile_path is not None:
         profile = load_profile(settings.profile_path)
-    spec = settings.target or (profile.target if profile is not None else None) or "reference"
+    spec = settings.target or (profile.target if profile is not None else None) or DEFAULT_TARGET
     resolve_target(spec)  # a target that does not import: a usage error naming it
     library = load_library(settings.behaviours)
     model = starting_point(describe_target(spec, profile), settings.seed_scenario)
