@@ -50,6 +50,9 @@ def make_vcr(*, cassette_dir: str | os.PathLike[str], record_mode: str, provenan
         before_record_response=functools.partial(scrub_response, secrets=known),
         decode_compressed_response=True,
         record_on_exception=record_on_exception,
+        # Re-recording (mode all) writes what this run sent and nothing older: a loaded interaction no new request
+        # matched would stay in the file, recorded but never played.
+        drop_unused_requests=record_mode == "all",
     )
     recorder.register_matcher("method_ci", method_ci)
     recorder.register_persister(CassettePersister(provenance=provenance, secrets=known,

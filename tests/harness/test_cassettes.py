@@ -23,6 +23,7 @@ from harness.scenario.script import SUB_LM, CallStep, FaultStep, TextStep
 from tests.secret_shapes import databricks_token, google_api_key
 
 MODEL = "gemini-2.5-flash"
+OTHER_MODEL = "gemini-2.5-pro"
 RERECORD = "pytest tests/scenarios -k demo --record-mode=all --llm-mode=scripted"
 PLANTED = "AIzaSy" + "Q" * 33
 PROVENANCE = Provenance(recorded_against="scripted", model=MODEL)
@@ -250,3 +251,22 @@ def test_scrub_result_scrubs_a_secret_deep_in_the_trace() -> None:
                             checks=(), trace=trace, duration_s=0.0)
     assert scrub_result(result, secrets=["s3cr3t-value"]).trace.turns[0].message == "my key is <scrubbed>"
     assert scrub_result(result, secrets=["other"]).trace is trace  # nothing to scrub: the same trace
+
+
+async def test_rerecording_replaces_the_whole_cassette(tmp_path: Path) -> None:
+    """Record mode ``all`` (``record``) writes what this run sent and nothing older: a call the old recording held
+    and the agent no longer makes (vcrpy keeps loaded interactions nothing matched, unless told to drop them) would
+    be a recorded interaction replay never plays."""
+    await _record(tmp_path)  # five interactions, all on MODEL's path: no call of the new run matches them
+    recorder = make_vcr(cassette_dir=tmp_path, record_mode="all", provenance=PROVENANCE)
+    with ScriptedEndpoint({SUB_LM: [TextStep(text="only answer")]}) as server:
+        endpoint = endpoint_for(LlmMode.SCRIPTED, model=MODEL, scripted_base_url=server.base_url)
+        client = endpoint.genai_client()
+        with use_cassette(recorder, "demo"):
+            assert client.models.generate_content(model=OTHER_MODEL, contents="one").text == "only answer"
+    interactions = yaml.safe_load((tmp_path / "demo.yaml").read_text())["interactions"]
+    assert len(interactions) == 1
+    client = endpoint_for(LlmMode.REPLAY, model=MODEL, env={}).genai_client()
+    with block_network(), use_cassette(_replayer(tmp_path), "demo") as cassette:
+        assert client.models.generate_content(model=OTHER_MODEL, contents="one").text == "only answer"
+        assert_all_played(cassette, scenario="demo", rerecord_command=RERECORD)
