@@ -494,6 +494,8 @@ def profile_pass(scenarios: list[Any], out_path: Path, extra: dict[str, Any]) ->
 
 
 def run(quick: bool = False, results_dir: Path | None = None) -> BenchResult:
+    """The suite's bench: a cold CLI run, warm interleaved harness vs bare-Runner passes, a bare cold run, and (full
+    run only) a profile; rows compare each with its target."""
     from .common import RESULTS_DIR
 
     results_dir = results_dir or RESULTS_DIR
@@ -512,10 +514,36 @@ def run(quick: bool = False, results_dir: Path | None = None) -> BenchResult:
     cli = cli_run([s.name for s in scenarios])
     result.details["cli"] = cli
     cold = cold_run(names, run=quick)
-    failing = [s["scenario"] for s in cold["scenarios"] if not s["ok"]]
     result.details["cold"] = cold
-    # 2. Warm, interleaved: harness vs bare ADK, same scenario, same process; the full run's first pass also runs the
-    #    harness on ADK's in-memory service, the bare Runner's store.
+    # 2. Warm, interleaved: harness vs bare ADK, same scenario, same process.
+    per = _warm_passes(scenarios, reps, quick)
+    confirmed = _remeasure_over_worst_target(scenarios, per, quick)
+    result.details["remeasured_over_worst_target"] = [s.name for s in confirmed] if not quick else []
+    table = _per_scenario_table(per)
+    result.details["per_scenario"] = table
+
+    _cold_rows(result.rows, cli, cold, len(scenarios), quick)
+    same_store_total = _warm_rows(result.rows, table, confirmed, reps, quick)
+    _floor_rows(result, cli, cold, table, same_store_total)
+    _scenario_rows(result.rows, table)
+    if not quick:  # 3. Profile (full run only).
+        _profile(result, scenarios, results_dir, cold)
+    return result
+
+
+def _profile(result: BenchResult, scenarios: list[Any], results_dir: Path, cold: dict[str, Any]) -> None:
+    """A profiled pass over the scenarios, written to ``profile.txt``; the cold imports it cannot see added."""
+    profile_path = results_dir / "profile.txt"
+    result.details["profile"] = profile_pass(scenarios, profile_path, {
+        "import google.adk (cold process, not in the pass above)": cold["import_adk_s"],
+        "import harness, rest (cold process, not in the pass above)": cold["import_harness_s"],
+    })
+    result.files.append(str(profile_path))
+
+
+def _warm_passes(scenarios: list[Any], reps: int, quick: bool) -> dict[str, dict[str, Any]]:
+    """Each scenario ``reps`` times, harness then bare ADK (in-memory and same store), interleaved in one process;
+    the full run's first pass also runs the harness on ADK's in-memory service, the bare Runner's store."""
     run_harness(scenarios[0])  # warm the imports and caches of both paths once
     run_baseline(scenarios[0])
     per: dict[str, dict[str, Any]] = {}
@@ -531,16 +559,24 @@ def run(quick: bool = False, results_dir: Path | None = None) -> BenchResult:
                          bare_terminations=b.terminations, harness_ok=h.ok, harness_error=h.error)
             if not quick and rep == 0:
                 entry["memory"].append(run_harness(scenario, "adk-memory").seconds)
-    # A scenario over the worst-scenario target is measured again before it can be called the worst: with two runs
-    # each, the worst of 45 ratios was as often a noisy minute as a slow scenario (a run's worst scenario changed
-    # between runs, 1.36x in one and 1.78x in the next). A slow one stays slow over more runs; noise does not.
+    return per
+
+
+def _remeasure_over_worst_target(scenarios: list[Any], per: dict[str, dict[str, Any]], quick: bool) -> list[Any]:
+    """The scenarios over the worst-scenario target, measured again (full run only) before one is called the worst:
+    with two runs each, the worst of 45 ratios was as often a noisy minute as a slow scenario (a run's worst scenario
+    changed between runs, 1.36x in one and 1.78x in the next). A slow one stays slow over more runs; noise does not."""
     confirmed = [s for s in scenarios
                  if median(per[s.name]["harness"]) / median(per[s.name]["bare_same_store"]) > SAME_STORE_WORST_TARGET]
     for _ in range(0 if quick else CONFIRM_RUNS):
         for scenario in confirmed:
             per[scenario.name]["harness"].append(run_harness(scenario).seconds)
             per[scenario.name]["bare_same_store"].append(run_baseline(scenario, same_store=True).seconds)
-    result.details["remeasured_over_worst_target"] = [s.name for s in confirmed] if not quick else []
+    return confirmed
+
+
+def _per_scenario_table(per: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """A row a scenario: the medians, their ratio, and whether harness and bare ended with the same events."""
     table = []
     for name, entry in per.items():
         h, b = median(entry["harness"]), median(entry["bare"])
@@ -552,14 +588,12 @@ def run(quick: bool = False, results_dir: Path | None = None) -> BenchResult:
                       "terminations": entry["harness_terminations"], "bare_terminations": entry["bare_terminations"],
                       "harness_ok": entry["harness_ok"], "harness_error": entry["harness_error"],
                       **({"harness_memory_s": median(entry["memory"])} if entry["memory"] else {})})
-    result.details["per_scenario"] = table
-    harness_total = sum(t["harness_s"] for t in table)
-    bare_total = sum(t["bare_s"] for t in table)
-    ratios = [t["ratio"] for t in table]
-    mismatched = [t["scenario"] for t in table if not t["same_events"]]
+    return table
 
-    rows = result.rows
-    rows.append(Row("suite", f"rlm-conformance run, cold process ({len(scenarios)} scenarios, replay, all reports)",
+
+def _cold_rows(rows: list[Row], cli: dict[str, Any], cold: dict[str, Any], count: int, quick: bool) -> None:
+    """The cold CLI run against its target, and the phases its floor is made of."""
+    rows.append(Row("suite", f"rlm-conformance run, cold process ({count} scenarios, replay, all reports)",
                     cli["wall_s"], "s", target=f"< {SUITE_TARGET_S:g} s",
                     met=cli["wall_s"] < SUITE_TARGET_S and cli["returncode"] == 0,
                     note="" if cli["returncode"] == 0 else f"exit code {cli['returncode']}"))
@@ -568,16 +602,25 @@ def run(quick: bool = False, results_dir: Path | None = None) -> BenchResult:
     rows.append(Row("suite", "  of which: import harness (rest)", cold["import_harness_s"], "s"))
     rows.append(Row("suite", "  of which: load scenarios", cold["load_scenarios_s"], "s"))
     if quick:
-        rows.append(Row("suite", f"conformance run, cold process, run_scenario loop ({len(scenarios)} scenarios)",
+        failing = [s["scenario"] for s in cold["scenarios"] if not s["ok"]]
+        rows.append(Row("suite", f"conformance run, cold process, run_scenario loop ({count} scenarios)",
                         cold["wall_s"], "s", cli["wall_s"], "rlm-conformance run", target=f"< {SUITE_TARGET_S:g} s",
                         met=cold["wall_s"] < SUITE_TARGET_S and not failing,
                         note=f"{len(failing)} failing: {', '.join(failing)}" if failing else ""))
+
+
+def _warm_rows(rows: list[Row], table: list[dict[str, Any]], confirmed: list[Any], reps: int, quick: bool) -> float:
+    """The harness's overhead over a bare Runner, on ADK's in-memory store and on the target's own; returns the
+    same-store total (the floor is made of it)."""
+    harness_total = sum(t["harness_s"] for t in table)
+    bare_total = sum(t["bare_s"] for t in table)
+    mismatched = [t["scenario"] for t in table if not t["same_events"]]
     rows.append(Row("suite", "harness overhead, all scenarios (sum of medians)", harness_total, "s", bare_total,
                     "bare ADK Runner on InMemorySessionService",
                     note=(f"events differ in: {', '.join(mismatched)}" if mismatched else "same events")
                     + f"; {IN_MEMORY_NOTE}"))
-    rows.append(Row("suite", "harness overhead per scenario, geometric mean of ratios", geomean(ratios), "x",
-                    note=IN_MEMORY_NOTE))
+    rows.append(Row("suite", "harness overhead per scenario, geometric mean of ratios",
+                    geomean([t["ratio"] for t in table]), "x", note=IN_MEMORY_NOTE))
     worst = max(table, key=lambda t: t["ratio"])
     rows.append(Row("suite", f"harness overhead, worst scenario ({worst['scenario']})", worst["harness_s"], "s",
                     worst["bare_s"], "bare ADK Runner on InMemorySessionService", note=IN_MEMORY_NOTE))
@@ -597,6 +640,14 @@ def run(quick: bool = False, results_dir: Path | None = None) -> BenchResult:
                     note=f"{len(confirmed)} scenario(s) over {SAME_STORE_WORST_TARGET}x after {reps} runs measured "
                          f"{CONFIRM_RUNS} more times: {', '.join(s.name for s in confirmed) or 'none'}"
                     if not quick else ""))
+    return same_store_total
+
+
+def _floor_rows(result: BenchResult, cli: dict[str, Any], cold: dict[str, Any], table: list[dict[str, Any]],
+                same_store_total: float) -> None:
+    """The cold CLI run against its floor, and against a bare Runner's cold run in as many processes (measured
+    here)."""
+    rows = result.rows
     floor, jobs = cold_floor(same_store_total, cold), os.cpu_count() or 1
     rows.append(Row("suite", f"rlm-conformance run, cold process, against its floor (-j {jobs})", cli["wall_s"], "s",
                     floor, f"floor: bare same-store runs / {jobs} + interpreter + import google.adk",
@@ -612,24 +663,20 @@ def run(quick: bool = False, results_dir: Path | None = None) -> BenchResult:
                     + ("es at once" if bare_cold["processes"] > 1 else ""),
                     note="info: each process pays its own start, imports and first-invocation warm-up, as the "
                          "CLI's workers do; the bare processes write no reports"))
+
+
+def _scenario_rows(rows: list[Row], table: list[dict[str, Any]]) -> None:
+    """The harness on ADK's in-memory store (full run), then a row a scenario."""
     if all("harness_memory_s" in t for t in table):
         memory_total = sum(t["harness_memory_s"] for t in table)
         rows.append(Row("suite", "harness on ADK's InMemorySessionService (--session-service adk-memory), all scenarios "
-                        "(one run each)", memory_total, "s", bare_total, "bare ADK Runner on InMemorySessionService",
+                        "(one run each)", memory_total, "s", sum(t["bare_s"] for t in table),
+                        "bare ADK Runner on InMemorySessionService",
                         note="info: the other same-store comparison, on the bare Runner's store"))
     for t in sorted(table, key=lambda t: t["scenario"]):
         rows.append(Row("suite", f"  {t['scenario']}", t["harness_s"], "s", t["bare_s"], "bare",
                         note=("" if t["same_events"] else f"events {t['events']} vs {t['bare_events']}; ")
                         + f"same store: {t['harness_s'] / t['bare_same_store_s']:.2f}x"))
-    # 3. Profile (full run only).
-    if not quick:
-        profile_path = results_dir / "profile.txt"
-        result.details["profile"] = profile_pass(scenarios, profile_path, {
-            "import google.adk (cold process, not in the pass above)": cold["import_adk_s"],
-            "import harness, rest (cold process, not in the pass above)": cold["import_harness_s"],
-        })
-        result.files.append(str(profile_path))
-    return result
 
 
 if __name__ == "__main__":

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass, field
 
-from ..trace.model import EventRecord
+from ..targets.profile import TargetProfile
+from ..trace.model import EventRecord, Trace
 from .base import CheckContext, CheckResult, check, failed, not_applicable, passed
 from .evidence import capped, name_event, name_request
 from .timeline import (appended_events, consumes_unrun, delegation_count, delegation_source, delegations_unmapped,
@@ -24,7 +26,22 @@ NAME = "stage_gating"
              "delegate_code_results",
 )
 def stage_gating(ctx: CheckContext) -> CheckResult:
-    trace, profile = ctx.trace, ctx.profile
+    profile = ctx.profile
+    refusal = _cannot_judge(profile)
+    if refusal is not None:
+        return refusal
+    gating = _Gating(ctx.trace, profile)
+    for (sid, turn), turn_events in gating.turns():
+        gating.judge_turn(sid, turn, turn_events)
+    expected = ctx.scenario.expect.executions
+    if expected is not None and not gating.no_execution and gating.executions != expected:
+        gating.problems.append(f"the scenario expects {expected} execution(s) (expect.executions); the trace has "
+                               f"{gating.executions}")
+    return _verdict(gating)
+
+
+def _cannot_judge(profile: TargetProfile) -> CheckResult | None:
+    """Why nothing can be paired with this profile (neither side mapped, or one side and no processor), if so."""
     no_delegation, no_execution = delegations_unmapped(profile), executions_unmapped(profile)
     if no_delegation and no_execution:
         return not_applicable(NAME, f"Neither delegations nor executions are mapped: {no_delegation}; "
@@ -32,100 +49,138 @@ def stage_gating(ctx: CheckContext) -> CheckResult:
     if (no_delegation or no_execution) and profile.results_processor is None:
         return not_applicable(NAME, f"Pairing executions with delegations needs both mapped, and the profile maps "
                                     f"no results_processor to pair with either: {no_delegation or no_execution}.")
-    # With one side unmapped, only the results processor's runs are judged: against executions, or against
-    # delegations standing for them (a delegate tool that runs the code itself).
-    pair = not (no_delegation or no_execution)
-    processor = profile.results_processor
-    delegate = profile.delegate_tool or f"delegation ({profile.delegation_key!r} write)"
-    executor = profile.job_builder or "the executor"
-    if profile.code_executor is not None:
-        delegate, executor = f"code block of {profile.code_executor}", f"{profile.code_executor}'s code executor"
-    events = appended_events(trace)
-    by_turn: dict[tuple[str, int], list[EventRecord]] = defaultdict(list)
-    for event in events:
-        by_turn[(event.session_id, event.turn)].append(event)
-    run_starts = {run.first.index: run for run in processor_runs(trace, profile)}
-    processor_has_tools = any(a.tools for a in trace.agents if a.name == processor)
-    turn_sessions = session_of_turn(trace)
+    return None
 
-    # Without delegation_pattern, a delegation_key write the executor only clears may have been a plain answer (an
-    # output_key holds every answer): it is declined, not "never executed" — said in the verdict, never a failure.
-    may_decline = pair and profile.delegation_key is not None and profile.delegation_pattern is None
-    problems: list[str] = []
-    total_executions = total_delegations = total_runs = declined = 0
-    # A turn that raised after an execution left it unprocessed: the session's next turn may process it (catch-up).
-    crashed = {t.turn for t in trace.turns if t.outcome.crash is not None or t.run_error is not None}
-    carried: dict[str, list[EventRecord]] = {}
-    for (sid, turn), turn_events in sorted(by_turn.items(), key=lambda kv: kv[1][0].index):
-        pending: list[EventRecord] = []  # delegation events not yet executed
-        unprocessed: list[EventRecord] = carried.pop(sid, [])  # executions not yet processed
-        executions = runs = 0
+
+class _Gating:
+    """The trace's evidence, gathered once, and the tallies and problems as its turns are judged in order."""
+
+    def __init__(self, trace: Trace, profile: TargetProfile) -> None:
+        self.trace, self.profile = trace, profile
+        self.no_delegation, self.no_execution = delegations_unmapped(profile), executions_unmapped(profile)
+        # With one side unmapped, only the results processor's runs are judged: against executions, or against
+        # delegations standing for them (a delegate tool that runs the code itself).
+        self.pair = not (self.no_delegation or self.no_execution)
+        self.processor = profile.results_processor
+        self.delegate = profile.delegate_tool or f"delegation ({profile.delegation_key!r} write)"
+        self.executor = profile.job_builder or "the executor"
+        if profile.code_executor is not None:
+            self.delegate = f"code block of {profile.code_executor}"
+            self.executor = f"{profile.code_executor}'s code executor"
+        self.events = appended_events(trace)
+        self.run_starts = {run.first.index: run for run in processor_runs(trace, profile)}
+        self.processor_has_tools = any(a.tools for a in trace.agents if a.name == self.processor)
+        self.turn_sessions = session_of_turn(trace)
+        # Without delegation_pattern, a delegation_key write the executor only clears may have been a plain answer
+        # (an output_key holds every answer): it is declined, not "never executed" — said in the verdict, never a
+        # failure.
+        self.may_decline = self.pair and profile.delegation_key is not None and profile.delegation_pattern is None
+        # A turn that raised after an execution left it unprocessed: the session's next turn may process it
+        # (catch-up).
+        self.crashed = {t.turn for t in trace.turns if t.outcome.crash is not None or t.run_error is not None}
+        self.carried: dict[str, list[EventRecord]] = {}
+        self.problems: list[str] = []
+        self.executions = self.delegations = self.runs = self.declined = 0
+
+    def turns(self) -> list[tuple[tuple[str, int], list[EventRecord]]]:
+        """The appended events by (session, turn), in the order the turns began."""
+        by_turn: dict[tuple[str, int], list[EventRecord]] = defaultdict(list)
+        for event in self.events:
+            by_turn[(event.session_id, event.turn)].append(event)
+        return sorted(by_turn.items(), key=lambda kv: kv[1][0].index)
+
+    def judge_turn(self, sid: str, turn: int, turn_events: list[EventRecord]) -> None:
+        """Pair the turn's delegations with executions and executions with processor runs, event by event."""
+        state = _Turn(sid, turn, unprocessed=self.carried.pop(sid, []))
         for event in turn_events:
-            fresh = delegation_count(event, profile, trace.agents, [e for e in events if e.index < event.index])
-            ran_now = fresh if no_execution else execution_count(event, profile)
-            if pair:
-                pending.extend([event] * fresh)
-            if may_decline and pending and consumes_unrun(event, profile):
-                pending.pop(0)
-                declined += 1
-            for _ in range(ran_now):  # each execution pairs with its own delegation (code block)
-                executions += 1
-                if pair and pending:
-                    pending.pop(0)
-                elif pair:
-                    ran = (f"{profile.job_builder} ran Job_B" if profile.execution_key is None
-                           and profile.code_executor is None else f"an execution ({execution_source(profile)})")
-                    problems.append(f"{name_event(event)}: {ran} without a fresh {delegate} before it in turn {turn} "
-                                    f"(stale trigger)")
-                unprocessed = [event]
-            if event.index in run_starts:
-                runs += 1
-                if unprocessed:
-                    unprocessed.pop()
-                else:
-                    problems.append(f"{name_event(event)}: {processor} ran{' again' if runs > 1 else ''} without a "
-                                    f"new execution before it in turn {turn} (stale trigger)"
-                                    f"{_overwrites(run_starts[event.index].events, profile.summary_key)}")
-        if turn in crashed and unprocessed:
-            carried[sid] = unprocessed
-        for delegation in pending:
-            problems.append(f"{name_event(delegation)}: a fresh {delegate} that {executor} never "
-                            f"executed in turn {turn}")
-        if processor is not None and not processor_has_tools:
-            requests = [r for r in trace.llm_requests if r.agent == processor and r.turn == turn
-                        and turn_sessions.get(r.turn) == sid]
-            if len(requests) > executions:
-                problems.append(
-                    f"turn {turn} (session {sid}): {processor} sent {len(requests)} model requests "
-                    f"({', '.join(name_request(r) for r in requests)}) for {executions} execution(s)")
-        total_executions += executions
-        total_runs += runs
-        total_delegations += sum(delegation_count(e, profile, trace.agents, [x for x in events if x.index < e.index])
-                                 for e in turn_events)
+            self._judge_event(event, state)
+        if turn in self.crashed and state.unprocessed:
+            self.carried[sid] = state.unprocessed
+        for delegation in state.pending:
+            self.problems.append(f"{name_event(delegation)}: a fresh {self.delegate} that {self.executor} never "
+                                 f"executed in turn {turn}")
+        self._judge_processor_requests(state)
+        self.executions += state.executions
+        self.runs += state.runs
+        self.delegations += state.delegations
 
-    expected = ctx.scenario.expect.executions
-    if expected is not None and not no_execution and total_executions != expected:
-        problems.append(f"the scenario expects {expected} execution(s) (expect.executions); the trace has "
-                        f"{total_executions}")
+    def _judge_event(self, event: EventRecord, state: _Turn) -> None:
+        profile = self.profile
+        fresh = delegation_count(event, profile, self.trace.agents, [e for e in self.events if e.index < event.index])
+        state.delegations += fresh
+        ran_now = fresh if self.no_execution else execution_count(event, profile)
+        if self.pair:
+            state.pending.extend([event] * fresh)
+        if self.may_decline and state.pending and consumes_unrun(event, profile):
+            state.pending.pop(0)
+            self.declined += 1
+        for _ in range(ran_now):  # each execution pairs with its own delegation (code block)
+            state.executions += 1
+            if self.pair and state.pending:
+                state.pending.pop(0)
+            elif self.pair:
+                ran = (f"{profile.job_builder} ran Job_B" if profile.execution_key is None
+                       and profile.code_executor is None else f"an execution ({execution_source(profile)})")
+                self.problems.append(f"{name_event(event)}: {ran} without a fresh {self.delegate} before it in turn "
+                                     f"{state.turn} (stale trigger)")
+            state.unprocessed = [event]
+        if event.index in self.run_starts:
+            state.runs += 1
+            if state.unprocessed:
+                state.unprocessed.pop()
+            else:
+                self.problems.append(
+                    f"{name_event(event)}: {self.processor} ran{' again' if state.runs > 1 else ''} without a new "
+                    f"execution before it in turn {state.turn} (stale trigger)"
+                    f"{_overwrites(self.run_starts[event.index].events, profile.summary_key)}")
+
+    def _judge_processor_requests(self, state: _Turn) -> None:
+        """A tool-less processor sends one model request per execution at most."""
+        processor = self.processor
+        if processor is None or self.processor_has_tools:
+            return
+        requests = [r for r in self.trace.llm_requests if r.agent == processor and r.turn == state.turn
+                    and self.turn_sessions.get(r.turn) == state.sid]
+        if len(requests) > state.executions:
+            self.problems.append(
+                f"turn {state.turn} (session {state.sid}): {processor} sent {len(requests)} model requests "
+                f"({', '.join(name_request(r) for r in requests)}) for {state.executions} execution(s)")
+
+
+@dataclass
+class _Turn:
+    """One turn's pairing state: delegations not yet executed, executions not yet processed, and counts."""
+
+    sid: str
+    turn: int
+    unprocessed: list[EventRecord]
+    pending: list[EventRecord] = field(default_factory=list)
+    executions: int = 0
+    runs: int = 0
+    delegations: int = 0
+
+
+def _verdict(gating: _Gating) -> CheckResult:
+    profile, processor = gating.profile, gating.processor
     how = f"delegations: {delegation_source(profile)}; executions: {execution_source(profile)}"
-    if no_execution:
+    if gating.no_execution:
         how = (f"delegations: {delegation_source(profile)}, each counted as its execution; executions are not "
-               f"mapped ({no_execution}), so only the processor's runs are judged against delegations")
-    elif no_delegation:
-        how = (f"executions: {execution_source(profile)}; delegations are not mapped ({no_delegation}), so "
+               f"mapped ({gating.no_execution}), so only the processor's runs are judged against delegations")
+    elif gating.no_delegation:
+        how = (f"executions: {execution_source(profile)}; delegations are not mapped ({gating.no_delegation}), so "
                f"executions are not paired with delegations")
     if processor is None:
-        summary = (f"{total_delegations} fresh delegation(s), {total_executions} execution(s) ({how}); the profile "
-                   f"maps no results_processor, so only delegation -> execution pairing is judged")
+        summary = (f"{gating.delegations} fresh delegation(s), {gating.executions} execution(s) ({how}); the "
+                   f"profile maps no results_processor, so only delegation -> execution pairing is judged")
     else:
-        summary = (f"{total_delegations} fresh delegation(s), {total_executions} execution(s), "
-                   f"{total_runs} {processor} run(s) ({how})")
-    if declined:
-        summary += (f"; {declined} {profile.delegation_key!r} write(s) {executor} cleared without running, counted "
-                    f"as declined (plain answers?): set delegation_pattern in the profile, a regex only code "
-                    f"matches, to judge them")
-    if problems:
-        return failed(NAME, f"Stage gating is broken: {summary}.", capped(problems))
+        summary = (f"{gating.delegations} fresh delegation(s), {gating.executions} execution(s), "
+                   f"{gating.runs} {processor} run(s) ({how})")
+    if gating.declined:
+        summary += (f"; {gating.declined} {profile.delegation_key!r} write(s) {gating.executor} cleared without "
+                    f"running, counted as declined (plain answers?): set delegation_pattern in the profile, a regex "
+                    f"only code matches, to judge them")
+    if gating.problems:
+        return failed(NAME, f"Stage gating is broken: {summary}.", capped(gating.problems))
     if processor is None:
         return passed(NAME, f"Each execution followed a fresh delegation: {summary}.")
     return passed(NAME, f"Each execution followed a fresh delegation and was processed at most once: {summary}.")

@@ -214,7 +214,11 @@ class Draft:
 
 
 def infer_profile(spec: str, app: Any) -> Draft:
-    """What the tree of ``app`` says about the profile's fields (see the module docstring for the rules)."""
+    """What the tree of ``app`` says about the profile's fields (see the module docstring for the rules).
+
+    The fields are inferred role by role, in the order the profile lists them: the target, the loop, the analyst and
+    how it delegates, the executor, the results processor, the summary writer and driver, the loop's tools, the
+    pruning plugins, the keys only the user can name; then which agents the smoke scenario scripts, and notes."""
     from google.adk.agents import LoopAgent
 
     from ..targets.generic import walk_agents
@@ -223,13 +227,39 @@ def infer_profile(spec: str, app: Any) -> Draft:
     root = app.root_agent
     everyone = walk_agents(root)
     draft.agents = [a.name for a in everyone]
+    _infer_target(draft, spec, app)
+    loops = [a for a in everyone if isinstance(a, LoopAgent)]
+    loop = _infer_loop(draft, loops)
+    members = list(loop.sub_agents) if loop else []
+    llms = [a for a in (_descendants(loop) if loop else []) if _is_llm(a)]
+    analyst = _infer_analyst(draft, loop, llms)
+    after = members[members.index(_top_member(analyst, members)) + 1:] if analyst is not None else []
+    executor = _infer_executor(draft, loop, analyst, after)
+    processor = _infer_processor(draft, loop, analyst, executor, after)
+    draft_summary_writer(draft, analyst, after, lambda a: not _is_llm(a) and not _is_workflow(a))
+    draft_driver(draft, spec)
+    _infer_tools(draft, everyone, llms)
+    _infer_pruning_plugins(draft, app)
+    _leave_user_keys(draft)
+    _choose_smoke_agents(draft, root, app, processor)
+    _note_tool_agents(draft, root)
+    _infer_code_executor(draft, everyone)  # before the loop-less guess: a code executor is the surer sign
+    _analyst_without_a_loop(draft, root)
+    _note_other_loops(draft, loops, loop)
+    return draft
+
+
+def _infer_target(draft: Draft, spec: str, app: Any) -> None:
+    """``name`` (the App's, or the root agent's when the target is a bare agent) and ``target`` (the spec itself)."""
     is_app_target = getattr(app, "name", None) and not _is_bare_agent(spec, app)
     draft.add("name", app.name,
               inferred="the App's name" if is_app_target else "the root agent's name (the target is an agent)",
               todo="a stable name for this target (cassettes/<name>/, snapshots/<name>/)")
     draft.add("target", spec, inferred="the --target init was given")
 
-    loops = [a for a in everyone if isinstance(a, LoopAgent)]
+
+def _infer_loop(draft: Draft, loops: list[Any]) -> Any:
+    """``loop_agent``: the first LoopAgent in tree order (None when the tree has none)."""
     loop = loops[0] if loops else None
     others = f"; the tree has {len(loops)} LoopAgents, the others: {', '.join(a.name for a in loops[1:])}" \
         if len(loops) > 1 else ""
@@ -238,10 +268,11 @@ def infer_profile(spec: str, app: Any) -> Draft:
                         + others + " — check"),
               todo="the LoopAgent that repeats analyst -> executor -> processor (the tree has none: null leaves "
                    "every LoopAgent to the harness)")
-    members = list(loop.sub_agents) if loop else []
-    in_loop = _descendants(loop) if loop else []
-    llms = [a for a in in_loop if _is_llm(a)]
+    return loop
 
+
+def _infer_analyst(draft: Draft, loop: Any, llms: list[Any]) -> Any:
+    """``analyst`` and how it hands code over: ``delegate_tool``, or ``delegation_key`` (+ ``delegation_pattern``)."""
     analyst, why_analyst, delegate = None, None, None
     for agent in llms:
         matched = [name for name, _ in _tools(agent) if name != "exit_loop" and _DELEGATE_NAME.search(name)]
@@ -260,6 +291,12 @@ def infer_profile(spec: str, app: Any) -> Draft:
                        "like code delegation — check")
     draft.add("analyst", analyst.name if analyst else None, inferred=why_analyst,
               todo="the LlmAgent that writes code")
+    _infer_delegation(draft, analyst, delegate)
+    return analyst
+
+
+def _infer_delegation(draft: Draft, analyst: Any, delegate: str | None) -> None:
+    """The analyst's delegate tool, else its output_key as the delegation key; the pattern is the user's to set."""
     draft.add("delegate_tool", delegate, inferred=f"tool of {analyst.name if analyst else '?'} whose name suggests "
                                                   "handing code over or running it",
               todo="the tool the analyst calls to hand code over (one call per delegation)"
@@ -275,7 +312,9 @@ def infer_profile(spec: str, app: Any) -> Draft:
               "(an output_key does) — null: every value hands code over, and one the executor clears unrun is "
               "counted as declined")
 
-    after = members[members.index(_top_member(analyst, members)) + 1:] if analyst is not None else []
+
+def _infer_executor(draft: Draft, loop: Any, analyst: Any, after: list[Any]) -> Any:
+    """``job_builder``: the first plain (not LLM, not workflow) agent after the analyst; else ``execution_key``."""
     executor = next((a for a in after if not _is_llm(a) and not _is_workflow(a)), None)
     draft.add("job_builder", executor.name if executor else None,
               inferred=f"the first agent after {analyst.name if analyst else '?'} in {loop.name if loop else '?'} "
@@ -285,7 +324,12 @@ def infer_profile(spec: str, app: Any) -> Draft:
     draft.add("execution_key", None, todo="a state key written once per execution, when no agent of its own "
                                           "executes the code (e.g. the delegate tool's output key)"
               if executor is None else "not needed while job_builder is set")
+    return executor
 
+
+def _infer_processor(draft: Draft, loop: Any, analyst: Any, executor: Any, after: list[Any]) -> Any:
+    """``results_processor`` (the first LlmAgent after the executor, or after the analyst when there is no executor
+    agent) and ``summary_key``, its output_key."""
     processor, why = None, None
     if executor is not None:
         rest = after[after.index(executor) + 1:]
@@ -299,9 +343,11 @@ def infer_profile(spec: str, app: Any) -> Draft:
     draft.add("summary_key", processor.output_key if processor is not None else None,
               inferred=f"the output_key of {processor.name if processor else '?'}",
               todo="the state key holding the durable summary that must reach the analyst's next prompt")
-    draft_summary_writer(draft, analyst, after, lambda a: not _is_llm(a) and not _is_workflow(a))
-    draft_driver(draft, spec)
+    return processor
 
+
+def _infer_tools(draft: Draft, everyone: list[Any], llms: list[Any]) -> None:
+    """``exit_tool`` (ADK's exit_loop on an LlmAgent of the loop) and ``app_tools`` (tools naming an app: key)."""
     has_exit = any(name == "exit_loop" for a in llms for name, _ in _tools(a))
     draft.add("exit_tool", "exit_loop" if has_exit else None,
               inferred="an LlmAgent of the loop has ADK's exit_loop tool",
@@ -309,6 +355,10 @@ def infer_profile(spec: str, app: Any) -> Draft:
     app_tools = sorted({name for a in everyone if _is_llm(a) for name, tool in _tools(a) if _writes_app_key(tool)})
     draft.add("app_tools", app_tools, inferred="their code names an 'app:' state key",
               todo="tools whose calls save app-wide data (app: keys), if any")
+
+
+def _infer_pruning_plugins(draft: Draft, app: Any) -> None:
+    """``pruning_plugins``: the default, plus App plugins whose class name mentions pruning."""
     plugins = [type(p).__name__ for p in getattr(app, "plugins", None) or ()]
     pruning = [name for name in plugins if _PRUNING.search(name)]
     listed = ", ".join(plugins) or "none"
@@ -320,6 +370,9 @@ def infer_profile(spec: str, app: Any) -> Draft:
         draft.fields.append(ProfileLine("pruning_plugins", ["RlmContextPruningPlugin"], todo=(
             f"the default; add class names of plugins that clear state in bulk (App.plugins: {listed})")))
 
+
+def _leave_user_keys(draft: Draft) -> None:
+    """The fields no tree says anything about: left null, each with what to put there."""
     for name, todo in (("context_key", "the state key the scenario's context goes under (for code to read)"),
                        ("iteration_key", "the state key counting iterations, if any"),
                        ("final_answer_key", "where the final answer is stored"),
@@ -332,6 +385,9 @@ def infer_profile(spec: str, app: Any) -> Draft:
                                     "the smoke scenario skips minimal_deltas)")):
         draft.add(name, None, todo=todo)
 
+
+def _choose_smoke_agents(draft: Draft, root: Any, app: Any, processor: Any) -> None:
+    """Which agents the smoke scenario scripts: every model-calling agent but a stage-gated results processor."""
     for agent in scripted_agents(root):
         gate = _gate(agent, app) if processor is not None and agent is processor else None
         if gate:
@@ -344,14 +400,14 @@ def infer_profile(spec: str, app: Any) -> Draft:
                                    "agent/model callback, no plugin callback): it calls its model even when no code "
                                    "ran, which stage_gating reports; the smoke scenario scripts it so the run is "
                                    "judged rather than refused")
-    _note_tool_agents(draft, root)
-    _infer_code_executor(draft, everyone)  # before the loop-less guess: a code executor is the surer sign
-    _analyst_without_a_loop(draft, root)
+
+
+def _note_other_loops(draft: Draft, loops: list[Any], loop: Any) -> None:
+    """LoopAgents outside the profile's loop: max_iterations does not reach them."""
     nested = [a.name for a in loops if a is not loop and a not in _descendants(loop)]
     if nested:
         draft.notes.append(f"LoopAgents besides {loop.name}: {', '.join(nested)}; the smoke scenario's "
                            "max_iterations applies to the profile's loop_agent only")
-    return draft
 
 
 def _analyst_without_a_loop(draft: Draft, root: Any) -> None:

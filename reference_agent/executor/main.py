@@ -209,130 +209,166 @@ def run(args: argparse.Namespace, live: LiveNamespace | None = None, *,
     a one-shot run applies its own ``--confine`` here, before the artifact is read, and when
     required confinement is unavailable writes a failed result and returns 3 without running it.
     """
-    artifact = Path(args.artifact_path)
-    filename = str(artifact)
-    result_path = artifact.parent / result_filename(args.run_id, args.iteration)
-    result = new_result(run_id=args.run_id, iteration=args.iteration, artifact_path=args.artifact_path)
-    stdout = CappedStream(args.output_cap)
-    stderr = CappedStream(args.output_cap)
-    lm = _lm_client(args, lm_fallback)
+    block = _Block(args, live, _lm_client(args, lm_fallback))
     refused: dict[str, Any] | None = None
     if live is None:
         confinement, refused = confine_or_fail(args)
-    result["confinement"] = confinement
-    repl: Repl | None = None
-    kept: dict[str, Any] | None = None  # the namespace a warm process carried over from its last block
-    started = time.perf_counter()
-    written = threading.Lock()
-    snapshot = SnapshotReport()
+    block.result["confinement"] = confinement
+    block.started = time.perf_counter()  # the block's time starts once its confinement is in place
+    if refused is not None:
+        return block.refuse(refused)
+    status, exit_code, error = block.execute(confinement)
+    block.lm.close()
+    block.keep_namespace(status)
+    try:
+        block.finish(status, exit_code, error)
+    except OSError as exc:
+        print(f"executor: could not write {block.result_path}: {exc}", file=sys.stderr)
+        return 2
+    return 0
 
-    def finish(status: str, exit_code: int | None, error: dict[str, Any] | None) -> None:
+
+class _Block:
+    """One block's run: its result, captured streams, sub-LM client, REPL and namespace report, and the one write
+    of its result (at the end, or from the stage-2 timeout while the code still runs)."""
+
+    def __init__(self, args: argparse.Namespace, live: LiveNamespace | None, lm: Any) -> None:
+        self.args, self.live, self.lm = args, live, lm
+        self.artifact = Path(args.artifact_path)
+        self.filename = str(self.artifact)
+        self.result_path = self.artifact.parent / result_filename(args.run_id, args.iteration)
+        self.result = new_result(run_id=args.run_id, iteration=args.iteration, artifact_path=args.artifact_path)
+        self.stdout = CappedStream(args.output_cap)
+        self.stderr = CappedStream(args.output_cap)
+        self.repl: Repl | None = None
+        self.kept: dict[str, Any] | None = None  # the namespace a warm process carried over from its last block
+        self.started = time.perf_counter()
+        self.written = threading.Lock()
+        self.snapshot = SnapshotReport()
+
+    def finish(self, status: str, exit_code: int | None, error: dict[str, Any] | None) -> None:
         # Called once: normally at the end, or from the stage-2 timeout while code still runs.
-        if not written.acquire(blocking=False):
+        if not self.written.acquire(blocking=False):
             return
+        result, live, snapshot = self.result, self.live, self.snapshot
         result["status"] = status
         result["exit_code"] = exit_code
         result["error"] = error
-        result["duration_s"] = round(time.perf_counter() - started, 6)
-        for name, stream in (("stdout", stdout), ("stderr", stderr)):
+        result["duration_s"] = round(time.perf_counter() - self.started, 6)
+        for name, stream in (("stdout", self.stdout), ("stderr", self.stderr)):
             text, total, truncated = stream.snapshot()
             result[name], result[f"{name}_bytes"], result[f"{name}_truncated"] = text, total, truncated
-        if repl is not None:
-            result["final_answer"] = repl.final_answer
-            result["final_var"] = repl.final_var
-            result["final_error"] = repl.final_error
-        result["sublm_calls"] = list(lm.calls)
-        result["sublm_batches"] = list(lm.batches)
+        if self.repl is not None:
+            result["final_answer"] = self.repl.final_answer
+            result["final_var"] = self.repl.final_var
+            result["final_error"] = self.repl.final_error
+        result["sublm_calls"] = list(self.lm.calls)
+        result["sublm_batches"] = list(self.lm.batches)
         result["namespace"] = {"kept": snapshot.kept, "unpicklable": snapshot.unpicklable,
                                "restored": snapshot.restored, "restore_error": snapshot.restore_error,
                                "source": snapshot.source,
                                "held_in_process": snapshot.held_in_process if live is not None else []}
         result["executor_process"] = {"mode": "warm" if live is not None else "one-shot",
                                       "blocks": live.blocks if live is not None else 1}
-        write_json_atomic(result_path, result)
+        write_json_atomic(self.result_path, result)
 
-    def on_stuck() -> None:
-        finish("timeout", None, {
+    def on_stuck(self) -> None:
+        self.finish("timeout", None, {
             "type": "ExecutionTimeout",
-            "message": f"execution exceeded the {args.timeout:g} s timeout and ignored the interruption; "
+            "message": f"execution exceeded the {self.args.timeout:g} s timeout and ignored the interruption; "
                        "the executor stopped it",
             "traceback": None,
         })
         sys.__stderr__.flush()
         os._exit(0)
 
-    if refused is not None:
+    def refuse(self, refused: dict[str, Any]) -> int:
+        """Required confinement is unavailable: a failed result, the code not run, exit code 3."""
+        result = self.result
         result["executor_process"] = {"mode": "one-shot", "blocks": 1}
-        result.update(status="error", exit_code=1, error=refused, duration_s=round(time.perf_counter() - started, 6))
+        duration_s = round(time.perf_counter() - self.started, 6)
+        result.update(status="error", exit_code=1, error=refused, duration_s=duration_s)
         try:
-            write_json_atomic(result_path, result)
+            write_json_atomic(self.result_path, result)
         except OSError as exc:
-            print(f"executor: could not write {result_path}: {exc}", file=sys.stderr)
-        lm.close()
+            print(f"executor: could not write {self.result_path}: {exc}", file=sys.stderr)
+        self.lm.close()
         print(f"executor: {refused['message']}", file=sys.stderr)
         return 3
 
-    timer = SoftTimeout(args.timeout, on_stuck)
-    status, exit_code, error = "success", 0, None
-    saved = sys.stdout, sys.stderr, sys.stdin
-    try:
-        code = artifact.read_text(encoding="utf-8")
-        result["has_final_call"] = has_final_call(code)
-        kept = live.take(Path(args.namespace_path)) if live is not None and args.namespace_path else None
-        repl = Repl(context=load_context(args.context_path), lm=lm, namespace=kept)
-        if kept is not None:
-            snapshot.source = "process"
-            snapshot.restored = sorted(n for n in kept if not n.startswith("__") and n not in RESERVED_NAMES)
-        elif args.namespace_path:
-            load_snapshot(Path(args.namespace_path), repl.namespace, snapshot)
-            repl.restore_reserved()
-        sys.stdout, sys.stderr, sys.stdin = stdout, stderr, io.StringIO("")
-        with timer:
-            repl.run(code, filename)
-    except ExecutionTimeout as exc:
-        status, exit_code = "timeout", None
-        error = _error(exc, filename)
-    except SystemExit as exc:
-        exit_code = _exit_code(exc.code)
-        status = "exit"
-        if exc.code is not None and not isinstance(exc.code, int):
-            stderr.write(f"{exc.code}\n")  # what the interpreter would print for sys.exit("message")
-        if exit_code != 0:
-            error = {"type": "SystemExit", "message": f"exit code {exit_code}", "traceback": None}
-    except BaseException as exc:  # noqa: BLE001 - analyst code may raise anything; it all goes in the result
-        status, exit_code = "error", 1
-        error = _error(exc, filename)
-        if confinement is not None:  # then confine.py is loaded: say which limit stopped the code, if one did
-            from .confine import blocked_reason
-
-            reason = blocked_reason(exc)
-            if reason:
-                said = f"{error['message']} " if error["message"] else ""
-                error["message"] = f"{said}[blocked by the executor's confinement: {reason}]"
-    finally:
-        sys.stdout, sys.stderr, sys.stdin = saved
-    if timer.fired and status != "timeout":
-        # The code caught the timeout and finished anyway: it still ran past its deadline.
-        status, exit_code = "timeout", None
-        error = error or {"type": "ExecutionTimeout", "message": f"execution exceeded the {args.timeout:g} s timeout", "traceback": None}
-    lm.close()
-    # A timed-out block's half-made changes are dropped, from the snapshot and the warm memory alike.
-    if args.namespace_path and repl is not None and status != "timeout":
+    def execute(self, confinement: dict[str, Any] | None) -> tuple[str, int | None, dict[str, Any] | None]:
+        """Load the block and its namespace, run it under the timeout with the streams captured; its status, exit
+        code and error (everything the code raises is caught)."""
+        timer = SoftTimeout(self.args.timeout, self.on_stuck)
+        status, exit_code, error = "success", 0, None
+        saved = sys.stdout, sys.stderr, sys.stdin
         try:
-            save_snapshot(Path(args.namespace_path), repl.namespace, RESERVED_NAMES, snapshot,
-                          known_unpicklable=live.unpicklable if kept is not None else None)
-        except OSError as exc:
-            snapshot.restore_error = f"namespace snapshot could not be saved: {exc}"
-        if live is not None:
-            live.keep(Path(args.namespace_path), repl.namespace, snapshot)
-    elif live is not None:
-        live.forget()
-    try:
-        finish(status, exit_code, error)
-    except OSError as exc:
-        print(f"executor: could not write {result_path}: {exc}", file=sys.stderr)
-        return 2
-    return 0
+            code = self.artifact.read_text(encoding="utf-8")
+            self.result["has_final_call"] = has_final_call(code)
+            repl = self._load_repl()
+            sys.stdout, sys.stderr, sys.stdin = self.stdout, self.stderr, io.StringIO("")
+            with timer:
+                repl.run(code, self.filename)
+        except ExecutionTimeout as exc:
+            status, exit_code = "timeout", None
+            error = _error(exc, self.filename)
+        except SystemExit as exc:
+            exit_code = _exit_code(exc.code)
+            status = "exit"
+            if exc.code is not None and not isinstance(exc.code, int):
+                self.stderr.write(f"{exc.code}\n")  # what the interpreter would print for sys.exit("message")
+            if exit_code != 0:
+                error = {"type": "SystemExit", "message": f"exit code {exit_code}", "traceback": None}
+        except BaseException as exc:  # noqa: BLE001 - analyst code may raise anything; it all goes in the result
+            status, exit_code = "error", 1
+            error = _error(exc, self.filename)
+            if confinement is not None:  # then confine.py is loaded: say which limit stopped the code, if one did
+                _say_blocked(error, exc)
+        finally:
+            sys.stdout, sys.stderr, sys.stdin = saved
+        if timer.fired and status != "timeout":
+            # The code caught the timeout and finished anyway: it still ran past its deadline.
+            status, exit_code = "timeout", None
+            error = error or {"type": "ExecutionTimeout", "message": f"execution exceeded the {self.args.timeout:g} s timeout", "traceback": None}
+        return status, exit_code, error
+
+    def _load_repl(self) -> Repl:
+        """The REPL on the block's context, with the namespace the warm process kept or the snapshot on disk."""
+        args, live, snapshot = self.args, self.live, self.snapshot
+        self.kept = live.take(Path(args.namespace_path)) if live is not None and args.namespace_path else None
+        self.repl = Repl(context=load_context(args.context_path), lm=self.lm, namespace=self.kept)
+        if self.kept is not None:
+            snapshot.source = "process"
+            snapshot.restored = sorted(n for n in self.kept if not n.startswith("__") and n not in RESERVED_NAMES)
+        elif args.namespace_path:
+            load_snapshot(Path(args.namespace_path), self.repl.namespace, snapshot)
+            self.repl.restore_reserved()
+        return self.repl
+
+    def keep_namespace(self, status: str) -> None:
+        """Save the namespace (snapshot, and the warm memory); a timed-out block's half-made changes are dropped,
+        from the snapshot and the warm memory alike."""
+        args, live, repl, snapshot = self.args, self.live, self.repl, self.snapshot
+        if args.namespace_path and repl is not None and status != "timeout":
+            try:
+                save_snapshot(Path(args.namespace_path), repl.namespace, RESERVED_NAMES, snapshot,
+                              known_unpicklable=live.unpicklable if self.kept is not None else None)
+            except OSError as exc:
+                snapshot.restore_error = f"namespace snapshot could not be saved: {exc}"
+            if live is not None:
+                live.keep(Path(args.namespace_path), repl.namespace, snapshot)
+        elif live is not None:
+            live.forget()
+
+
+def _say_blocked(error: dict[str, Any], exc: BaseException) -> None:
+    """Name the confinement limit that stopped the code in ``error``'s message, if one did."""
+    from .confine import blocked_reason
+
+    reason = blocked_reason(exc)
+    if reason:
+        said = f"{error['message']} " if error["message"] else ""
+        error["message"] = f"{said}[blocked by the executor's confinement: {reason}]"
 
 
 def main(argv: list[str] | None = None, *, lm_fallback: Callable[..., Any] | None = None) -> int:

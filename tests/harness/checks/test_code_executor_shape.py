@@ -88,13 +88,18 @@ class CodeRlm:
         return self.b.build()
 
 
-def correct() -> Trace:
+def one_good_turn() -> CodeRlm:
+    """The correct agent's turn, not yet built: the code block, its run, the answer, the digest."""
     r = CodeRlm()
     r.turn()
     r.run_code()
     r.answer()
     r.digest()
-    return r.build()
+    return r
+
+
+def correct() -> Trace:
+    return one_good_turn().build()
 
 
 def run(name: str, trace: Trace, prof: TargetProfile | None = None) -> CheckResult:
@@ -128,11 +133,7 @@ def test_without_code_executor_in_the_profile_the_shape_is_not_judged() -> None:
 
 
 def test_a_stale_re_digest_fails_stage_gating() -> None:
-    r = CodeRlm()
-    r.turn()
-    r.run_code()
-    r.answer()
-    r.digest()
+    r = one_good_turn()
     r.answer("Still 4.")
     r.digest(summary="It printed 4.")  # no new execution: the old result digested again
     verdict = run("stage_gating", r.build())
@@ -227,11 +228,7 @@ def test_results_the_analysts_own_model_read_back_are_not_the_processors() -> No
 def with_adk_bookkeeping(*, agent_mutation: bool = False) -> Trace:
     """The correct agent, with what ADK writes into the live session.state without an event (the final answer
     made ADK set its context again; every execution's output is kept in memory only)."""
-    r = CodeRlm()
-    r.turn()
-    r.run_code()
-    r.answer()
-    r.digest()
+    r = one_good_turn()
     r.b.live["_code_execution_results"] = {r.b.invocation_id: [{"code": "print(2 + 2)", "result_stdout": "4\n"}]}
     r.b.live[ADK_CONTEXT] = {"execution_session_id": "s1"}
     if agent_mutation:

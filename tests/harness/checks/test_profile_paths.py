@@ -96,6 +96,17 @@ class Foreign:
         return self.b.build()
 
 
+def one_turn(**check: Any) -> Foreign:
+    """One whole turn of the foreign agent: load context, generate, execute, check (with ``check``'s fields), end."""
+    f = Foreign()
+    f.turn()
+    f.generate()
+    f.execute()
+    f.check(**check)
+    f.b.end_turn()
+    return f
+
+
 def foreign_trace() -> Trace:
     """Two turns of one session, each: load context, generate, execute (with its summary), check."""
     f = Foreign()
@@ -341,12 +352,7 @@ def test_outcome_compared_through_the_termination_map() -> None:
 
 def test_scenario_termination_is_the_mapped_name() -> None:
     assert_pass(run("scenario_expectations", foreign_trace(), scenario=make_scenario(termination="final_answer")))
-    f = Foreign()
-    f.turn()
-    f.generate()
-    f.execute()
-    f.check(status="gave_up")
-    f.b.end_turn()
+    f = one_turn(status="gave_up")
     assert_fail(run("scenario_expectations", f.build(), scenario=make_scenario(termination="final_answer")),
                 "termination: expected 'final_answer', turn 0 (session s1) ended with 'max_iterations'")
 
@@ -360,12 +366,7 @@ def test_stale_flags_cleared_by_a_context_loader() -> None:
 
 
 def test_stale_flags_not_cleared_by_the_loader() -> None:
-    f = Foreign()
-    f.turn()
-    f.generate()
-    f.execute()
-    f.check()
-    f.b.end_turn()
+    f = one_turn()
     f.turn("again", clear=False)
     work = f.generate("print(2)")
     late = f.execute("2\n")
@@ -378,12 +379,7 @@ def test_stale_flags_not_cleared_by_the_loader() -> None:
 
 
 def test_stale_flags_cleared_by_a_root_callback() -> None:
-    f = Foreign()
-    f.turn()
-    f.generate()
-    f.execute()
-    f.check()
-    f.b.end_turn()
+    f = one_turn()
     f.turn("again", clear=False)
     f.b.event("refine_loop", delta={"answer": None, "status": None})  # the loop's before_agent_callback
     f.generate("print(2)")
