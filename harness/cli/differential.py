@@ -8,11 +8,16 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 
-def add_parser(commands: Any) -> None:
-    differential = commands.add_parser(
-        "differential", add_help=False,
-        help="run the scenarios on several session services and compare what each persisted "
-             "(arguments: see `rlm-conformance differential --help`)")
+PARSER: dict[str, Any] = {
+    "name": "differential",
+    "add_help": False,
+    "help": "run the scenarios on several session services and compare what each persisted "
+            "(arguments: see `rlm-conformance differential --help`)",
+}
+"""``add_parser``'s arguments: the verb's name, help and description."""
+
+
+def add_arguments(differential: argparse.ArgumentParser) -> None:
     differential.add_argument("arguments", nargs=argparse.REMAINDER)
 
 

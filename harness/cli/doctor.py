@@ -10,17 +10,22 @@ from ..errors import HarnessError
 from .common import add_backend_settings, stdout_console
 
 
-def add_parser(commands: Any) -> None:
-    doctor = commands.add_parser(
-        "doctor", help="check the setup before recording; --databricks checks the workspace",
-        description="Check what a recording needs and say what to fix. Without --databricks: the local install "
-                    "and the project in the working folder ([tool.rlm-conformance], profile, scenarios, targets, "
-                    "cassettes). "
-                    "With --databricks: the workspace of DATABRICKS_HOST / DATABRICKS_TOKEN (or "
-                    "DATABRICKS_CONFIG_PROFILE) and the backend's RLM_DATABRICKS_* settings — identity, warehouse, "
-                    "catalog, schema, tables, volume, privileges, Job_B compute and payload, the llm_query secret — "
-                    "read-only unless --write-probe. Exit 0 when nothing would break a recording (warnings "
-                    "allowed), 1 when something would, 2 on bad arguments. See docs/databricks.md.")
+PARSER: dict[str, Any] = {
+    "name": "doctor",
+    "help": "check the setup before recording; --databricks checks the workspace",
+    "description": "Check what a recording needs and say what to fix. Without --databricks: the local install "
+                   "and the project in the working folder ([tool.rlm-conformance], profile, scenarios, targets, "
+                   "cassettes). "
+                   "With --databricks: the workspace of DATABRICKS_HOST / DATABRICKS_TOKEN (or "
+                   "DATABRICKS_CONFIG_PROFILE) and the backend's RLM_DATABRICKS_* settings — identity, warehouse, "
+                   "catalog, schema, tables, volume, privileges, Job_B compute and payload, the llm_query secret — "
+                   "read-only unless --write-probe. Exit 0 when nothing would break a recording (warnings "
+                   "allowed), 1 when something would, 2 on bad arguments. See docs/databricks.md.",
+}
+"""``add_parser``'s arguments: the verb's name, help and description."""
+
+
+def add_arguments(doctor: argparse.ArgumentParser) -> None:
     doctor.add_argument("--databricks", action="store_true", help="check the Databricks workspace and settings")
     doctor.add_argument("--json", action="store_true", help="print the findings as JSON instead of a table")
     doctor.add_argument("--write-probe", action="store_true",

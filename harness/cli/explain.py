@@ -10,10 +10,16 @@ from ..run.scenario_run import PROG
 from .common import EXIT_OK, stdout_console
 
 
-def add_parser(commands: Any) -> None:
-    explain = commands.add_parser("explain", help="explain a check: what it verifies and why",
-                                  description="Print a check's title, why it matters and the Definition-of-Done "
-                                              "item it verifies; without CHECK, list every check.")
+PARSER: dict[str, Any] = {
+    "name": "explain",
+    "help": "explain a check: what it verifies and why",
+    "description": "Print a check's title, why it matters and the Definition-of-Done "
+                   "item it verifies; without CHECK, list every check.",
+}
+"""``add_parser``'s arguments: the verb's name, help and description."""
+
+
+def add_arguments(explain: argparse.ArgumentParser) -> None:
     explain.add_argument("check", nargs="?", metavar="CHECK", help="check name, e.g. summary_persisted")
 
 

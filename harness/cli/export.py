@@ -13,17 +13,22 @@ from .run import preflight
 from .settings import run_options
 
 
-def add_parser(commands: Any) -> None:
-    export = commands.add_parser(
-        "export", help="write scenarios in another format (an ADK eval set, `adk test` fixtures)",
-        description="`export evalset --out FILE`: run the selected scenarios (all of the configured folder by "
-                    "default) once in scripted mode and write an ADK eval set of what they did — user turns, tool "
-                    "trajectory with authors, final responses, initial and final session state — that ADK's own "
-                    "loader reads and `adk eval` runs. Exit 0 when every scenario was exported, 1 when some could "
-                    "not be, 2 on bad arguments. `export adk-test` (ADK 2.x): the same runs written as `adk "
-                    "test` fixtures into the agent folder --target names (<folder>/tests/<scenario>.json), which "
-                    "ADK's own runner replays. "
-                    "See docs/import.md.")
+PARSER: dict[str, Any] = {
+    "name": "export",
+    "help": "write scenarios in another format (an ADK eval set, `adk test` fixtures)",
+    "description": "`export evalset --out FILE`: run the selected scenarios (all of the configured folder by "
+                   "default) once in scripted mode and write an ADK eval set of what they did — user turns, tool "
+                   "trajectory with authors, final responses, initial and final session state — that ADK's own "
+                   "loader reads and `adk eval` runs. Exit 0 when every scenario was exported, 1 when some could "
+                   "not be, 2 on bad arguments. `export adk-test` (ADK 2.x): the same runs written as `adk "
+                   "test` fixtures into the agent folder --target names (<folder>/tests/<scenario>.json), which "
+                   "ADK's own runner replays. "
+                   "See docs/import.md.",
+}
+"""``add_parser``'s arguments: the verb's name, help and description."""
+
+
+def add_arguments(export: argparse.ArgumentParser) -> None:
     export.add_argument("kind", choices=("evalset", "adk-test"), metavar="KIND", help="evalset or adk-test")
     export.add_argument("--out", type=Path, metavar="FILE",
                         help="evalset: the eval set file to write (e.g. tests/eval/conformance.evalset.json); "

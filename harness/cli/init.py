@@ -12,13 +12,18 @@ from ..run.scenario_run import PROG
 from .common import EXIT_OK
 
 
-def add_parser(commands: Any) -> None:
-    init = commands.add_parser(
-        "init", help="draft a profile, a smoke scenario and [tool.rlm-conformance] for your agent",
-        description="Import --target, walk its agent tree and write rlm-profile.yaml (what could be inferred, "
-                    "each line saying why; TODO for the rest), scenarios/smoke.yaml (green in scripted mode on a "
-                    "correct agent) and a [tool.rlm-conformance] table in pyproject.toml. Existing files are never "
-                    "overwritten without --force.")
+PARSER: dict[str, Any] = {
+    "name": "init",
+    "help": "draft a profile, a smoke scenario and [tool.rlm-conformance] for your agent",
+    "description": "Import --target, walk its agent tree and write rlm-profile.yaml (what could be inferred, "
+                   "each line saying why; TODO for the rest), scenarios/smoke.yaml (green in scripted mode on a "
+                   "correct agent) and a [tool.rlm-conformance] table in pyproject.toml. Existing files are never "
+                   "overwritten without --force.",
+}
+"""``add_parser``'s arguments: the verb's name, help and description."""
+
+
+def add_arguments(init: argparse.ArgumentParser) -> None:
     init.add_argument("--target", metavar="MODULE:ATTR",
                       help="your agent: an ADK App, a root agent, or a zero-argument factory of either")
     init.add_argument("--dir", default=".", metavar="DIR", help="where to write (default: the current folder)")

@@ -9,8 +9,14 @@ from ..recording.layout import DEFAULT_TARGET
 from .common import EXIT_OK, select, stdout_console
 
 
-def add_parser(commands: Any) -> None:
-    listing = commands.add_parser("list", help="list scenarios: names, descriptions, tags")
+PARSER: dict[str, Any] = {
+    "name": "list",
+    "help": "list scenarios: names, descriptions, tags",
+}
+"""``add_parser``'s arguments: the verb's name, help and description."""
+
+
+def add_arguments(listing: argparse.ArgumentParser) -> None:
     listing.add_argument("--scenarios-dir", metavar="DIR",
                          help="folder of scenario YAML files (default: scenarios in [tool.rlm-conformance], else "
                               "scenarios)")

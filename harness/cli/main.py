@@ -1,5 +1,6 @@
-"""The ``rlm-conformance`` command: every verb is a module of this package with ``add_parser(commands)`` and
-``COMMANDS`` (its verb names and what runs them), registered once in ``VERBS``; the settings of a verb are resolved
+"""The ``rlm-conformance`` command: every verb is a module of this package with ``COMMANDS`` (its verb names and
+what runs them) and its parser — ``PARSER`` (name, help, description) and ``add_arguments(parser)``, or, for a verb
+whose package defines its own (audit, import, explore), ``add_parser(commands)`` — registered once in ``VERBS``; the settings of a verb are resolved
 once (``settings.settle``: a flag, else ``[tool.rlm-conformance]``, else the default) before it runs."""
 
 from __future__ import annotations
@@ -31,7 +32,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {tool_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for verb in VERBS:
-        verb.add_parser(commands)
+        if hasattr(verb, "PARSER"):  # the CLI's own verbs say their parser; audit, import, explore: their package's
+            verb.add_arguments(commands.add_parser(**verb.PARSER))
+        else:
+            verb.add_parser(commands)
     return parser
 
 

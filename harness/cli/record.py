@@ -27,15 +27,21 @@ from .run import preflight, refuse_remote_snapshot_update, run_all, workers
 from .settings import run_options
 
 
-def add_parser(commands: Any) -> None:
-    record = commands.add_parser("record", help="run scenarios in record mode and write their cassettes",
-                                 description="Run scenarios with recording on (scripted endpoint by default) and "
-                                             "write their cassettes and reports. Checks are shown but do not "
-                                             "decide the exit code: 0 when every cassette was written, 1 otherwise. "
-                                             "Nothing is saved for a scenario whose script does not fit the target "
-                                             "(a script key that names no agent, an HTTP error the script does not "
-                                             "declare, a scripted answer never asked for). Gate on "
-                                             f"`{PROG} run` (replay) afterwards.")
+PARSER: dict[str, Any] = {
+    "name": "record",
+    "help": "run scenarios in record mode and write their cassettes",
+    "description": "Run scenarios with recording on (scripted endpoint by default) and "
+                   "write their cassettes and reports. Checks are shown but do not "
+                   "decide the exit code: 0 when every cassette was written, 1 otherwise. "
+                   "Nothing is saved for a scenario whose script does not fit the target "
+                   "(a script key that names no agent, an HTTP error the script does not "
+                   "declare, a scripted answer never asked for). Gate on "
+                   f"`{PROG} run` (replay) afterwards.",
+}
+"""``add_parser``'s arguments: the verb's name, help and description."""
+
+
+def add_arguments(record: argparse.ArgumentParser) -> None:
     add_selection(record)
     add_target(record, modes=("scripted", "live"), default_mode="scripted")
     record.add_argument("--allow-script-misfit", action="store_true",

@@ -19,10 +19,16 @@ from .common import (
 )
 
 
-def add_parser(commands: Any) -> None:
-    report = commands.add_parser("report", help="re-render reports from a conformance.json",
-                                 description="Re-render reports from the JSON a run wrote, without running "
-                                             "anything. Exit 0 when that run passed, 1 when it did not.")
+PARSER: dict[str, Any] = {
+    "name": "report",
+    "help": "re-render reports from a conformance.json",
+    "description": "Re-render reports from the JSON a run wrote, without running "
+                   "anything. Exit 0 when that run passed, 1 when it did not.",
+}
+"""``add_parser``'s arguments: the verb's name, help and description."""
+
+
+def add_arguments(report: argparse.ArgumentParser) -> None:
     report.add_argument("--from", dest="source", type=Path, default=Path("reports/conformance.json"), metavar="PATH",
                         help="the JSON report to read (default: %(default)s)")
     report.add_argument("--reports-dir", metavar="DIR", help="where to write (default: the folder of --from)")

@@ -42,11 +42,17 @@ if TYPE_CHECKING:
     from ..scenario.models import Scenario
 
 
-def add_parser(commands: Any) -> None:
-    run = commands.add_parser("run", help="run scenarios and write reports",
-                              description="Run scenarios against a target, print a summary (one line per "
-                                          "scenario, then each failure with its evidence) and write reports. "
-                                          "Exit 0 when every check passed, 1 otherwise.")
+PARSER: dict[str, Any] = {
+    "name": "run",
+    "help": "run scenarios and write reports",
+    "description": "Run scenarios against a target, print a summary (one line per "
+                   "scenario, then each failure with its evidence) and write reports. "
+                   "Exit 0 when every check passed, 1 otherwise.",
+}
+"""``add_parser``'s arguments: the verb's name, help and description."""
+
+
+def add_arguments(run: argparse.ArgumentParser) -> None:
     add_selection(run)
     add_target(run, modes=LLM_MODES, default_mode="replay")
     run.add_argument("--reports-dir", default="reports", metavar="DIR", help="where reports go (default: %(default)s)")
