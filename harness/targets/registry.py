@@ -19,7 +19,8 @@ class TargetError(HarnessError):
 def resolve_target(spec: str) -> TargetFactory:
     named = plugins()
     if spec in named:  # a plugin's build, taken as any factory is: (env) or (), returning a target, App or agent
-        return _as_factory(spec, named[spec].build)
+        build = named[spec].build
+        return lambda env: _as_factory(spec, build)(env)  # ADK is imported when it builds, not when it is named
     if ":" not in spec:
         raise TargetError(
             f"--target {spec!r} is not a known target. Use one of {', '.join(named) or '(no plugin installed)'} or "
