@@ -107,7 +107,7 @@ def test_each_scenario_has_one_line_with_its_verdict_counts_and_failing_checks(r
             if more:  # one name more would not have fit
                 longer = ", ".join([*failing[:len(names) + 1], *([f"+{more - 1} more"] if more > 1 else [])])
                 assert cell_len(line) - cell_len(tail) + cell_len(longer) > width, line
-            assert len(names) >= {80: 0, 100: 1, 200: 7}[width], line
+            assert len(names) >= {80: 0, 100: 1, 200: 6}[width], line
         if result.scenario == BROKEN:
             tail = " ".join(line.split()[6 if width > 80 else 5:])  # the error's start, cut to fit
             assert tail.endswith("…") and f"could not run: {ERROR}".startswith(tail[:-1]) and len(tail) > 20, line
