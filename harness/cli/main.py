@@ -1,7 +1,8 @@
-"""The ``rlm-conformance`` command: every verb is a module of this package with ``COMMANDS`` (its verb names and
-what runs them) and its parser — ``PARSER`` (name, help, description) and ``add_arguments(parser)``, or, for a verb
-whose package defines its own (audit, import, explore), ``add_parser(commands)`` — registered once in ``VERBS``; the settings of a verb are resolved
-once (``settings.settle``: a flag, else ``[tool.rlm-conformance]``, else the default) before it runs."""
+"""The ``rlm-conformance`` command: every verb is a module of this package, registered once in ``VERBS``, with
+``COMMANDS`` (its verb names and what runs them) and its parser: ``PARSER`` (name, help, description) and
+``add_arguments(parser)``, or, for a verb whose package defines its own (audit, import, explore),
+``add_parser(commands)``. A verb's settings are resolved once (``settings.settle``: a flag, else
+``[tool.rlm-conformance]``, else the default) before it runs."""
 
 from __future__ import annotations
 
