@@ -167,10 +167,12 @@ def test_a_real_workspace_recording_is_scrubbed_to_the_same_shape_and_replays(tm
                    "teams/rlm", "0612-123456-abcdefgh", "rlm_conformance_"):
         assert leaked not in text, f"{leaked!r} reached the cassette"
     assert read_provenance(path).recorded_against == "databricks-live"
-    # The scripted model on a workspace answers Job_B's llm_query through the volume: the runner clears the
-    # run's exchange folder first (tests/databricks/test_databricks_scripted_workspace.py). Otherwise the same.
+    # The scripted model on a workspace answers Job_B's llm_query through the volume: the runner looks at the
+    # delegation's own exchange folder first, to pick up what a crashed try left
+    # (tests/databricks/test_databricks_scripted_workspace.py). Otherwise the same.
     exchange = [line for line in _shape(path) if "/sublm/" in line]
-    assert exchange == ["GET /api/2.0/fs/directories/Volumes/main/rlm/vol/artifacts/sublm/single_delegation-0_iter1"]
+    assert exchange == ["GET /api/2.0/fs/directories/Volumes/main/rlm/vol/artifacts/sublm/"
+                        "single_delegation-0_iter1_<artifact>"]
     assert yaml.safe_load(text)["metadata"]["databricks"]["sublm_exchange"] is True
     assert [line for line in _shape(path) if "/sublm/" not in line] == _shape(
         CASSETTES / "databricks" / "single_delegation.yaml")

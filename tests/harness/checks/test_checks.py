@@ -226,7 +226,10 @@ def test_minimal_deltas_whole_state_delta() -> None:
     b = TraceBuilder()
     b.start_turn()
     b.delegate()
-    whole = dict(b.live) | {keys.STAGE: keys.STAGE_EXECUTED, keys.EXECUTION_STDOUT: "1\n"}
+    # dict(ctx.session.state) in a later round: the keys of the round before come with it (the results processor's)
+    earlier = {keys.LAST_RESULTS_SUMMARY: "Total: 200.", keys.LAST_ARTIFACT_ID: "a-1",
+               keys.LAST_RESULT_JSON_PATH: "/v/a-1.json", keys.USER_HISTORY: [{"question": "Total?"}]}
+    whole = dict(b.live) | earlier | {keys.STAGE: keys.STAGE_EXECUTED, keys.EXECUTION_STDOUT: "1\n"}
     event = b.event(b.profile.job_builder, delta=whole)
     b.end_turn()
     assert_fail(run("minimal_deltas", b.build()), f"event #{event.index} (author job_builder",
