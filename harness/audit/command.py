@@ -39,8 +39,9 @@ def add_audit_parser(commands: Any) -> None:
                             "databricks://CATALOG.SCHEMA (DATABRICKS_HOST, DATABRICKS_TOKEN or "
                             "DATABRICKS_CONFIG_PROFILE, DATABRICKS_WAREHOUSE_ID)")
     audit.add_argument("--profile", metavar="FILE",
-                       help="target profile YAML naming the agent's roles and keys, or a target plugin's name such as 'reference' (default: profile "
-                            "in [tool.rlm-conformance], else the neutral profile: checks that need one are n/a)")
+                       help="target profile YAML naming the agent's roles and keys, or a target plugin's name "
+                            "such as 'reference' (default: profile in [tool.rlm-conformance], else the neutral "
+                            "profile: checks that need one are n/a)")
     audit.add_argument("--app", metavar="APP", help="only sessions of this app_name")
     audit.add_argument("--user", metavar="USER", help="only sessions of this user_id")
     audit.add_argument("--session", metavar="ID", help="only this session id")
