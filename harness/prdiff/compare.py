@@ -1,0 +1,64 @@
+"""``diff_runs``: two runs compared scenario by scenario, each regression tied to the state change behind it."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..report.summary import error_lines
+from ..result import RunReport, ScenarioResult
+from ..trace.model import Trace
+from .model import FindingChange, RunDiff, ScenarioDiff, StateChange, VerdictChange
+from .requests import request_drift
+from .state import state_changes
+from .verdicts import check_changes, finding_changes, scenario_change, sort_verdicts
+
+
+def _by_name(report: RunReport) -> dict[str, tuple[ScenarioResult, Trace | None]]:
+    return {r.scenario: (r, report.trace_at(i)) for i, r in enumerate(report.results)}
+
+
+def _meta(report: RunReport) -> dict[str, str]:
+    return {"started_at": report.started_at, "tool_version": report.tool_version, "machine": report.machine,
+            **{k: v for k, v in report.extra.items() if k in ("target", "llm_mode", "command")}}
+
+
+def state_behind(verdict: VerdictChange, state: list[StateChange], findings: list[FindingChange]) -> StateChange | None:
+    """The state change a regression is about: the earliest event whose delta changed (what came after it follows
+    from it: a stale key left behind makes a processor run again), preferring there a key the check's explanation
+    or new evidence names; with no event changed, persisted state likewise. None: no state changed."""
+    said = " ".join([verdict.explanation, *(f.text for f in findings if f.check == verdict.check)])
+    for group in ([c for c in state if c.delta != "persisted"], [c for c in state if c.delta == "persisted"]):
+        if group:
+            first = [c for c in group if c.place == group[0].place]
+            return next((c for c in first if c.key is not None and c.key in said), first[0])
+    return None
+
+
+def diff_scenario(name: str, base: tuple[ScenarioResult, Trace | None] | None,
+                  head: tuple[ScenarioResult, Trace | None] | None) -> ScenarioDiff:
+    base_result, base_trace = base if base is not None else (None, None)
+    head_result, head_trace = head if head is not None else (None, None)
+    if base_result is not None:
+        base_result = dataclasses.replace(base_result, trace=base_trace)
+    if head_result is not None:
+        head_result = dataclasses.replace(head_result, trace=head_trace)
+    whole = scenario_change(base_result, head_result)
+    state = state_changes(base_trace, head_trace)
+    findings = finding_changes(base_result, head_result)
+    verdicts = ([whole] if whole is not None else []) + check_changes(base_result, head_result)
+    verdicts = [dataclasses.replace(v, state=state_behind(v, state, findings)) if v.kind == "regression" else v
+                for v in verdicts]
+    return ScenarioDiff(
+        scenario=name, before=base_result.status if base_result else None,
+        after=head_result.status if head_result else None,
+        verdicts=sort_verdicts(verdicts), state=state,
+        requests=request_drift(base_trace, head_trace), findings=findings,
+        error="\n".join(error_lines(head_result)) if head_result is not None and head_result.verdict == "error"
+        else None)
+
+
+def diff_runs(base: RunReport, head: RunReport, *, base_label: str = "BASE", head_label: str = "HEAD") -> RunDiff:
+    old, new = _by_name(base), _by_name(head)
+    names = [*new, *(n for n in old if n not in new)]
+    return RunDiff(base=base_label, head=head_label, scenarios=[diff_scenario(n, old.get(n), new.get(n)) for n in names],
+                   base_meta=_meta(base), head_meta=_meta(head))
