@@ -3,7 +3,8 @@
 ``load_run`` (``load``) reads a reports folder or a JSON report, ``diff_runs`` (``compare``) compares two runs
 scenario by scenario — verdicts (``verdicts``), state deltas and persisted state from the normalised traces
 (``state``), model requests (``requests``) — into a ``RunDiff`` (``model``), ``render_diff_markdown``
-(``markdown``) writes it sized for a pull-request comment, and ``github_comment`` posts or updates that comment.
+(``markdown``) writes it sized for a pull-request comment, ``github_comment`` posts or updates that comment, and
+``action`` is what the repository's GitHub Action (``action.yml``) runs: head, base, diff, comment.
 """
 
 from __future__ import annotations

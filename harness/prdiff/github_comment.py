@@ -133,6 +133,8 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
                                                  "rlm-conformance comment (updated on every later run).")
     parser.add_argument("markdown", type=Path, metavar="COMMENT.md", help="what `rlm-conformance diff --markdown` wrote")
     parser.add_argument("--issue", type=int, metavar="NUMBER", help="the pull request (default: the event's)")
+    parser.add_argument("--marker", default=MARKER, help="the hidden first line that marks the comment as this "
+                                                         "script's (default: %(default)s)")
     parser.add_argument("--token-env", default="GITHUB_TOKEN", metavar="NAME",
                         help="the variable holding the token (default: %(default)s)")
     args = parser.parse_args(argv)
@@ -147,7 +149,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         print(f"github_comment: error: {exc}", file=sys.stderr)
         return 2
     try:
-        done, answer = post_or_update(place, markdown)
+        done, answer = post_or_update(place, markdown, marker=args.marker)
     except CommentError as exc:
         print(f"github_comment: error: {exc}", file=sys.stderr)
         return 1
