@@ -31,6 +31,8 @@ def add_arguments(diff: argparse.ArgumentParser) -> None:
     diff.add_argument("--json", type=Path, metavar="FILE", dest="json_out",
                       help="also write the whole diff as JSON (nothing cut)")
     diff.add_argument("--report-url", metavar="URL", help="link the comment to HEAD's HTML report at this address")
+    diff.add_argument("--base-label", metavar="TEXT", help="how the comment names BASE (default: its path)")
+    diff.add_argument("--head-label", metavar="TEXT", help="how the comment names HEAD (default: its path)")
     diff.add_argument("--max-chars", type=int, default=None, metavar="N",
                       help="cut the Markdown to N characters (default 60000; GitHub's comment limit is 65536)")
 
@@ -43,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
     if not 1000 <= max_chars <= COMMENT_LIMIT:
         raise HarnessError(f"--max-chars {max_chars}: use 1000 to {COMMENT_LIMIT} (GitHub's comment limit).")
     base, head = load_run(args.base, role="BASE"), load_run(args.head, role="HEAD")
-    diff = diff_runs(base, head, base_label=str(args.base), head_label=str(args.head))
+    diff = diff_runs(base, head, base_label=args.base_label or str(args.base),
+                     head_label=args.head_label or str(args.head))
     text = render_diff_markdown(diff, report_url=args.report_url, max_chars=max_chars)
     if args.json_out is not None:
         _write(args.json_out, json.dumps(diff.to_json(), indent=2, ensure_ascii=False, default=repr))

@@ -116,6 +116,12 @@ def run_base(workspace: Path, work: Path, arguments: Sequence[str], env: Mapping
     return work / "base-reports"
 
 
+def _commit(workspace: Path, revision: str) -> str:
+    """``a1b2c3d`` (the commit's short sha) for the comment, else the revision as given."""
+    done = _git(workspace, "rev-parse", "--short", revision)
+    return done.stdout.strip() if done.returncode == 0 else revision
+
+
 def _append(path: str | None, text: str) -> None:
     if path:
         with open(path, "a", encoding="utf-8") as handle:
@@ -132,7 +138,8 @@ def act(env: Mapping[str, str]) -> int:
     base = (workspace / stored) if stored else run_base(workspace, work, arguments, env)
     markdown, data = work / "comment.md", work / "diff.json"
     command = [sys.executable, "-m", "harness", "diff", str(base), str(work / "head-reports"),
-               "--markdown", str(markdown), "--json", str(data)]
+               "--markdown", str(markdown), "--json", str(data), "--head-label", _commit(workspace, "HEAD"),
+               "--base-label", stored or _commit(workspace, base_sha(env))]
     if env.get("INPUT_REPORT_URL", "").strip():
         command += ["--report-url", env["INPUT_REPORT_URL"].strip()]
     done = subprocess.run(command, cwd=workspace)

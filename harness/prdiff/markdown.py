@@ -162,8 +162,8 @@ def render_diff_markdown(diff: RunDiff, *, report_url: str | None = None,
     """The comment's text, at most ``max_chars`` characters long."""
     regressions = sum(len(s.regressions) for s in diff.scenarios)
     head = ["## rlm-conformance: what this change did", "", headline(diff), ""]
-    line = (f"{len(diff.scenarios)} scenario(s): {regressions} regression(s), {len(diff.changed)} changed. BASE "
-            f"{_text(diff.base)}, HEAD {_text(diff.head)}.")
+    line = (f"{len(diff.scenarios)} scenario(s), base {_code(diff.base)} → head {_code(diff.head)}: "
+            f"{regressions} regression(s), {len(diff.changed)} changed.")
     if report_url:
         line += f" [Full HTML report]({report_url.replace(')', '%29').replace(' ', '%20')})"
     head += [line, ""]
@@ -184,7 +184,9 @@ def render_diff_markdown(diff: RunDiff, *, report_url: str | None = None,
     details: list[str] = []
     room = max_chars - note_room - _length(head + body)
     left_out = 0
-    for s in diff.changed:
+    ranked = sorted(enumerate(diff.changed), key=lambda iv: (min((verdict_rank(v) for v in iv[1].verdicts),
+                                                                  default=(3, 0)), iv[0]))
+    for _, s in ranked:  # in the table's order: the headline's scenario first
         block = scenario_details(s)
         if _length(block) + 1 > room:
             left_out += 1
