@@ -23,14 +23,20 @@ def _meta(report: RunReport) -> dict[str, str]:
 
 
 def state_behind(verdict: VerdictChange, state: list[StateChange], findings: list[FindingChange]) -> StateChange | None:
-    """The state change a regression is about: the earliest event whose delta changed (what came after it follows
-    from it: a stale key left behind makes a processor run again), preferring there a key the check's explanation
-    or new evidence names; with no event changed, persisted state likewise. None: no state changed."""
+    """The state change a regression is about. The earliest event whose delta changed (what came after it follows
+    from it: a stale key left behind makes a processor run again), a key there the check's explanation or new
+    evidence names first; but a key that evidence names which only storage shows (a row, the final state: a service
+    that now keeps a ``temp:`` key) before that. Without an event change: storage's, likewise. None: nothing changed."""
     said = " ".join([verdict.explanation, *(f.text for f in findings if f.check == verdict.check)])
-    for group in ([c for c in state if c.delta != "persisted"], [c for c in state if c.delta == "persisted"]):
+    events = [c for c in state if c.delta in ("emitted", "appended")]
+    stored = [c for c in state if c.delta in ("row", "persisted")]
+    in_events = {c.key for c in events}
+    named_in_storage = [c for c in stored if c.key is not None and c.key in said and c.key not in in_events]
+    for group in (events, stored):
         if group:
             first = [c for c in group if c.place == group[0].place]
-            return next((c for c in first if c.key is not None and c.key in said), first[0])
+            named = [c for c in first if c.key is not None and c.key in said]
+            return (named or named_in_storage or first)[0]
     return None
 
 

@@ -28,7 +28,8 @@ class StateChange:
     change: str  # what happened, in words: "no longer deleted", "now written", "value changed", "event added" ...
     before: Any = None
     after: Any = None
-    delta: str = "emitted"  # emitted | appended (events: as the writer emitted it / as the service kept it) | persisted
+    delta: str = "emitted"  # emitted | appended (an event's delta as the writer emitted it / as the service kept
+    # it on the event) | row (an event row storage holds) | persisted (the state storage holds at the end)
     held: Literal["both", "base", "head"] = "both"  # which side holds the key (a None value is a delete, not absence)
 
 

@@ -1,6 +1,6 @@
 """State changes between two runs of a scenario, read from their normalised traces (the snapshot's document, so
 ids, paths and clock times drawn afresh each run do not count): each event's delta, matched by position, turn and
-author, and the state storage holds at the end.
+author, the event rows storage holds (what the deltas did not already say), and the state storage holds at the end.
 
 Events are matched as a sequence (``difflib``), on (turn, author, function calls): an event HEAD added or dropped
 (a processor that now runs twice) shows as such, and the events after it still meet their counterparts.
@@ -12,7 +12,7 @@ import difflib
 from collections.abc import Iterator
 from typing import Any
 
-from ..snapshot.normalize import normalize_trace
+from ..snapshot.normalize import normalize_state, normalize_trace
 from ..trace.model import Trace
 from .model import StateChange
 
@@ -100,9 +100,47 @@ def persisted_changes(base: dict[str, Any], head: dict[str, Any]) -> list[StateC
     return changes
 
 
+def _rows(trace: Trace) -> list[dict[str, Any]]:
+    """The event rows storage holds at the end, per session, as events of the snapshot's document: a deleted key
+    as a delta to None (what the row means, whichever way the service stores it)."""
+    rows = []
+    for session in dict.fromkeys(t.session_id for t in trace.turns):
+        snapshot = trace.final_persisted(session)
+        for row in snapshot.events if snapshot is not None else ():
+            delta = normalize_state({**row.state_delta, **dict.fromkeys(row.deleted_keys)}, trace)
+            rows.append({"session": session, "seq": row.seq, "author": row.author, "delta": delta})
+    return rows
+
+
+def row_changes(base: Trace, head: Trace, already: list[StateChange]) -> list[StateChange]:
+    """What storage's event rows hold differently, less what the events' deltas already said (a service that now
+    keeps a ``temp:`` key, or a None, in its rows shows here only)."""
+    said = {(c.author, c.key) for c in already}
+    old, new = _rows(base), _rows(head)
+    matcher = difflib.SequenceMatcher(a=[(r["session"], r["author"]) for r in old],
+                                      b=[(r["session"], r["author"]) for r in new], autojunk=False)
+    changes = []
+
+    def place(row: dict[str, Any]) -> str:
+        return f"persisted row {row['seq']} of {row['session']}"
+
+    for op, a0, a1, b0, b1 in matcher.get_opcodes():
+        pairs = list(zip(old[a0:a1], new[b0:b1])) if op == "equal" else \
+            [(row, None) for row in old[a0:a1]] + [(None, row) for row in new[b0:b1]]
+        for before, after in pairs:
+            row = after or before
+            for key, what, was, now, held in _delta_changes(before["delta"] if before else {},
+                                                            after["delta"] if after else {}):
+                if (row["author"], key) not in said:
+                    changes.append(StateChange(place(row), row["author"], key, what, was, now, delta="row",
+                                               held=held))
+    return changes
+
+
 def state_changes(base: Trace | None, head: Trace | None) -> list[StateChange]:
     """Every state change between the two traces (none when either is missing: nothing to compare)."""
     if base is None or head is None:
         return []
     old, new = normalize_trace(base), normalize_trace(head)
-    return event_changes(old["events"], new["events"]) + persisted_changes(old["final_state"], new["final_state"])
+    events = event_changes(old["events"], new["events"])
+    return events + row_changes(base, head, events) + persisted_changes(old["final_state"], new["final_state"])

@@ -8,7 +8,8 @@ from typing import Any
 from harness.checks.base import CheckResult, Status
 from harness.report.json_report import render_json
 from harness.result import RunReport, ScenarioResult
-from harness.trace.model import (EventRecord, LlmRequestRecord, PersistedSnapshot, Trace, TurnOutcome, TurnRecord)
+from harness.trace.model import (EventRecord, LlmRequestRecord, PersistedEventRow, PersistedSnapshot, Trace, TurnOutcome,
+                                 TurnRecord)
 
 SESSION = "s-0"
 
@@ -28,10 +29,15 @@ def request(index: int, agent: str, system: str = "You analyse.", contents: str 
                             contents_text=contents)
 
 
+def row(seq: int, author: str, delta: dict[str, Any] | None = None) -> PersistedEventRow:
+    return PersistedEventRow(seq=seq, author=author, invocation_id="e-11111111-2222-3333-4444-555555555555",
+                             state_delta=dict(delta or {}))
+
+
 def trace(name: str, events: list[EventRecord] = (), requests: list[LlmRequestRecord] = (),
-          final: dict[str, Any] | None = None) -> Trace:
+          final: dict[str, Any] | None = None, rows: list[PersistedEventRow] = ()) -> Trace:
     persisted = [PersistedSnapshot(session_id=SESSION, user_id="u1", turn=0, session_state=dict(final or {}),
-                                   app_state={}, user_state={}, events=[], source="reload", state_bytes=0)]
+                                   app_state={}, user_state={}, events=list(rows), source="rows", state_bytes=0)]
     return Trace(scenario=name, target="pkg.agent:app", llm_mode="replay", session_service="InMemorySessionService",
                  turns=[TurnRecord(turn=0, session_id=SESSION, user_id="u1", message="hi", outcome=TurnOutcome())],
                  events=list(events), llm_requests=list(requests), persisted=persisted)

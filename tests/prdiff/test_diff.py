@@ -10,7 +10,7 @@ import pytest
 
 from harness.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
 from harness.prdiff import COMMENT_LIMIT, diff_runs, render_diff_markdown
-from tests.prdiff.reports import event, request, result, run, trace, write
+from tests.prdiff.reports import event, request, result, row, run, trace, write
 
 GREEN = {"stage_gating": "pass", "no_temp_persisted": "pass", "snapshot": "pass"}
 EVENTS = [event(0, "user"), event(1, "coder", {"temp:code": "print(1)"}, calls=("run_code",)),
@@ -105,6 +105,26 @@ def test_persisted_state_and_model_request_drift() -> None:
     text = render_diff_markdown(_diff([base], [head]))
     assert "| ➖ | `a` | — | pass (unchanged) | `temp:leak` | 1 state change(s), model requests of coder |" in text
     assert "* model requests of `coder`: 1 → 2, 1 body(ies) changed" in text
+
+
+def test_event_rows_storage_holds_differently_show_once() -> None:
+    """A service that now keeps a temp: key in its rows: the events' deltas are the same, the rows are not. A key the
+    events already reported is not reported again for its row."""
+    rows = [row(0, "user"), row(1, "runner", {"runs": 1}), row(2, "digest", {"user:summary": "1"})]
+    base = result("a", GREEN, trace("a", EVENTS, rows=rows))
+    head = result("a", {**GREEN, "no_temp_persisted": "fail"}, evidence={"no_temp_persisted": [
+                      "row 1 (author runner) persists 'temp:output'"]},
+                  the_trace=trace("a", [*EVENTS[:3], event(3, "digest", {"user:summary": "2", "temp:output": None}), EVENTS[4]],
+                        rows=[rows[0], row(1, "runner", {"runs": 1, "temp:output": "1"}),
+                              row(2, "digest", {"user:summary": "2"})]))
+    [scenario] = _diff([base], [head]).scenarios
+    assert [(c.place, c.key, c.change, c.delta) for c in scenario.state] == [
+        ("turn 0, event 3", "user:summary", "value changed", "emitted"),
+        ("persisted row 1 of s-0", "temp:output", "now written", "row")]
+    # The regression is tied to the key its evidence names that only storage shows, not to the earliest event's.
+    assert scenario.regressions[0].state.key == "temp:output"
+    unnamed = _diff([base], [result("a", {**GREEN, "no_temp_persisted": "fail"}, head.trace)]).scenarios[0]
+    assert unnamed.regressions[0].state.key == "user:summary"
 
 
 def test_findings_new_and_vanished_under_an_unchanged_verdict() -> None:
