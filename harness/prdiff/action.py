@@ -26,7 +26,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from .github_comment import MARKER, CommentError
+from .github_comment import MARKER, CommentError, issue_from_event
 from .github_comment import main as comment_main
 
 PROG = "rlm-conformance action"
@@ -53,7 +53,10 @@ def run_arguments(env: Mapping[str, str]) -> list[str]:
         value = env.get(f"INPUT_{name}", "").strip()
         if value:
             args += [flag, value]
-    return args + shlex.split(env.get("INPUT_ARGS", ""))
+    try:
+        return args + shlex.split(env.get("INPUT_ARGS", ""))
+    except ValueError as exc:
+        raise ActionError(f"input args: {exc} in {env.get('INPUT_ARGS')!r}. Fix: quote as a shell would.") from None
 
 
 def _shell(command: str, cwd: Path, what: str) -> None:
@@ -116,6 +119,14 @@ def run_base(workspace: Path, work: Path, arguments: Sequence[str], env: Mapping
     return work / "base-reports"
 
 
+def _on_pull_request(env: Mapping[str, str]) -> bool:
+    try:
+        issue_from_event(env.get("GITHUB_EVENT_PATH", ""))
+    except CommentError:
+        return False
+    return True
+
+
 def _commit(workspace: Path, revision: str) -> str:
     """``a1b2c3d`` (the commit's short sha) for the comment, else the revision as given."""
     done = _git(workspace, "rev-parse", "--short", revision)
@@ -130,9 +141,10 @@ def _append(path: str | None, text: str) -> None:
 
 def act(env: Mapping[str, str]) -> int:
     workspace = Path(env.get("GITHUB_WORKSPACE") or os.getcwd())
-    work = Path(tempfile.mkdtemp(prefix="rlm-conformance-action-", dir=env.get("RUNNER_TEMP") or None))
     arguments = run_arguments(env)
     comment, fail = _flag(env, "COMMENT", True), _flag(env, "FAIL_ON_REGRESSION", True)
+    # RUNNER_TEMP is emptied after every job: the reports stay there for the steps after this one (upload them).
+    work = Path(tempfile.mkdtemp(prefix="rlm-conformance-action-", dir=env.get("RUNNER_TEMP") or None))
     run_suite(workspace, work / "head-reports", arguments, what="head", env=env)
     stored = env.get("INPUT_BASE_REPORT", "").strip()
     base = (workspace / stored) if stored else run_base(workspace, work, arguments, env)
@@ -149,7 +161,9 @@ def act(env: Mapping[str, str]) -> int:
     _append(env.get("GITHUB_OUTPUT"), f"regressed={str(regressed).lower()}\ncomment={markdown}\ndiff={data}\n"
                                       f"head-reports={work / 'head-reports'}\n")
     _append(env.get("GITHUB_STEP_SUMMARY"), markdown.read_text(encoding="utf-8"))
-    if comment:
+    if comment and not _on_pull_request(env):
+        print("::notice::rlm-conformance: not a pull-request event, so no comment (the diff is in the job summary).")
+    elif comment:
         marker = MARKER if not env.get("INPUT_SHARDS", "").strip() else \
             f"<!-- rlm-conformance shard {env['INPUT_SHARDS'].strip()} -->"
         token = env.get("INPUT_GITHUB_TOKEN") or env.get("GITHUB_TOKEN", "")

@@ -105,3 +105,23 @@ def test_action_yml_hands_every_input_to_the_script() -> None:
     handed = {k.removeprefix("INPUT_").lower().replace("_", "-") for k in run["env"]}
     assert handed == set(action["inputs"]) - {"python"}
     assert {"target", "profile", "scenarios", "shards", "base-report", "github-token", "comment"} <= handed
+
+
+@pytest.mark.parametrize(("inputs", "says"), [
+    ({"INPUT_COMMENT": "yes"}, "input comment: 'yes' is not true or false."),
+    ({"INPUT_ARGS": "--target 'unclosed"}, "input args: No closing quotation"),
+])
+def test_a_bad_input_stops_before_anything_runs(inputs: dict[str, str], says: str, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    assert action_main({"GITHUB_WORKSPACE": str(tmp_path), "RUNNER_TEMP": str(tmp_path), **inputs}) == 2
+    assert says in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())  # nothing run, nothing left
+
+
+def test_run_arguments_pass_the_inputs_through() -> None:
+    from harness.prdiff.action import run_arguments
+
+    assert run_arguments({"INPUT_TARGET": "pkg.agent:app", "INPUT_PROFILE": "p.yaml", "INPUT_SCENARIOS": "sc",
+                          "INPUT_SHARDS": "2/3", "INPUT_ARGS": "--llm-mode scripted -j 2"}) == [
+        "--no-progress", "--target", "pkg.agent:app", "--profile", "p.yaml", "--scenarios-dir", "sc",
+        "--shard", "2/3", "--llm-mode", "scripted", "-j", "2"]
