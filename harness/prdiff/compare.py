@@ -63,8 +63,21 @@ def diff_scenario(name: str, base: tuple[ScenarioResult, Trace | None] | None,
         else None)
 
 
+SHARD_KEY = "shard"
+"""The ``extra`` entry of a ``run --shard I/N`` report: its label."""
+
+
 def diff_runs(base: RunReport, head: RunReport, *, base_label: str = "BASE", head_label: str = "HEAD") -> RunDiff:
+    """Scenario by scenario, HEAD's order then BASE's vanished ones. When either run is a shard (``run --shard``),
+    only the scenarios both ran are compared: a scenario missing from one side may sit in another shard (the split
+    follows the selection), so it is counted in ``not_compared``, never called vanished or added."""
     old, new = _by_name(base), _by_name(head)
     names = [*new, *(n for n in old if n not in new)]
+    not_compared: dict[str, int] = {}
+    shards = [r.extra[SHARD_KEY] for r in (base, head) if r.extra.get(SHARD_KEY)]
+    if shards:
+        not_compared = {"base": sum(1 for n in old if n not in new), "head": sum(1 for n in new if n not in old),
+                        "shards": " and ".join(dict.fromkeys(shards))}
+        names = [n for n in names if n in old and n in new]
     return RunDiff(base=base_label, head=head_label, scenarios=[diff_scenario(n, old.get(n), new.get(n)) for n in names],
-                   base_meta=_meta(base), head_meta=_meta(head))
+                   base_meta=_meta(base), head_meta=_meta(head), not_compared=not_compared)

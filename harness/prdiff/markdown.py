@@ -167,6 +167,11 @@ def render_diff_markdown(diff: RunDiff, *, report_url: str | None = None,
     if report_url:
         line += f" [Full HTML report]({report_url.replace(')', '%29').replace(' ', '%20')})"
     head += [line, ""]
+    if diff.not_compared:
+        left = diff.not_compared
+        head += [f"Sharded run ({_text(left['shards'])}): only the scenarios both runs hold are compared; "
+                 f"{left['base']} only in base and {left['head']} only in head are left out (another shard may "
+                 f"hold them: `rlm-conformance merge` the shards and diff the merged reports to compare them).", ""]
     rows = _rows(diff)
     table = ["| | scenario | check | verdict | state key | what changed |", "|---|---|---|---|---|---|"] if rows else []
     note_room = 300

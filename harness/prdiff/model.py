@@ -85,6 +85,8 @@ class RunDiff:
     scenarios: list[ScenarioDiff]  # every scenario of either run, HEAD's order then BASE's vanished ones
     base_meta: dict[str, str] = field(default_factory=dict)  # started_at, tool_version of each run
     head_meta: dict[str, str] = field(default_factory=dict)
+    # A sharded run: how many scenarios only BASE ("base") or only HEAD ("head") ran, left out, and the shards.
+    not_compared: dict[str, Any] = field(default_factory=dict)
 
     @property
     def changed(self) -> list[ScenarioDiff]:

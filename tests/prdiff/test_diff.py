@@ -169,3 +169,15 @@ def test_markdown_file_and_exit_1_on_regression(tmp_path: Path, capsys: pytest.C
     assert main(["diff", str(base), str(head), "--markdown", str(tmp_path / "c.md")]) == EXIT_FAILED
     assert capsys.readouterr().out.startswith("❌ **Regression** in `a`: check `no_temp_persisted` pass → fail")
     assert (tmp_path / "c.md").read_text().startswith("## rlm-conformance: what this change did\n")
+
+
+def test_a_shard_is_compared_on_the_scenarios_both_runs_hold() -> None:
+    """A scenario of another shard is neither vanished nor added: left out, and counted."""
+    base = run(result("a", GREEN), result("b", GREEN), result("c", GREEN))
+    head = run(result("a", {**GREEN, "stage_gating": "fail"}), result("d", GREEN))
+    head.extra["shard"] = "1/2"
+    diff = diff_runs(base, head)
+    assert [s.scenario for s in diff.scenarios] == ["a"] and diff.regressed
+    assert diff.not_compared == {"base": 2, "head": 1, "shards": "1/2"}
+    assert "Sharded run (1/2): only the scenarios both runs hold are compared; 2 only in base and 1 only in head" \
+        in render_diff_markdown(diff)
