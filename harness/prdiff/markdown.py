@@ -84,7 +84,7 @@ def headline(diff: RunDiff) -> str:
         return f"No regression; {len(changed)} of {len(diff.scenarios)} scenario(s) changed (below)."
     scenario, verdict = first
     count = sum(len(s.regressions) for s in diff.scenarios)
-    state = (f"state key {_code(verdict.state.key)} {state_words(verdict.state)}" if verdict.state is not None
+    state = (f"state key {_code(verdict.state.key)} {_text(state_words(verdict.state))}" if verdict.state is not None
              and verdict.state.key is not None else "no state key changed")
     what = "the scenario" if verdict.check == "scenario" else f"check {_code(verdict.check)}"
     return (f"❌ **Regression** in {_code(scenario.scenario)}: {what} {_verdict(verdict)}; {state}"
@@ -93,7 +93,7 @@ def headline(diff: RunDiff) -> str:
 
 def _row(s: ScenarioDiff, v: VerdictChange) -> str:
     key = v.state.key if v.state is not None and v.state.key is not None else None
-    what = state_words(v.state) if v.state is not None else _text(v.explanation)[:160]
+    what = _text(state_words(v.state) if v.state is not None else v.explanation[:160])
     more = len({c.key for c in s.state}) - 1 if v.state is not None else 0
     what += f"; {more} more key(s) changed" if more > 0 else ""
     check = "(scenario)" if v.check == "scenario" else _code(v.check)
