@@ -72,6 +72,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     items += explore_items(session)
 
 
+@pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")  # after -k, -m: split what would run
+def pytest_collection_modifyitems_shard(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    config.stash[SESSION].keep_shard(config, items)
+
+
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     if (line := explore_summary(config)) is not None:
         terminalreporter.write_line(line)
