@@ -12,14 +12,17 @@ from .common import (
     EXIT_OK,
     add_formats,
     add_selection,
+    add_shard,
     add_snapshots,
     add_target,
     add_wide,
+    adk_version,
     check_titles,
     details_in,
     load_selected,
     print_written,
     report_formats,
+    sharded,
     stdout_console,
     target_choice,
 )
@@ -43,6 +46,7 @@ PARSER: dict[str, Any] = {
 
 def add_arguments(record: argparse.ArgumentParser) -> None:
     add_selection(record)
+    add_shard(record)
     add_target(record, modes=("scripted", "live"), default_mode="scripted")
     record.add_argument("--allow-script-misfit", action="store_true",
                         help="save the cassette even when the target's model calls do not follow the scenario's "
@@ -62,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
 
     formats = report_formats(args.formats, DEFAULT_FORMATS)
     configure_logging(args.log_level)
-    scenarios = load_selected(args.scenarios_dir, args.scenario, args.substring)
+    scenarios, shard = sharded(args, load_selected(args.scenarios_dir, args.scenario, args.substring))
     with workers(scenarios, args.jobs, args.log_level) as pool:
         options = run_options(args, record=True)
         refuse_remote_snapshot_update(args, options)
@@ -74,8 +78,8 @@ def run(args: argparse.Namespace) -> int:
         report = run_all(scenarios, options, progress=not args.no_progress, pool=pool, extra={
             "command": "record", "target": args.target or "(each scenario's own)", "llm_mode": args.llm_mode,
             "session_service": args.session_service, "backend": args.backend, "executor": args.executor,
-            "scenarios_dir": ", ".join(args.scenarios_dir)}, snapshots=(Path(args.snapshot_dir), args.snapshot_update),
-            reports=(formats, titles))
+            "scenarios_dir": ", ".join(args.scenarios_dir), "adk": adk_version(), **shard},
+            snapshots=(Path(args.snapshot_dir), args.snapshot_update), reports=(formats, titles))
     console = stdout_console()
     render_terminal(report, console, wide=args.wide, details_in=details_in(args.reports_dir, formats))
     print_written(console, write_reports(report, args.reports_dir, formats, titles=titles))

@@ -100,7 +100,7 @@ class ConformanceSession:
 
         units: dict[int, str] = {}
         scenarios: dict[str, Scenario] = {}
-        for item in items:
+        for item in [i for i in items if not getattr(i, "rlm_unsharded", False)]:
             scenario = self.scenario_of(item)
             units[id(item)] = scenario.name if scenario is not None else item.nodeid
             if scenario is not None:
@@ -112,10 +112,10 @@ class ConformanceSession:
             raise pytest.UsageError(str(exc)) from None
         costs = {unit: STEP_S for unit in units.values()} | scenario_costs(list(scenarios.values()), durations)
         chosen = in_shard(costs, shard)
-        dropped = [i for i in items if units[id(i)] not in chosen]
+        dropped = [i for i in items if id(i) in units and units[id(i)] not in chosen]
         if dropped:
             config.hook.pytest_deselected(items=dropped)
-            items[:] = [i for i in items if units[id(i)] in chosen]
+            items[:] = [i for i in items if id(i) not in units or units[id(i)] in chosen]
 
     def is_scenario_file(self, path: Path) -> bool:
         return path.suffix in SCENARIO_SUFFIXES and any(path == e or path.is_relative_to(e)

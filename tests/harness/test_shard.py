@@ -95,3 +95,40 @@ def test_the_plugin_shards_split_the_collected_items_exactly(tmp_path: Path, mon
         assert all(any(f"[{name}]" in n and n.startswith("scenarios/") for n in shard) for name in names)
     bad = project.run("--collect-only", "--shard", "2/1")
     assert bad.ret == 4 and "--shard/--rlm-shard: '2/1': expected i/n" in bad.stderr.str()
+
+
+@pytest.mark.slow
+def test_record_shards_write_each_cassette_once(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.harness.cli_project import SCENARIO
+
+    (workdir / "scenarios" / "cli_two.yaml").write_text(SCENARIO.replace("name: cli_smoke", "name: cli_two"),
+                                                        encoding="utf-8")
+    written = []
+    for i in (1, 2):
+        assert main(["record", "--shard", f"{i}/2", "--no-progress", "-j", "1", "--reports-dir", f"r{i}"]) == 0
+        written.append(sorted(p.name for p in (workdir / "cassettes").glob("*.yaml")))
+    assert len(written[0]) == 1 and written[1] == ["cli_smoke.yaml", "cli_two.yaml"]
+    assert main(["merge", "r1", "r2", "--reports-dir", "merged"]) in (0, 1)  # record's reports merge as run's do
+
+
+def _explore_args(*argv: str):  # the parsed explore command line
+    from harness.cli.main import build_parser
+
+    return build_parser().parse_args(["explore", *argv])
+
+
+def test_explore_shards_its_seed_scenarios_not_one_search() -> None:
+    from harness.explore.command import seeds_in_shard
+
+    seeds = [f"seeds/s{i}.yaml" for i in range(5)]
+    flags = [w for s in seeds for w in ("--seed-scenario", s)]
+    shards = [seeds_in_shard(_explore_args(*flags, "--shard", f"{i}/3")) for i in (1, 2, 3)]
+    assert sorted(str(p) for shard in shards for p in shard) == seeds
+    assert seeds_in_shard(_explore_args(*flags)) == [Path(s) for s in seeds]
+    assert seeds_in_shard(_explore_args("--shard", "1/2")) == [None]  # the one search: shard 1's
+    assert seeds_in_shard(_explore_args("--shard", "2/2")) == []
+
+
+def test_an_explore_shard_without_a_seed_searches_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explore", "--shard", "2/2", "--no-database", "--no-progress"]) == 0
+    assert "no seed scenario in this shard" in capsys.readouterr().out
