@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     from ..recording.layout import cassette_dir
     from ..report import DEFAULT_FORMATS, render_terminal, write_reports
     from ..report.summary import error_lines
-    from ..rerecord.pending import pending_root
+    from ..rerecord.pending import discard, pending_root
 
     formats = report_formats(args.formats, DEFAULT_FORMATS)
     configure_logging(args.log_level)
@@ -111,8 +111,9 @@ def run(args: argparse.Namespace) -> int:
                 drifts.append(drift)
             continue
         missing += 1
-        if written:  # something was saved, but from a run that did not finish: do not trust it
-            console.print(f"cassette written but the run failed, re-record it: {new} — {crashed}",
+        if written:  # something was saved, but from a run that did not finish: not kept, so --accept cannot take it
+            discard(new, root=pending)
+            console.print(f"cassette recorded but the run failed, not kept (re-record it): {old} — {crashed}",
                           markup=False, style="bold red")
         else:
             reason = crashed or "the run made no model call to record"

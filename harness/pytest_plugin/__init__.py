@@ -21,6 +21,9 @@ from setup to teardown; the runner adds its own around each run.
 ``--rlm-explore N`` also runs ``rlm-conformance explore`` at the end of collection: each finding is a failing
 item ``explore::<check>`` (``explore.py``).
 
+``--shard i/n`` (``--rlm-shard``) keeps one shard's items after ``-k``/``-m`` deselected theirs: a scenario's items
+together, split as ``run --shard`` splits scenarios (harness/scenario/shard.py); other tests by node id.
+
 Hooks stay a few lines and hand off to the ``ConformanceSession`` in ``config.stash[SESSION]``. Options:
 see ``options.py`` (``pytest --help``, group ``rlm-conformance``).
 """

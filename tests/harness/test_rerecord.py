@@ -75,3 +75,15 @@ def test_a_changed_answer_waits_for_review_with_a_drift_report(workdir: Path,
 def test_accept_without_a_pending_recording_changes_nothing(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert _record("--accept") == EXIT_OK
     assert "nothing to accept" in capsys.readouterr().out and not (workdir / "cassettes").exists()
+
+
+def test_a_recording_whose_run_failed_is_not_kept(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store_goes_down = "tests.harness.erroring_targets:StoreGoesDown"  # fails mid-turn, after model calls
+    assert _record() == EXIT_OK
+    old_bytes = (workdir / "cassettes" / "cli_smoke.yaml").read_bytes()
+    capsys.readouterr()
+    assert _record("--session-service", store_goes_down) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert "not kept" in out or "NOT written" in out
+    assert (workdir / "cassettes" / "cli_smoke.yaml").read_bytes() == old_bytes
+    assert not (workdir / "cassettes.new").exists()  # so --accept has nothing to take
