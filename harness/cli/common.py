@@ -96,6 +96,43 @@ def add_target(parser: argparse.ArgumentParser, *, modes: Sequence[str], default
                              "scenarios inject faults on purpose, so warnings are expected)")
 
 
+def add_shard(parser: argparse.ArgumentParser) -> None:
+    from ..scenario.shard import shard_arg
+
+    parser.add_argument("--shard", type=shard_arg, metavar="I/N",
+                        help="run only shard I of N (1-based): the selection split by scenario and expected cost, "
+                             "the same on every machine; the N shards together run the selection exactly once. "
+                             f"Join their report folders with `{PROG} merge DIR...`")
+    parser.add_argument("--shard-durations", type=Path, metavar="REPORT",
+                        help="with --shard: cost each scenario by its duration_s in this conformance.json (a previous "
+                             "run's) instead of the estimate from its turns, script steps and waits")
+
+
+def sharded(args: argparse.Namespace, selection: list[Scenario]) -> tuple[list[Scenario], dict[str, str]]:
+    """The scenarios of ``args.shard`` (all without one) and what the report records of the shard for ``merge``:
+    its label, the size of the unsharded selection and where its scenarios stand in it."""
+    from ..scenario.shard import durations_from, positions, shard_scenarios
+
+    shard = getattr(args, "shard", None)
+    if shard is None:
+        return selection, {}
+    durations = durations_from(args.shard_durations) if args.shard_durations is not None else None
+    chosen = shard_scenarios(selection, shard, durations=durations)
+    names = [s.name for s in selection]
+    return chosen, {"shard": shard.label, "shard_selection": str(len(names)),
+                    "shard_positions": positions(names, [s.name for s in chosen])}
+
+
+def adk_version() -> str:
+    """The installed google-adk's version, recorded in the report: ``merge`` refuses shards of two ADK lines."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("google-adk")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def add_snapshots(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--snapshot-dir", metavar="DIR",
                         help="snapshots the normalized traces are compared with, as pytest does; targets other than "

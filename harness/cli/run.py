@@ -20,14 +20,17 @@ from .common import (
     LLM_MODES,
     add_formats,
     add_selection,
+    add_shard,
     add_snapshots,
     add_target,
     add_wide,
+    adk_version,
     check_titles,
     details_in,
     load_selected,
     print_written,
     report_formats,
+    sharded,
     stdout_console,
     target_choice,
     tool_version,
@@ -54,6 +57,7 @@ PARSER: dict[str, Any] = {
 
 def add_arguments(run: argparse.ArgumentParser) -> None:
     add_selection(run)
+    add_shard(run)
     add_target(run, modes=LLM_MODES, default_mode="replay")
     run.add_argument("--reports-dir", default="reports", metavar="DIR", help="where reports go (default: %(default)s)")
     add_snapshots(run)
@@ -66,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     from ..run import baseline as accepted
 
     configure_logging(args.log_level)
-    scenarios = load_selected(args.scenarios_dir, args.scenario, args.substring)
+    scenarios, shard = sharded(args, load_selected(args.scenarios_dir, args.scenario, args.substring))
     baseline = accepted.chosen(args)
     with workers(scenarios, args.jobs, args.log_level) as pool:
         # The renderers (jinja2 and the rest, ~0.15 s) load while the workers import: before, they delayed them.
@@ -80,8 +84,8 @@ def run(args: argparse.Namespace) -> int:
         report = run_all(scenarios, options, progress=not args.no_progress, pool=pool, extra={
             "command": "run", "target": args.target or "(each scenario's own)", "llm_mode": args.llm_mode,
             "session_service": args.session_service, "backend": args.backend, "executor": args.executor,
-            "scenarios_dir": ", ".join(args.scenarios_dir)}, snapshots=(Path(args.snapshot_dir), args.snapshot_update),
-            reports=(formats, titles))
+            "scenarios_dir": ", ".join(args.scenarios_dir), "adk": adk_version(), **shard},
+            snapshots=(Path(args.snapshot_dir), args.snapshot_update), reports=(formats, titles))
     console = stdout_console()
     render_terminal(report, console, wide=args.wide, details_in=details_in(args.reports_dir, formats))
     written = write_reports(report, args.reports_dir, formats, titles=titles)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..project_config import DEFAULTS
 from ..run.baseline import add_arguments as add_baseline_arguments
+from ..scenario.shard import shard_arg
 from .run import DEFAULT_DB, DEFAULT_EXAMPLE_TIMEOUT_S, DEFAULT_MAX_EXAMPLES, DEFAULT_OUT, PROG, ExploreSettings
 
 if TYPE_CHECKING:
@@ -71,9 +72,14 @@ def add_explore_parser(commands: Any) -> None:
     explore.add_argument("--out", type=Path, metavar="DIR",
                          help=f"where minimal failing scenarios are written (default: {DEFAULT_OUT.as_posix()}: not a "
                               "folder `run` loads; move a scenario into your scenarios folder to keep it)")
-    explore.add_argument("--seed-scenario", type=Path, metavar="FILE",
+    explore.add_argument("--seed-scenario", type=Path, action="append", default=[], metavar="FILE",
                          help="start every generated session where this scenario's first session starts: its "
-                              "initial_state (over the profile's initial_state), its questions and its context")
+                              "initial_state (over the profile's initial_state), its questions and its context. "
+                              "Repeatable: one search per seed scenario, each writing into --out/<seed file's name>/")
+    explore.add_argument("--shard", type=shard_arg, metavar="I/N",
+                         help="search only shard I of N of the seed scenarios (split by name, the same on every "
+                              "machine; without --seed-scenario the one search is shard 1/N's). A search is not split "
+                              "itself: its examples depend on what it found before")
     explore.add_argument("--check", action="append", default=[], metavar="NAME",
                          help="only these checks make findings (repeatable; default: every check)")
     explore.add_argument("--behaviours", type=Path, metavar="FILE",
@@ -98,18 +104,37 @@ def add_explore_parser(commands: Any) -> None:
                          help="log records of the target and libraries from this level on (default: %(default)s)")
 
 
-def settings_from(args: argparse.Namespace) -> ExploreSettings:
+def seeds_in_shard(args: argparse.Namespace) -> list[Path | None]:
+    """The seed scenarios this run searches from (None: the profile's start, when no seed scenario is given): all
+    of them, or ``--shard i/n``'s share. Each search costs its budget, so every seed counts the same."""
+    from ..scenario.shard import in_shard
+
+    seeds: list[Path | None] = list(dict.fromkeys(args.seed_scenario)) or [None]
+    if args.shard is None:
+        return seeds
+    chosen = in_shard({_seed_key(seed): 1.0 for seed in seeds}, args.shard)
+    return [seed for seed in seeds if _seed_key(seed) in chosen]
+
+
+def _seed_key(seed: Path | None) -> str:
+    return "" if seed is None else seed.as_posix()
+
+
+def settings_from(args: argparse.Namespace, seed_scenario: Path | None = None) -> ExploreSettings:
     from ..run.pool import default_jobs
 
     max_examples = args.max_examples if args.max_examples is not None else (None if args.time else
                                                                              DEFAULT_MAX_EXAMPLES)
+    out_dir = args.out if args.out is not None else DEFAULT_OUT
+    if len(args.seed_scenario) > 1 and seed_scenario is not None:  # two seeds may find one check: a folder each
+        out_dir = out_dir / seed_scenario.stem
     return ExploreSettings(
-        out_dir=args.out if args.out is not None else DEFAULT_OUT,
+        out_dir=out_dir,
         target=args.target, profile_path=args.profile, session_service=args.session_service or DEFAULTS["session_service"],
         executor=args.executor, max_examples=max_examples, time_s=args.time, seed=args.seed,
         checks=tuple(args.check), behaviours=args.behaviours, shrink_runs=args.shrink_runs,
         database=None if args.no_database else args.database,
-        jobs=args.jobs if args.jobs is not None else default_jobs(), seed_scenario=args.seed_scenario,
+        jobs=args.jobs if args.jobs is not None else default_jobs(), seed_scenario=seed_scenario,
         example_timeout=args.example_timeout)
 
 
@@ -120,15 +145,26 @@ def cmd_explore(args: argparse.Namespace, console: Console) -> int:
     from .run import explore
 
     configure_logging(args.log_level)
-    settings = settings_from(args)
+    seeds = seeds_in_shard(args)
     baseline = accepted.chosen(args)  # a bad file: a usage error before the search
-    budget = Budget(max_examples=settings.max_examples, time_s=settings.time_s)
-    with _progress(console, enabled=not args.no_progress, budget=budget) as update:
-        report = explore(settings, on_progress=update)
-    render_report(report, console)
-    findings = [(f.check, f.path.stem if f.path else f.check) for f in report.findings]
-    baseline, judgement = accepted.settle(args, baseline, findings, judged=report.judged,
-                                          checks=settings.checks or None)
+    if not seeds:
+        console.print(f"explore --shard {args.shard.label}: no seed scenario in this shard (one search per seed "
+                      f"scenario; {len(args.seed_scenario) or 'no'} given).", markup=False)
+    findings: list[tuple[str, str]] = []
+    judged: list[str] = []
+    checks: tuple[str, ...] = tuple(args.check)
+    for seed in seeds:
+        settings = settings_from(args, seed)
+        if len(seeds) > 1 or args.shard is not None:
+            start = "the profile's start" if seed is None else str(seed)
+            console.print(f"explore from {start}:", markup=False)
+        budget = Budget(max_examples=settings.max_examples, time_s=settings.time_s)
+        with _progress(console, enabled=not args.no_progress, budget=budget) as update:
+            report = explore(settings, on_progress=update)
+        render_report(report, console)
+        findings += [(f.check, f.path.stem if f.path else f.check) for f in report.findings]
+        judged += [name for name in report.judged if name not in judged]
+    baseline, judgement = accepted.settle(args, baseline, findings, judged=judged, checks=checks or None)
     for line in accepted.report_lines(args, baseline, judgement):
         console.print(line, markup=False)
     return EXIT_FOUND if judgement.unaccepted and args.fail_on_find else EXIT_OK

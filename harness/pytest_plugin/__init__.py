@@ -21,6 +21,9 @@ from setup to teardown; the runner adds its own around each run.
 ``--rlm-explore N`` also runs ``rlm-conformance explore`` at the end of collection: each finding is a failing
 item ``explore::<check>`` (``explore.py``).
 
+``--shard i/n`` (``--rlm-shard``) keeps one shard's items after ``-k``/``-m`` deselected theirs: a scenario's items
+together, split as ``run --shard`` splits scenarios (harness/scenario/shard.py); other tests by node id.
+
 Hooks stay a few lines and hand off to the ``ConformanceSession`` in ``config.stash[SESSION]``. Options:
 see ``options.py`` (``pytest --help``, group ``rlm-conformance``).
 """
@@ -70,6 +73,11 @@ def pytest_collection(session: pytest.Session) -> Generator[None, object, object
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     config.stash[SESSION].drop_double_runs(config, items)
     items += explore_items(session)
+
+
+@pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")  # after -k, -m: split what would run
+def pytest_collection_modifyitems_shard(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    config.stash[SESSION].keep_shard(config, items)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -33,6 +33,8 @@ class ExploreFailure(Exception):
 
 
 class ExploreItem(pytest.Item):
+    rlm_unsharded = True  # made by shard 1/n's search alone: --shard keeps it there (session.keep_shard)
+
     def __init__(self, *, text: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.text = text
@@ -61,8 +63,8 @@ def explore_items(session: pytest.Session) -> list[ExploreItem]:
 
     conformance = session.config.stash[SESSION]
     options = conformance.options
-    if options.explore is None:
-        return []
+    if options.explore is None or (options.shard is not None and options.shard.index != 1):
+        return []  # one search, not split (its examples depend on what it found): shard 1/n runs it
     cache = session.config.rootpath / CACHE
     settings = ExploreSettings(out_dir=cache / "found", target=options.target, profile_path=options.profile_path,
                                session_service=options.session_service, executor=options.executor,

@@ -34,6 +34,7 @@ import pytest
 
 from ..llm.modes import LlmMode
 from ..project_config import DEFAULT_ORIGIN, DEFAULTS, resolve
+from ..scenario.shard import Shard, shard_arg
 from ..targets.plugins import backends
 from ..targets.service_choice import SERVICE_CHOICE, SERVICE_CHOICES
 
@@ -128,6 +129,12 @@ def add_options(parser: pytest.Parser) -> None:
          help="with --rlm-explore: a behaviours YAML, as the explore command takes one: extra code behaviours, and the "
               "delegation_text your analyst's answers use when the profile's delegation_pattern needs another "
               "fence than ```repl (docs/explore.md).")
+    _add(group, "--shard", dest="rlm_shard", default=None, type=shard_arg, metavar="I/N",
+         help="run only shard I of N (1-based) of the collected items: scenarios split by expected cost "
+              "(harness/scenario/shard.py), other tests by node id, the same on every machine; the N shards "
+              "together run every item exactly once.")
+    _add(group, "--shard-durations", dest="rlm_shard_durations", default=None, type=Path, metavar="REPORT",
+         help="with --shard: cost each scenario by its duration_s in this conformance.json (a previous run's).")
     for name, help_text in INI.items():
         parser.addini(name, help_text, type="paths" if name == "rlm_scenarios" else "string", default=None)
 
@@ -166,6 +173,8 @@ class PluginOptions:
     require_confinement: bool = False
     explore: int | None = None  # --rlm-explore N: examples explore generates before the tests (None: off)
     explore_behaviours: Path | None = None  # --rlm-explore-behaviours FILE: explore's --behaviours
+    shard: Shard | None = None  # --shard I/N: only these items run
+    shard_durations: Path | None = None  # --shard-durations REPORT: costs from a previous report
     origins: Mapping[str, str] = field(default_factory=dict)
     """Setting name -> where its value came from ("--target", "ini option rlm_target in ...", ...)."""
 
@@ -216,6 +225,8 @@ class PluginOptions:
             require_confinement=config.getoption("rlm_require_confinement"),
             explore=config.getoption("rlm_explore"),
             explore_behaviours=config.getoption("rlm_explore_behaviours"),
+            shard=config.getoption("rlm_shard"),
+            shard_durations=config.getoption("rlm_shard_durations"),
             origins=dict(pick.origins),
         )
 

@@ -88,6 +88,35 @@ class ConformanceSession:
                 config.hook.pytest_deselected(items=dropped)
                 items[:] = [i for i in items if not from_file(i)]
 
+    def keep_shard(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        """``--shard i/n``: deselect the items of the other shards. A scenario's items (its file's and a test's
+        parametrized one) are one unit, costed by the scenario; any other test is a unit of its own, by node id."""
+        shard = self.options.shard
+        if shard is None:
+            return
+        from ..scenario.cost import STEP_S
+        from ..errors import HarnessError
+        from ..scenario.shard import durations_from, in_shard, scenario_costs
+
+        units: dict[int, str] = {}
+        scenarios: dict[str, Scenario] = {}
+        for item in [i for i in items if not getattr(i, "rlm_unsharded", False)]:
+            scenario = self.scenario_of(item)
+            units[id(item)] = scenario.name if scenario is not None else item.nodeid
+            if scenario is not None:
+                scenarios[scenario.name] = scenario
+        try:
+            durations = (durations_from(self.options.shard_durations) if self.options.shard_durations is not None
+                         else None)
+        except HarnessError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        costs = {unit: STEP_S for unit in units.values()} | scenario_costs(list(scenarios.values()), durations)
+        chosen = in_shard(costs, shard)
+        dropped = [i for i in items if id(i) in units and units[id(i)] not in chosen]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = [i for i in items if id(i) not in units or units[id(i)] in chosen]
+
     def is_scenario_file(self, path: Path) -> bool:
         return path.suffix in SCENARIO_SUFFIXES and any(path == e or path.is_relative_to(e)
                                                         for e in self.options.scenarios)
@@ -196,6 +225,7 @@ class ConformanceSession:
         target = o.target or "each scenario's own"
         return (f"rlm-conformance: llm-mode {o.llm_mode.value}, target {target}, "
                 f"session-service {o.session_service}, scenarios {', '.join(map(str, map(_shown, o.scenarios)))}"
+                + (f", shard {o.shard.label}" if o.shard is not None else "")
                 + (f" (settings from {', '.join(where)})" if where else ""))
 
     def record_command(self, nodeid: str) -> str:

@@ -293,6 +293,7 @@ CLI_ONLY = {
     "--format": "same",
     "--databricks-live": "the databricks backend's live workspace is a CLI recording step",
     "--allow-script-misfit": "record-only escape hatch for deliberately broken targets",
+    "--accept": "record's review step (cassettes.new/ into place); the plugin's --record-mode writes in place",
     "--wide": "the console matrix; pytest reports each scenario × check as its own item",
     "--write-baseline": "the CLI writes the baseline file (run --write-baseline); pytest reads it (--baseline)",
     "--help": "", "-h": "",
