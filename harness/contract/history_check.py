@@ -89,27 +89,29 @@ def check_history(ops: Iterable[Op], finals: Sequence[Op]) -> Verdict:
     writes = [op for op in ops if op.kind in ("append", "create") and op.delta]
     appends = [op for op in ops if op.kind == "append"]
     anomalies: list[Anomaly] = []
-    seen: set[tuple[str, str, str]] = set()
+    seen: set[tuple[str, str, str, int]] = set()
 
-    def add(anomaly: Anomaly, where: Op) -> None:
-        if (anomaly.name, anomaly.key, where.session) not in seen:
-            seen.add((anomaly.name, anomaly.key, where.session))
+    def add(anomaly: Anomaly) -> None:
+        # once per anomaly, key and the call it is about (a user: key is read back from each session of the user)
+        first = anomaly.witness[0]
+        if (anomaly.name, anomaly.key, first.process, first.seq) not in seen:
+            seen.add((anomaly.name, anomaly.key, first.process, first.seq))
             anomalies.append(anomaly)
 
     for read in (op for op in [*ops, *finals] if op.kind in ("read", "list") and op.ok is False):
-        add(Anomaly("read_failed", read.session or read.user, f"a read raised {read.error}", (read,)), read)
+        add(Anomaly("read_failed", read.session or read.user, f"a read raised {read.error}", (read,)))
     for final in finals:
         if not final.ok or final.state is None:
             add(Anomaly("read_failed", final.session, f"the final read of session {final.session!r} "
-                        f"{'raised ' + final.error if final.error else 'returned None'}", (final,)), final)
+                        f"{'raised ' + final.error if final.error else 'returned None'}", (final,)))
             continue
         keys = sorted({key for op in writes for key in op.delta if _touches(op, key, final)})
         for key in keys:
             relevant = [op for op in writes if _touches(op, key, final)]
             for anomaly in (*_registers(key, relevant, final), *_list_appends(key, relevant, ops, final)):
-                add(anomaly, final)
+                add(anomaly)
         for anomaly in _events(appends, final):
-            add(anomaly, final)
+            add(anomaly)
     return Verdict(tuple(anomalies), appends=len(appends), acknowledged=sum(1 for op in appends if op.ok),
                    refused=sum(1 for op in appends if op.ok is False))
 
@@ -158,7 +160,7 @@ def _list_appends(key: str, relevant: list[Op], ops: list[Op], final: Op) -> lis
             continue
         element = mine[id(op)]
         if op.ok and element not in stored:
-            over = _overwriter(key, element, op, relevant, final)
+            over = _overwriter(key, element, op, relevant)
             base = _base_read(over, ops) if over is not None else None
             witness = tuple(w for w in (op, base, over, final) if w is not None)
             how = (f"; {over.ref} wrote {key!r} without it (built on a read that did not hold it) and was acknowledged"
@@ -171,15 +173,12 @@ def _list_appends(key: str, relevant: list[Op], ops: list[Op], final: Op) -> lis
     return found[:1]  # the first is the witness; the rest are the same defect again
 
 
-def _overwriter(key: str, element: Any, lost: Op, relevant: list[Op], final: Op) -> Op | None:
-    """The acknowledged write that replaced the list without ``element``: the one whose value is stored, else
-    the first acknowledged after ``lost`` that lacks it."""
-    assert final.state is not None
+def _overwriter(key: str, element: Any, lost: Op, relevant: list[Op]) -> Op | None:
+    """The acknowledged write that first replaced the list without ``element``: the first acknowledged after
+    ``lost`` whose list lacks it (where the element was lost; later ones only carried the loss on)."""
     candidates = [op for op in relevant if op.ok and op is not lost and op.end > lost.end
                   and element not in op.delta[key]]
-    stored = final.state.get(key)
-    return next((op for op in candidates if op.delta[key] == stored), None) or \
-        min(candidates, key=lambda op: op.end, default=None)
+    return min(candidates, key=lambda op: op.end, default=None)
 
 
 def _base_read(write: Op, ops: list[Op]) -> Op | None:
