@@ -3,13 +3,15 @@
 ``run_processes(spec, folder)`` starts one child per runner (``sys.executable -m
 harness.contract.runner_processes``), each building its own service from ``spec`` — a built-in contract
 profile name or ``module:attr``, the same words as ``--session-service`` — on the shared ``folder/store``,
-then running ``runners.run_runner``. The children meet at a file barrier before each phase (each touches
-``<phase>.<runner>.ready`` and waits for the others', or their ``gone`` mark), so their calls interleave;
-each writes its history as JSONL, flushed per call. After both exit, the parent reads every session once and
-checks the histories (``history_check``).
+then running ``runners.run_runner``; they run in ``folder/store``, so a factory naming a relative file shares
+it too. The children meet at a file barrier before each phase (each touches ``<phase>.<runner>.ready`` and
+waits for the others', or their ``gone`` mark), so their calls interleave; each writes its history as JSONL,
+flushed per call. Once every runner is done, the first reads every session once (``final.jsonl``) and the
+parent checks the histories (``history_check``) — the parent never builds the service.
 
-A service whose second opener is refused (DuckDB admits one process per file: ``DatabaseLockedError``)
-records the refused ``open`` and stops: nothing raced, and the result says so instead of judging.
+Not judged, saying why: a service whose second opener is refused (DuckDB admits one process per file:
+``DatabaseLockedError``; the refused ``open`` is recorded and the runner stops), and one whose sessions one
+runner creates and the other never finds (it keeps them in its process: in memory).
 """
 
 from __future__ import annotations
@@ -23,9 +25,18 @@ import time
 from pathlib import Path
 
 from ..targets.session_services import aclose_service
-from .history import HistoryWriter, error_text, now, read_history
+from .history import HistoryWriter, Op, error_text, now, read_history
 from .history_check import check_history
-from .runners import PROCESSES, ROUNDS, RunnersResult, final_reads, overlapped, process_names, run_runner
+from .runners import (
+    NOT_FOUND,
+    PROCESSES,
+    ROUNDS,
+    RunnersResult,
+    final_reads,
+    overlapped,
+    process_names,
+    run_runner,
+)
 
 TIMEOUT_S = 120.0
 _POLL_S = 0.002
@@ -60,6 +71,13 @@ async def _child(spec: str, folder: Path, process: str, processes: list[str], ro
 
     try:
         await run_runner(service, writer, barrier, processes, rounds)
+        if process == processes[0]:
+            await barrier("final")
+            finals = HistoryWriter("final", folder / "final.jsonl")
+            await final_reads(service, processes, rounds, finals)
+            finals.close()
+        else:
+            await barrier("final")
     finally:
         (folder / f"{process}.gone").touch()
         writer.close()
@@ -75,8 +93,9 @@ async def run_processes(spec: str, folder: Path, *, processes: int = PROCESSES, 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}  # the spec imports as here
     started = time.monotonic()
     children = [subprocess.Popen([sys.executable, "-m", __name__, json.dumps(
-        {"spec": spec, "folder": str(folder), "process": p, "processes": names, "rounds": rounds})],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env) for p in names]
+        {"spec": spec, "folder": str(folder.resolve()), "process": p, "processes": names, "rounds": rounds})],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=folder / "store")
+        for p in names]
     problems = []
     for name, child in zip(names, children):
         try:
@@ -100,13 +119,25 @@ async def run_processes(spec: str, folder: Path, *, processes: int = PROCESSES, 
                                  f"cannot share it and nothing raced"))
     if problems:
         raise RuntimeError("concurrent runners: " + "; ".join(problems))
-    service = _build(spec, folder / "store")
-    try:
-        finals = await final_reads(service, names, rounds)
-    finally:
-        await aclose_service(service)
-    return RunnersResult(service=spec, mode="processes", verdict=check_history(ops, finals), ops=ops + tuple(finals),
+    unseen = _sessions_never_found(ops, names)
+    if unseen:
+        return RunnersResult(service=spec, mode="processes", verdict=check_history((), ()), ops=ops,
+                             seconds=time.monotonic() - started, overlapped=False, not_judged=(
+                                 f"runner {unseen} never found a session runner {names[0]} created: the service "
+                                 f"keeps its sessions in its own process (in memory), so no second process can "
+                                 f"share it"))
+    finals = tuple(read_history(folder / "final.jsonl"))
+    return RunnersResult(service=spec, mode="processes", verdict=check_history(ops, finals), ops=ops + finals,
                          seconds=time.monotonic() - started, overlapped=overlapped(ops))
+
+
+def _sessions_never_found(ops: tuple[Op, ...], names: list[str]) -> str:
+    """A runner (not the creator) every one of whose reads came back None: it cannot see the store."""
+    for name in names[1:]:
+        reads = [op for op in ops if op.process == name and op.kind == "read"]
+        if reads and all(op.error == NOT_FOUND for op in reads):
+            return name
+    return ""
 
 
 if __name__ == "__main__":

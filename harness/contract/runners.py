@@ -42,6 +42,7 @@ PROCESSES, TURNS, EVENTS_PER_TURN, ROUNDS = 2, 3, 2, 3
 # service that never awaits (InMemorySessionService) would run whole turns one after the other, never racing.
 THINK_S = 0.001
 Barrier = Callable[[str], Awaitable[None]]
+NOT_FOUND = "get_session returned None"
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ async def read(service: BaseSessionService, writer: HistoryWriter, app: str, ses
         return None
     if session is None:
         writer.record("read", app=app, user=USER, session=session_id, start=start, end=now(), ok=False,
-                      error="get_session returned None")
+                      error=NOT_FOUND)
         return None
     writer.record("read", app=app, user=USER, session=session_id, start=start, end=now(),
                   state=to_jsonable_python(dict(session.state), fallback=repr), events=_markers(session))
@@ -160,9 +161,10 @@ async def run_runner(service: BaseSessionService, writer: HistoryWriter, barrier
         await run_turns(service, writer, phase)
 
 
-async def final_reads(service: BaseSessionService, processes: list[str], rounds: int = ROUNDS) -> list[Op]:
+async def final_reads(service: BaseSessionService, processes: list[str], rounds: int = ROUNDS,
+                      writer: HistoryWriter | None = None) -> list[Op]:
     """One ``get_session`` per session after every runner stopped: what the store holds."""
-    writer = HistoryWriter("final")
+    writer = writer or HistoryWriter("final")
     for phase in phases(rounds):
         for session_id in phase.sessions(processes):
             await read(service, writer, phase.app, session_id)

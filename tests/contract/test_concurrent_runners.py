@@ -112,3 +112,33 @@ async def test_adk_database_service_across_processes_as_declared_evidence(tmp_pa
     assert result.overlapped and not result.not_judged, result.describe()
     assert all(a.witness and a.witness[-1].process == "final" or a.name == "read_failed"
                for a in result.verdict.anomalies), result.describe()
+
+
+# --- the gate: the contract case `concurrent_runners` ------------------------------------------------------------
+
+
+@pytest.mark.slow
+async def test_the_contract_case_fails_the_unchecked_variant_by_name(tmp_path):
+    """Through the contract suite, as a user runs it on `module:attr`: DuckDB refuses the second process, so the
+    case runs the two runners in one process on one service, and names the lost update with its witness."""
+    from harness.contract import contract_cases, profile_from_spec, run_case
+
+    (case,) = [c for c in contract_cases() if c.name == "concurrent_runners"]
+    with pytest.raises(AssertionError) as caught:
+        await run_case(case, profile_from_spec(f"{HERE}:unchecked_delta_file"), tmp_path)
+    message = str(caught.value)
+    assert "lost_update" in message and "minimal witness" in message, message
+    assert "DatabaseLockedError" in message and "run as two runners in one process" in message, message
+
+
+async def test_a_scenario_runs_probe_says_n_a_for_the_concurrent_case():
+    """The probe of a run holds the run's own instance: no second process can build it, and it says so."""
+    from google.adk.sessions import InMemorySessionService
+
+    from harness.run.service_probe import probe_service
+    from harness.targets.profile import TargetProfile
+
+    record = await probe_service(InMemorySessionService(), spec="tests.user_session_services:adk_in_memory",
+                                 backend="local", target=TargetProfile())
+    (case,) = [c for c in record.cases if c.case == "concurrent_runners"]
+    assert case.status == "n/a" and "make_contract_tests(profile_from_spec(" in case.message, case
