@@ -15,7 +15,7 @@ from .base import CheckContext, CheckResult, Status, check, failed, not_applicab
 if TYPE_CHECKING:
     from ..trace.model import Trace
 
-CONCURRENCY_CASES = ("stale_writer_rejected", "concurrent_sessions", "concurrent_scoped_writes")
+CONCURRENCY_CASES = ("stale_writer_rejected", "concurrent_sessions", "concurrent_scoped_writes", "concurrent_runners")
 CONFIG_CASES = ("get_session_config",)
 ORDER_CASES = ("event_order",)
 OWN_CASES = frozenset((*CONCURRENCY_CASES, *CONFIG_CASES, *ORDER_CASES))
@@ -42,24 +42,27 @@ def judge(name: str, trace: Trace) -> CheckResult:
         return not_applicable(name, "Another worker of this run is probing this kind of session service; the run "
                                     "puts its record here when it has one.")
     mine = [c for c in probe.cases if (c.case in cases if cases is not None else c.case not in OWN_CASES)]
+    unjudged = [f"contract case {c.case}: n/a — {c.message}" for c in mine if c.status == "n/a"]
+    mine = [c for c in mine if c.status != "n/a"]
     if not mine:
-        return not_applicable(name, f"No contract case of {what} ran on {probe.service}.")
+        return CheckResult(name, Status.NOT_APPLICABLE, f"No contract case of {what} ran on {probe.service}.",
+                           tuple(unjudged))
     where = f"{probe.service} (contract profile {probe.profile!r})"
     failures = [f"contract case {c.case} ({c.description}): {c.message}" for c in mine if c.status == "fail"]
     declared = [f"contract case {c.case}: declared divergence — {c.message}" for c in mine if c.status == "declared"]
     if failures:
         return failed(name, f"The session service under test, {where}, breaks {what}.{fix_for(name, trace)}",
-                      failures + declared)
+                      failures + declared + unjudged)
     if declared and len(declared) == len(mine):
         return CheckResult(name, Status.NOT_APPLICABLE, f"{where} declares that it does not keep {what}.",
-                           tuple(declared))
+                           tuple(declared + unjudged))
     passing = ", ".join(c.case for c in mine if c.status == "pass")
     if declared:
         return passed(name, f"{where} passes {passing}; it declares a divergence from the rest of {what} "
                             f"(its contract profile says so): " + ", ".join(c.case for c in mine
                                                                            if c.status == "declared") + ".",
-                      declared)
-    return passed(name, f"{where} keeps {what}: {passing}.")
+                      declared + unjudged)
+    return passed(name, f"{where} keeps {what}: {passing}.", unjudged)
 
 
 def fix_for(name: str, trace: Trace) -> str:

@@ -2,14 +2,15 @@
 
 * ``ServiceProfile``, ``BUILTIN_PROFILES``, ``get_profile``, ``profile_from_spec`` — services under test;
 * ``DECLARED_DIVERGENCES`` — the one table of what built-in services do differently, and why;
-* ``contract_cases``, ``make_contract_tests``, ``contract_params``, ``run_case`` — the contract suite.
+* ``contract_cases``, ``make_contract_tests``, ``contract_params``, ``run_case`` — the contract suite (a case that
+  cannot judge a service raises ``CaseNotApplicable``; the pytest paths skip with its reason).
 
 Differential runs (every scenario on several services, compared) are ``harness.differential``'s: they run the runner.
 """
 
 from __future__ import annotations
 
-from .case import Case, contract_case
+from .case import Case, CaseNotApplicable, contract_case
 from .profiles import (
     BUILTIN_PROFILES,
     DECLARED_DIVERGENCES,
@@ -30,6 +31,7 @@ __all__ = [
     "BUILTIN_PROFILES",
     "DECLARED_DIVERGENCES",
     "Case",
+    "CaseNotApplicable",
     "ContractError",
     "ServiceProfile",
     "contract_case",

@@ -41,6 +41,10 @@ class Case:
 CASES: dict[str, Case] = {}
 
 
+class CaseNotApplicable(Exception):
+    """A case that cannot judge this service says why (the pytest paths skip with it; the run's probe records n/a)."""
+
+
 def contract_case(fn: CaseFn) -> CaseFn:
     """Register ``fn`` as a contract case named after it; its docstring's first line describes it."""
     CASES[fn.__name__] = Case(fn.__name__, fn, (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else "")

@@ -18,7 +18,7 @@ Profiles of users' services carry their own ``divergences`` mapping.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -54,6 +54,10 @@ DECLARED_DIVERGENCES: dict[str, dict[str, str]] = {
         "concurrent_scoped_writes": "DatabaseSessionService on SQLite locks per session only and rewrites the whole "
                                     "user:/app: JSON row: concurrent appends from two sessions of one user lose "
                                     "scoped keys (no row locks on SQLite).",
+        "concurrent_runners": "DatabaseSessionService on one SQLite file, two runner processes: a runner's "
+                              "read-modify-write of a user:/app: key built on a stale load is accepted over the "
+                              "other session's, losing an acknowledged update (no check of scoped keys; "
+                              "google/adk-python #4751, #5244). Measured in docs/session-store.md.",
     },
 }
 
@@ -77,6 +81,9 @@ class ServiceProfile:
     supports_get_user_state: bool = True
     divergences: Mapping[str, str] = field(default_factory=dict)
     description: str = ""
+    # How another process builds this service: a built-in profile name or ``module:attr`` (the concurrent
+    # runners' case starts two); None: only this process can (e.g. a run's own instance).
+    spawn: str | None = None
 
     def __post_init__(self) -> None:
         if self.none_semantics not in ("delete", "store"):
@@ -101,7 +108,7 @@ class ServiceProfile:
 
 def _builtin(name: str, factory: Callable[[Path], BaseSessionService], description: str) -> ServiceProfile:
     divergences = DECLARED_DIVERGENCES.get(name, {})
-    return ServiceProfile(name=name, factory=factory, divergences=divergences, description=description,
+    return ServiceProfile(name=name, factory=factory, divergences=divergences, description=description, spawn=name,
                           none_semantics="store" if NONE_DELETES in divergences else "delete",
                           supports_get_user_state=not name.startswith("adk-") or ADK_SERVICES_HAVE_GET_USER_STATE)
 
@@ -137,11 +144,11 @@ def profile_from_spec(spec: str) -> ServiceProfile:
     """
     obj = import_factory(spec, flag="session-service")
     if isinstance(obj, ServiceProfile):
-        return obj
+        return obj if obj.spawn else replace(obj, spawn=spec)
     if not callable(obj):
         raise ContractError(f"session-service {spec!r} names a {type(obj).__name__}; name a factory or a "
                             f"harness.contract.ServiceProfile.")
-    return ServiceProfile(name=spec, factory=obj, description=f"user factory {spec}")
+    return ServiceProfile(name=spec, factory=obj, description=f"user factory {spec}", spawn=spec)
 
 
 def get_profile(name: str) -> ServiceProfile:

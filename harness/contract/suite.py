@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from ..targets.session_services import aclose_service
-from .case import CASES, Case
+from .case import CASES, Case, CaseNotApplicable
 from .profiles import ServiceProfile
 
-for _module in ("cases_crud", "cases_events", "cases_concurrency"):  # registers the cases, in this order
+for _module in ("cases_crud", "cases_events", "cases_concurrency", "cases_runners"):  # registers the cases, in this order
     importlib.import_module(f"{__package__}.{_module}")
 
 
@@ -50,7 +50,13 @@ async def run_case(case: Case, profile: ServiceProfile, folder: Path) -> None:
 
 
 def run_case_sync(case: Case, profile: ServiceProfile, folder: Path) -> None:
-    asyncio.run(run_case(case, profile, folder))
+    """``run_case`` for a pytest test: a case that cannot judge the service skips, saying why."""
+    try:
+        asyncio.run(run_case(case, profile, folder))
+    except CaseNotApplicable as why:
+        import pytest
+
+        pytest.skip(f"n/a: {why}")
 
 
 def _marks(case: Case, profile: ServiceProfile) -> list[Any]:

@@ -221,9 +221,10 @@ class ContractCaseRecord(_Record):
 
     case: str = Field(description="The contract case (harness/contract/), e.g. stale_writer_rejected.")
     description: str = ""
-    status: Literal["pass", "fail", "declared"] = Field(
-        description="'declared': it failed as the service's declared divergence says it does.")
-    message: str = Field(default="", description="What broke (fail), or the declaration (declared).")
+    status: Literal["pass", "fail", "declared", "n/a"] = Field(
+        description="'declared': it failed as the service's declared divergence says it does; 'n/a': the case "
+                    "cannot judge this service (e.g. no second process can reach it).")
+    message: str = Field(default="", description="What broke (fail), the declaration (declared), or why not (n/a).")
 
 
 class ServiceProbeRecord(_Record):

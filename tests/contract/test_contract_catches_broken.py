@@ -11,6 +11,7 @@ from harness.contract import (
     profile_from_spec,
     run_case,
 )
+from harness.contract.case import CaseNotApplicable
 from harness.targets.session_services import SessionServiceError
 from tests import broken_services
 
@@ -42,6 +43,8 @@ async def test_broken_service_fails_only_its_own_case(spec, tmp_path):
             await run_case(case, profile, tmp_path / case.name)
         except AssertionError:
             failed.append(case.name)
+        except CaseNotApplicable:  # concurrent_runners: an in-memory service no second process reaches
+            pass
     assert failed == [target]
 
 
