@@ -39,7 +39,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("checks",),
     ("result", "snapshot", "contract"),
     ("run", "report"),
-    ("differential", "init", "audit", "doctor"),
+    ("differential", "init", "audit", "doctor", "crash"),
     ("importers", "explore"),
     ("cli", "pytest_plugin"),
     ("__main__",),

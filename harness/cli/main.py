@@ -12,11 +12,11 @@ from collections.abc import Callable, Sequence
 
 from ..errors import HarnessError
 from ..run.scenario_run import PROG
-from . import audit, differential, doctor, explain, explore, export, importing, init, listing, record, report, run
+from . import audit, crash, differential, doctor, explain, explore, export, importing, init, listing, record, report, run
 from .common import EXIT_INTERRUPTED, EXIT_USAGE, tool_version
 from .settings import settle
 
-VERBS = (run, record, export, listing, report, explain, init, doctor, audit, importing, explore, differential)
+VERBS = (run, record, export, listing, report, explain, init, doctor, audit, importing, explore, differential, crash)
 PASSTHROUGH: dict[str, Callable[[Sequence[str]], int]] = {name: fn for verb in VERBS
                                                            for name, fn in getattr(verb, "PASSTHROUGH", {}).items()}
 
