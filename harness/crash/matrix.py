@@ -83,7 +83,9 @@ def crash_matrix(scenario: Scenario, options: RunOptions, *, kinds: tuple[Kind, 
     author of the first event it names)."""
     started = time.perf_counter()
     report = CrashReport(scenario=scenario.name)
-    base = Path(tempfile.mkdtemp(prefix="rlm-crash-", dir=keep))
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+    base = Path(tempfile.mkdtemp(prefix=f"rlm-crash-{scenario.name}-", dir=keep))
     options = replace(options, llm_mode=LlmMode.SCRIPTED, record=False, observer=None)
     try:
         first = base / "uncrashed"
