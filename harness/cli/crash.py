@@ -3,8 +3,8 @@ judged over the combined history (harness/crash/, docs/crash.md). Prints a table
 failing checks, writes reports/crash.json; exit 1 on any failure, 2 on bad input.
 
 Cost: 1 + 2 x points scenario runs per scenario, each in a process of its own: single_delegation has 9 events, so
-9 points of a kind (19 runs). By default it runs ``DEFAULT_SCENARIOS`` and the scenarios tagged ``crash``; a scenario with a ``crash:`` field runs its one
-declared point and recovery (a crash case kept as a regression).
+9 points of a kind (19 runs). By default it runs ``DEFAULT_SCENARIOS`` and the scenarios tagged ``crash``; a scenario
+with a ``crash:`` field runs its one declared point and recovery (a crash case kept as a regression).
 """
 
 from __future__ import annotations

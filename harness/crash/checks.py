@@ -116,22 +116,25 @@ def result_not_lost(h: CombinedHistory) -> CheckResult:
     if not computed:
         return not_applicable(name, "No result was computed before the crash.")
     windows = _summarised_windows(h.events, h.profile)
+    uncrashed = _summarised_windows([e for e in h.uncrashed.events if not e.partial], h.profile)
     problems = []
     for position in range(computed):
+        if position < len(uncrashed) and not uncrashed[position][1]:
+            continue  # the uncrashed run did not summarise this one either (a failed run, say)
         if position >= len(windows):
             problems.append(f"a result computed before the crash (found in the store after it) was never "
                             f"recorded by an execution event, so never summarised")
             continue
         event, summaries = windows[position]
         where = "crashed run" if position < acked else "recovery"
-        later = windows[position + 1:]
-        if summaries == 0 and not any(n for _, n in later[:1]):
+        rerun_summarised = position + 1 < len(windows) and windows[position + 1][1] > 0
+        if summaries == 0 and not rerun_summarised:
             problems.append(f"execution event #{event.index} (author {event.author}, {where}) was never summarised "
                             f"({h.profile.summary_key!r} by {h.profile.summary_writer})")
         elif summaries > 1:
             problems.append(f"execution event #{event.index} (author {event.author}, {where}) was summarised "
                             f"{summaries} times")
-    wanted = sum(1 for _, n in _summarised_windows([e for e in h.uncrashed.events if not e.partial], h.profile) if n)
+    wanted = sum(1 for _, n in uncrashed if n)
     got = sum(1 for _, n in windows if n)
     if got > wanted:
         problems.append(f"{got} execution(s) summarised across the crash and the recovery, where the uncrashed run "
@@ -265,9 +268,9 @@ def session_readable_prefix(h: CombinedHistory) -> CheckResult:
 
 RECOVERY_STATE_CHECKS = ("no_temp_persisted", "none_deletes", "minimal_deltas", "state_budget",
                          "stale_flags_cleared", "no_unpersisted_mutation", "outcome_from_storage")
-"""The registered checks run on the recovery run: those that judge each event and the state it leaves. The
-checks of a whole execution's lifecycle (artifacts_consumed, summary_persisted, stage_gating, ...) would misread a recovery
-trace that starts mid-lifecycle: consume_once and result_not_lost judge that over the combined history."""
+"""The registered checks run on the recovery run: those that judge each event and the state it leaves. The checks
+of a whole execution's lifecycle (artifacts_consumed, summary_persisted, stage_gating, ...) would misread a
+recovery trace that starts mid-lifecycle: consume_once and result_not_lost judge that over the combined history."""
 
 
 def crash_checks(h: CombinedHistory) -> tuple[CheckResult, ...]:

@@ -180,7 +180,8 @@ class CrashAt(_Model):
 
     @property
     def point(self) -> tuple[Literal["after", "before"], int | str]:
-        return ("after", self.after) if self.after is not None else ("before", self.before)  # type: ignore[return-value]
+        """(kind, event index or author), as harness/crash/matrix.py's ``only`` takes it."""
+        return ("after", self.after) if self.after is not None else ("before", self.before)  # type: ignore
 
 
 class Scenario(_Model):
