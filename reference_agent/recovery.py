@@ -67,6 +67,18 @@ def orphaned_execution(events: Sequence[Event]) -> Orphan | None:
     return Orphan(artifact_id, str(result), instruction)
 
 
+def summarised_artifact(events: Sequence[Event]) -> str | None:
+    """The artifact of the session's last delegation when its execution was stored and summarised after it (a crash
+    between the summary and the consumed mark leaves it ``executed``: the stage plugin marks it on the next run)."""
+    delegated = _last(events, lambda e: bool(_delta(e).get(keys.LAST_ARTIFACT_ID)))
+    executed = _last(events, lambda e: e.author == keys.JOB_BUILDER and bool(_delta(e)))
+    if delegated is None or executed is None or executed < delegated:
+        return None
+    summarised = any(e.author == keys.RESULTS_PROCESSOR and keys.LAST_RESULTS_SUMMARY in _delta(e)
+                     for e in events[executed + 1:])
+    return str(_delta(events[delegated])[keys.LAST_ARTIFACT_ID]) if summarised else None
+
+
 class RecoveringAnalyst(LlmAgent):
     """The analyst, standing aside while the session holds an execution no summary followed (see module doc)."""
 

@@ -39,7 +39,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("checks",),
     ("result", "snapshot", "contract"),
     ("run", "report"),
-    ("differential", "init", "audit", "doctor", "prdiff", "rerecord"),
+    ("differential", "init", "audit", "doctor", "prdiff", "rerecord", "crash"),
     ("importers", "explore"),
     ("cli", "pytest_plugin"),
     ("__main__",),

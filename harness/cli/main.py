@@ -12,13 +12,13 @@ from collections.abc import Callable, Sequence
 
 from ..errors import HarnessError
 from ..run.scenario_run import PROG
-from . import (audit, diff, differential, doctor, explain, explore, export, importing, init, listing, merge, record,
-               report, run)
+from . import (audit, crash, diff, differential, doctor, explain, explore, export, importing, init, listing, merge,
+               record, report, run)
 from .common import EXIT_INTERRUPTED, EXIT_USAGE, tool_version
 from .settings import settle
 
 VERBS = (run, record, merge, export, listing, report, explain, init, doctor, audit, importing, explore, differential,
-         diff)
+         crash, diff)
 PASSTHROUGH: dict[str, Callable[[Sequence[str]], int]] = {name: fn for verb in VERBS
                                                            for name, fn in getattr(verb, "PASSTHROUGH", {}).items()}
 

@@ -17,7 +17,7 @@ def settle(args: argparse.Namespace) -> None:
     from ..project_config import DEFAULT_ORIGIN, load_project_config, resolve
 
     args.configured_by = {}  # flag -> where its value came from, when that is the pyproject table
-    if args.command not in ("run", "record", "list", "export", "explore"):
+    if args.command not in ("run", "record", "list", "export", "explore", "crash"):
         return
     project = load_project_config()
 
@@ -41,7 +41,7 @@ def settle(args: argparse.Namespace) -> None:
     fill("cassette_dir", "cassettes")
     fill("snapshot_dir", "snapshots")
     fill("backend", "backend")
-    if args.command == "export":  # what it exports is what the script makes the agent do
+    if args.command in ("export", "crash"):  # what it exports (crashes) is what the script makes the agent do
         args.llm_mode = "scripted"
     elif args.command == "record":  # recording needs a model: a configured replay means "the scripted one"
         fill("llm_mode", "llm_mode", table=project.llm_mode if project.llm_mode != "replay" else None,

@@ -144,7 +144,9 @@ class ScriptedEndpoint:
     """Serve a model script over HTTP on 127.0.0.1; use as ``with ScriptedEndpoint(script) as ep:``."""
 
     def __init__(self, script: Mapping[str, Sequence[ModelStep]], *,
-                 agent_resolver: AgentResolver = agent_from_request) -> None:
+                 agent_resolver: AgentResolver = agent_from_request,
+                 on_served: Callable[[str, int], None] | None = None) -> None:
+        self._on_served = on_served  # told (agent, step index) of each step served, under the lock
         self._script = {agent: tuple(steps) for agent, steps in script.items()}
         self._resolve_agent = agent_resolver
         self._served: dict[str, set[int]] = {}  # per agent, the indices of the steps already served
@@ -225,6 +227,8 @@ class ScriptedEndpoint:
             else:
                 served.add(index)
                 step = steps[index]
+                if self._on_served is not None:
+                    self._on_served(agent, index)
             self._calls.append(ServedCall(agent, index, step, request_json, model, action))
             return index, step
 

@@ -120,7 +120,8 @@ async def llm_session(scenario: "Scenario", options: "RunOptions", *, rerecord: 
         if mode is LlmMode.SCRIPTED:
             from ..llm.scripted_endpoint import ScriptedEndpoint
 
-            scripted = stack.enter_context(ScriptedEndpoint(scenario.script))
+            scripted = stack.enter_context(ScriptedEndpoint(
+                scenario.script, on_served=getattr(options.observer, "model_step_served", None)))
         endpoint = endpoint_for(mode, model=options.model, scripted_base_url=scripted.base_url if scripted else None)
         session = LlmSession(endpoint=endpoint, mode_label=mode.value, scenario=scenario.name, rerecord=rerecord,
                              scripted=scripted)

@@ -97,3 +97,6 @@ class RunOptions:
     # The target reads the scenario's clock (harness/run/clock.py) in replay and scripted runs and in recordings;
     # False: the machine's (a cassette whose prompts hold the time then goes stale: tests/harness/test_clock.py).
     frozen_clock: bool = True
+    # Told of each append the target's session service is asked for (before and after), of each scripted model
+    # step served, and of the store before the turns (harness/crash/journal.py, a crash run's probe); None: nobody.
+    observer: Any = field(default=None, repr=False, compare=False)

@@ -289,7 +289,7 @@ async def _run_sessions(scenario: Scenario, built: BuiltTarget, options: RunOpti
     # One clock for events and model requests, so a check can tell which came first.
     clock = itertools.count().__next__
     service = RecordingSessionService(built.session_service, current_turn=current_turn, clock=clock,
-                                      artifact_statuses=_status_reader(built, options))
+                                      artifact_statuses=_status_reader(built, options), observer=options.observer)
     recorder = TraceRecorderPlugin(store=built.session_service, current_turn=current_turn, clock=clock)
     app = built.app.model_copy(update={"plugins": [*built.app.plugins, recorder]})
     runner = Runner(app=app, session_service=service, artifact_service=built.artifact_service,
@@ -299,6 +299,8 @@ async def _run_sessions(scenario: Scenario, built: BuiltTarget, options: RunOpti
                   plugins=[type(p).__name__ for p in built.app.plugins], agents=describe_agents(built.app.root_agent),
                   service_semantics=dict(built.semantics_origins))
 
+    if options.observer is not None:  # a crash recovery reads the store as the crash left it (harness/crash/)
+        await options.observer.before_turns(built, app.name, scenario)
     try:
         await _drive_sessions(scenario, built, service, runner, app.name, trace, turn_counter)
     except CalledCodeError as exc:  # say what the turns before it had met: often the same failure, seen first

@@ -158,6 +158,32 @@ class Limits(_Model):
                     "timeout path; a shorter one makes that cheap.")
 
 
+class CrashAt(_Model):
+    """A crash case kept as a regression: where the scenario's run is SIGKILLed and how it recovers
+    (``rlm-conformance crash`` runs this point of it; docs/crash.md)."""
+
+    after: int | Annotated[str, StringConstraints(min_length=1)] | None = Field(
+        default=None, description="Kill right after the store acknowledged this event: its index in the run's "
+                                  "appended events (from 0), or the first event of this author.")
+    before: int | Annotated[str, StringConstraints(min_length=1)] | None = Field(
+        default=None, description="Or: kill right before this event is written (index or author, as 'after').")
+    recovery: Literal["retry", "next_turn"] | None = Field(
+        default=None, description="How a fresh process recovers: retry (the crashed turn's message again) or "
+                                  "next_turn (the next message); null: the target profile's 'recovery'.")
+
+    @model_validator(mode="after")
+    def _one_point(self) -> CrashAt:
+        if (self.after is None) == (self.before is None):
+            raise PydanticCustomError("crash_point", "crash needs exactly one of 'after' and 'before' (an event "
+                                                     "index or an author), e.g. crash: {after: job_builder}")
+        return self
+
+    @property
+    def point(self) -> tuple[Literal["after", "before"], int | str]:
+        """(kind, event index or author), as harness/crash/matrix.py's ``only`` takes it."""
+        return ("after", self.after) if self.after is not None else ("before", self.before)  # type: ignore
+
+
 class Scenario(_Model):
     """One conformance scenario: user turns, a model script, and what must come out."""
 
@@ -193,6 +219,9 @@ class Scenario(_Model):
         json_schema_extra={"additionalProperties": False})
     expect: Expectations = Field(default_factory=Expectations, description="Expectations on the run.")
     tags: list[str] = Field(default_factory=list, description="Free labels to select scenarios by.")
+    crash: CrashAt | None = Field(
+        default=None, description="A crash case: the run killed at this point and recovered (by `rlm-conformance "
+                                  "crash`; `run` runs the scenario uncrashed). docs/crash.md.")
     # Set by the loader (a ScenarioSource): the file and text it came from, so a message found after the
     # run (a script that does not fit the target) can still name file:line. Not a field: not in the schema.
     _source: Any = PrivateAttr(default=None)

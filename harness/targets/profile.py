@@ -163,6 +163,11 @@ class TargetProfile(BaseModel):
                     "aside); any other name, and any value holding a planted canary credential, fails "
                     "executor_env_clean.")
 
+    recovery: Literal["retry", "next_turn", "resume"] = Field(
+        default="retry", description="How the target's deployment recovers a turn its process died in ('crash' "
+                                     "runs it so): retry (the client sends the crashed turn's message again), "
+                                     "next_turn (the user's next message, or 'continue' when there is none) or "
+                                     "resume (ADK resumes the interrupted invocation; not run yet: n/a).")
     initial_state: dict[str, Any] = Field(
         default_factory=dict,
         description="State every session explore generates starts with (a mapping key -> value), e.g. a key the "

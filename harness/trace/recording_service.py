@@ -51,8 +51,12 @@ def code_parts(event: Event) -> list[CodePartRecord]:
 class RecordingSessionService(BaseSessionService):
     def __init__(self, inner: BaseSessionService, *, current_turn: Callable[[], int],
                  clock: Callable[[], int] = lambda: -1,
-                 artifact_statuses: Callable[[str, str, str], dict[str, str]] | None = None) -> None:
+                 artifact_statuses: Callable[[str, str, str], dict[str, str]] | None = None,
+                 observer: Any = None) -> None:
         self.inner = inner
+        # Told ``before_append(index, event)`` and ``after_append(event, record)`` around each whole event's append
+        # (a crash run's journal and kill switch, harness/crash/journal.py); None: nobody.
+        self._observer = observer
         self.records: list[EventRecord] = []
         self._current_turn = current_turn
         self._clock = clock
@@ -79,6 +83,8 @@ class RecordingSessionService(BaseSessionService):
 
     async def append_event(self, session: Session, event: Event) -> Event:
         emitted = copy.deepcopy(dict(event.actions.state_delta or {})) if event.actions else {}
+        if self._observer is not None and not event.partial:
+            self._observer.before_append(len(self.records), event)
         appended = await self.inner.append_event(session, event)
         if appended.partial:
             return appended
@@ -105,6 +111,8 @@ class RecordingSessionService(BaseSessionService):
                 if self._artifact_statuses is not None else {},
             )
         )
+        if self._observer is not None:
+            self._observer.after_append(appended, self.records[-1])
         return appended
 
     async def flush(self) -> None:

@@ -7,6 +7,9 @@ artifact is consumed once its output has been analysed, so an executed but
 unanalysed artifact stays visible as ``executed``. When the executed code gave
 a FINAL answer, the answer becomes durable (``rlm:final_answer``) and the loop
 ends by escalation. This replaces both jobs of the old pruning plugin.
+
+A process killed between the summary's event and the mark leaves the artifact ``executed`` with its summary
+stored: the next invocation of the session marks it (``before_run_callback``, reference_agent/recovery.py).
 """
 
 from __future__ import annotations
@@ -15,10 +18,12 @@ from typing import Optional
 
 from google.adk.agents.base_agent import BaseAgent
 from google.adk.agents.callback_context import CallbackContext
+from google.adk.agents.invocation_context import InvocationContext
 from google.adk.plugins.base_plugin import BasePlugin
 from google.genai import types
 
 from .. import state_contract as keys
+from ..recovery import summarised_artifact
 from ..wiring import RuntimeServices
 from .context_injection import stage_is_current
 
@@ -28,6 +33,13 @@ class RlmStageTrackingPlugin(BasePlugin):
         super().__init__(name=keys.STAGE_PLUGIN)
         self._services = services
         self._processor_agent = processor_agent
+
+    async def before_run_callback(self, *, invocation_context: InvocationContext) -> Optional[types.Content]:
+        artifact_id = summarised_artifact(invocation_context.session.events)
+        artifact = self._services.registry.get(artifact_id) if artifact_id else None
+        if artifact is not None and artifact.status == "executed":
+            self._services.registry.mark_consumed(artifact.artifact_id)
+        return None
 
     async def after_agent_callback(
         self, *, agent: BaseAgent, callback_context: CallbackContext

@@ -78,3 +78,13 @@ def test_a_delegation_whose_execution_was_not_stored_is_run_or_adopted_once(tmp_
     assert executions(home) == 1
     [stored] = read_store(home / "rlm.duckdb")
     assert not [r for r in run_audit_checks(stored, reference_profile()) if r.failed]
+
+
+def test_an_artifact_summarised_before_the_crash_is_marked_consumed_on_the_next_run(tmp_path: Path) -> None:
+    """Killed after the summary's event, before the stage plugin marked the artifact: the next run marks it
+    (it stayed ``executed`` for ever before), and nothing is summarised or run again."""
+    home = tmp_path / "home"
+    crashed_store(home, kill_after=keys.RESULTS_PROCESSOR)
+    recovered = next_turn(home, message="and?", processor=[])
+    assert recovered["statuses"] == ["consumed"]
+    assert len(recovered["summaries"]) == 1 and executions(home) == 1

@@ -1,0 +1,102 @@
+"""``rlm-conformance crash``: each scenario killed (SIGKILL) at each crash point, recovered in a fresh process, and
+judged over the combined history (harness/crash/, docs/crash.md). Prints a table per scenario x point with the
+failing checks, writes reports/crash.json; exit 1 on any failure, 2 on bad input.
+
+Cost: 1 + 2 x points scenario runs per scenario, each in a process of its own: single_delegation has 9 events, so
+9 points of a kind (19 runs). By default it runs ``DEFAULT_SCENARIOS`` and the scenarios tagged ``crash``; a scenario
+with a ``crash:`` field runs its one declared point and recovery (a crash case kept as a regression).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import HarnessError
+from ..files import write_atomic
+from .common import EXIT_FAILED, EXIT_OK, add_target, load_selected, stdout_console
+
+DEFAULT_SCENARIOS = ("single_delegation",)
+KINDS = {"after": ("after",), "before": ("before",), "all": ("after", "before")}
+
+PARSER: dict[str, Any] = {
+    "name": "crash",
+    "help": "kill each scenario at every crash point, recover it, and judge what was lost or done twice",
+    "description": "For each scenario: an uncrashed run finds the crash points (after / before each event the "
+                   "session service appends); at each, the scenario runs in a child process SIGKILLed there, and a "
+                   "fresh process recovers as the target profile's 'recovery' says (retry: the crashed turn's "
+                   "message again; next_turn: the next message). Checks: effects_exactly_once, result_not_lost, "
+                   "consume_once, recovered_outcome, session_readable_prefix, and the state checks on the recovery. "
+                   "Scripted model only. Cost: 1 + 2 x points runs per scenario. Exit 0 all passed, 1 a check "
+                   "failed or a point could not run, 2 bad input.",
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("scenarios", nargs="*", metavar="SCENARIO",
+                        help=f"scenario names (default: {', '.join(DEFAULT_SCENARIOS)} and those tagged crash)")
+    parser.add_argument("--scenarios-dir", metavar="DIR", help="folder of scenario YAML files")
+    add_target(parser, modes=("scripted",), default_mode="scripted")
+    parser.add_argument("--points", choices=tuple(KINDS), default="after",
+                        help="after each appended event, before each (inside the harness's wrapper of the store, "
+                             "before the write), or both (default: %(default)s)")
+    parser.add_argument("--recovery", choices=("retry", "next_turn", "resume"),
+                        help="how the target recovers (default: the target profile's 'recovery', else retry)")
+    parser.add_argument("--keep", type=Path, metavar="DIR", help="keep every run's work folder and journal in DIR")
+    parser.add_argument("--reports-dir", default="reports", metavar="DIR", help="where crash.json goes")
+
+
+def crash(args: argparse.Namespace) -> int:
+    from ..crash.matrix import crash_matrix, point_row
+    from .settings import run_options
+
+    names = list(args.scenarios)
+    scenarios = load_selected(args.scenarios_dir, names, None)
+    if not names:
+        scenarios = [s for s in scenarios if s.name in DEFAULT_SCENARIOS or "crash" in s.tags]
+        if not scenarios:
+            raise HarnessError(f"no scenario named {', '.join(DEFAULT_SCENARIOS)} or tagged crash in "
+                               f"{', '.join(args.scenarios_dir)}: name the scenarios to crash")
+    options = run_options(args, record=False)
+    console = stdout_console()
+    reports, failed = [], False
+    for scenario in scenarios:
+        declared = scenario.crash  # a crash case kept as a regression: its one point, its recovery
+        report = crash_matrix(scenario, options, kinds=KINDS[args.points],
+                              recovery=(declared.recovery if declared else None) or args.recovery,
+                              jobs=args.jobs or 1, keep=args.keep,  # -j N: N points side by side
+                              only=[declared.point] if declared else None)
+        failed = failed or report.failed
+        rows = [point_row(p) for p in report.points]
+        reports.append({"scenario": report.scenario, "target": report.target, "session_service":
+                        report.session_service, "failed": report.failed, "error": report.error,
+                        "not_applicable": report.not_applicable,
+                        "uncrashed_failures": report.uncrashed_failures, "first_run_s": round(report.first_run_s, 2),
+                        "seconds": round(report.seconds, 2), "points": rows})
+        console.print(f"{scenario.name}: {len(rows)} point(s), {report.seconds:.0f} s "
+                      f"(uncrashed run {report.first_run_s:.0f} s)", markup=False)
+        if report.uncrashed_failures:
+            console.print(f"  note: the uncrashed run itself fails {', '.join(report.uncrashed_failures)} "
+                          f"(`rlm-conformance run --llm-mode scripted {scenario.name}`)", markup=False)
+        if report.error or report.not_applicable:
+            console.print(f"  {'ERROR' if report.error else 'n/a'}: {report.error or report.not_applicable}",
+                          markup=False)
+        for row in rows:
+            failing = [c["name"] for c in row["checks"] if c["status"] == "fail"]
+            verdict = "ERROR" if row["error"] else "n/a" if row["not_applicable"] else "FAIL" if failing else "pass"
+            console.print(f"  {row['point']:<40} {row['recovery']:<9} {verdict:<5} {', '.join(failing)}"
+                          f"{row['error'] or row['not_applicable'] or ''}", markup=False)
+            for c in row["checks"]:
+                if c["status"] == "fail":
+                    for line in (c["explanation"], *c["evidence"][:3]):
+                        console.print(f"      {c['name']}: {line}", markup=False)
+    out = Path(args.reports_dir) / "crash.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(out, json.dumps({"scenarios": reports}, indent=2).encode("utf-8"))
+    console.print(f"wrote {out}", markup=False)
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+COMMANDS = {"crash": crash}

@@ -1,0 +1,167 @@
+"""One scenario's crash matrix: an uncrashed run, then per crash point a killed run and a recovery, each in a
+process of its own (``python -m harness.crash.child``), judged by ``checks.py``.
+
+Cost: one child per run, so (1 + 2 x points) scenario runs, each paying a Python start and the target's build
+(~2-3 s for the reference agent); ``jobs`` runs points side by side.
+"""
+
+from __future__ import annotations
+
+import pickle
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ..checks.base import CheckResult, Status
+from ..llm.modes import LlmMode
+from ..result import ScenarioResult
+from ..run.options import RunOptions
+from ..scenario.models import Scenario
+from .checks import CombinedHistory, crash_checks
+from .journal import read_journal
+from .points import CrashPoint, Kind, crash_points, point_of
+from .recovery import RecoveryNotRun, recovery_scenario, sessions_touched
+
+CHILD_TIMEOUT_S = 300
+IN_MEMORY = ("InMemorySessionService",)  # ADK's own: nothing it holds survives its process
+
+
+@dataclass
+class PointResult:
+    point: CrashPoint
+    recovery: str
+    checks: tuple[CheckResult, ...] = ()
+    error: str | None = None  # the point could not be judged (the child was not killed, the recovery did not run)
+    not_applicable: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None or any(c.failed for c in self.checks)
+
+
+@dataclass
+class CrashReport:
+    scenario: str
+    target: str = ""
+    session_service: str = ""
+    points: list[PointResult] = field(default_factory=list)
+    not_applicable: str | None = None
+    error: str | None = None
+    uncrashed_failures: list[str] = field(default_factory=list)  # checks the uncrashed run fails (said, not judged)
+    first_run_s: float = 0.0
+    seconds: float = 0.0
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None or any(p.failed for p in self.points)
+
+
+def _run_child(folder: Path, name: str, scenario: Scenario, options: RunOptions, *, kill: CrashPoint | None,
+               read_sessions: list[tuple[str, str]] = ()) -> tuple[int, dict[str, Any] | None, Path, str]:
+    """Run ``scenario`` in a child process on ``options.work_dir``: (exit code, what it wrote, journal, stderr)."""
+    spec, out, journal = folder / f"{name}.spec", folder / f"{name}.out", folder / f"{name}.journal.jsonl"
+    spec.write_bytes(pickle.dumps({"scenario": scenario, "options": options, "journal": str(journal), "kill": kill,
+                                   "read_sessions": list(read_sessions), "out": str(out)}))
+    done = subprocess.run([sys.executable, "-m", "harness.crash.child", str(spec)], capture_output=True, text=True,
+                          timeout=CHILD_TIMEOUT_S)
+    wrote = pickle.loads(out.read_bytes()) if out.exists() else None
+    return done.returncode, wrote, journal, done.stderr
+
+
+def crash_matrix(scenario: Scenario, options: RunOptions, *, kinds: tuple[Kind, ...] = ("after",),
+                 recovery: str | None = None, jobs: int = 1, keep: Path | None = None,
+                 only: list[tuple[Kind, int | str]] | None = None) -> CrashReport:
+    """The crash matrix of ``scenario`` (scripted model); ``recovery`` overrides the profile's; ``keep`` keeps the
+    work folders there; ``only`` runs these points instead of every point of ``kinds``: (kind, event index, or the
+    author of the first event it names)."""
+    started = time.perf_counter()
+    report = CrashReport(scenario=scenario.name)
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+    base = Path(tempfile.mkdtemp(prefix=f"rlm-crash-{scenario.name}-", dir=keep))
+    options = replace(options, llm_mode=LlmMode.SCRIPTED, record=False, observer=None)
+    try:
+        first = base / "uncrashed"
+        first.mkdir()
+        code, wrote, _, stderr = _run_child(base, "uncrashed", scenario, replace(options, work_dir=first / "work"),
+                                            kill=None)
+        report.first_run_s = time.perf_counter() - started
+        if wrote is None:
+            report.error = f"the uncrashed run's process ended with exit {code}: {stderr[-2000:]}"
+            return report
+        result: ScenarioResult = wrote["result"]
+        report.target, report.session_service = result.target, result.session_service
+        if result.error or result.trace is None:
+            report.error = f"the uncrashed run cannot be the reference: {result.error}"
+            return report
+        report.uncrashed_failures = [c.name for c in result.checks if c.failed]
+        if result.session_service in IN_MEMORY:
+            report.not_applicable = (f"the session service {result.session_service} keeps nothing across "
+                                     f"processes: there is nothing to recover after a crash")
+            return report
+        profile = wrote["profile"]
+        how = recovery or profile.recovery
+        points = crash_points(result.trace, kinds) if only is None else [
+            point_of(result.trace.events, kind=kind, **({"author": at} if isinstance(at, str) else {"index": at}))
+            for kind, at in only]
+
+        def one(point: CrashPoint) -> PointResult:
+            return _one_point(base, scenario, options, result, profile, point, how)
+
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            report.points = list(pool.map(one, points))
+        return report
+    finally:
+        report.seconds = time.perf_counter() - started
+        if keep is None:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def _one_point(base: Path, scenario: Scenario, options: RunOptions, uncrashed: ScenarioResult, profile: Any,
+               point: CrashPoint, how: str) -> PointResult:
+    started = time.perf_counter()
+    outcome = PointResult(point=point, recovery=how)
+    name = f"{point.kind}{point.index}"
+    folder = base / name
+    folder.mkdir()
+    work = replace(options, work_dir=folder / "work")
+    try:
+        code, _, journal_path, stderr = _run_child(folder, "crashed", scenario, work, kill=point)
+        journal = read_journal(journal_path)
+        if code != -9 or journal.killing is None:
+            outcome.error = (f"the crashed run was not killed at {point.label} (exit {code}): the run did not pass "
+                             f"the point again (is the scenario deterministic?) {stderr[-1500:]}")
+            return outcome
+        try:
+            recovering = recovery_scenario(scenario, crashed_turn=point.turn, journal=journal, recovery=how)
+        except RecoveryNotRun as exc:
+            outcome.not_applicable = str(exc)
+            return outcome
+        code, wrote, _, stderr = _run_child(folder, "recovery", recovering, work, kill=None,
+                                            read_sessions=sessions_touched(scenario, point.turn))
+        if wrote is None:
+            outcome.error = f"the recovery's process ended with exit {code}: {stderr[-2000:]}"
+            return outcome
+        history = CombinedHistory(scenario=scenario, uncrashed=uncrashed.trace, profile=wrote["profile"] or profile,
+                                  point=point, journal=journal, reads=wrote["reads"], recovery=wrote["result"],
+                                  recovery_scenario=recovering)
+        outcome.checks = crash_checks(history)
+        return outcome
+    finally:
+        outcome.seconds = time.perf_counter() - started
+
+
+def point_row(p: PointResult) -> dict[str, Any]:
+    return {"point": p.point.label, "kind": p.point.kind, "index": p.point.index, "author": p.point.author,
+            "recovery": p.recovery, "failed": p.failed, "error": p.error, "not_applicable": p.not_applicable,
+            "seconds": round(p.seconds, 2),
+            "checks": [{"name": c.name, "status": c.status.value, "explanation": c.explanation,
+                        "evidence": list(c.evidence)} for c in p.checks if c.status is not Status.PASS or
+                       not c.name.startswith("recovery:")]}

@@ -1,0 +1,96 @@
+"""The crash room's parts without processes: the journal read back, what the recovery sends and serves, and
+session_readable_prefix on stores that lost or invented an event."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.checks.base import Status
+from harness.crash.checks import CombinedHistory, session_readable_prefix
+from harness.crash.journal import Journal, read_journal
+from harness.crash.points import CrashPoint
+from harness.crash.recovery import CONTINUE_MESSAGE, RecoveryNotRun, recovery_scenario, remaining_script
+from harness.result import ScenarioResult
+from harness.scenario.loader import load_scenario
+from harness.targets.profile import TargetProfile
+from harness.trace.model import EventRecord, Trace
+
+SCENARIO = load_scenario(Path(__file__).parents[2] / "scenarios" / "two_turns_one_session.yaml")
+
+
+def record(index: int, author: str, *, calls: tuple[str, ...] = (), responses: tuple[str, ...] = (), text: str = "",
+           delta: dict | None = None, session: str = "s") -> EventRecord:
+    return EventRecord(index=index, session_id=session, user_id="u", turn=0, invocation_id="i", author=author,
+                       emitted_delta=delta or {}, appended_delta=delta or {}, function_calls=list(calls),
+                       function_responses=list(responses), text=text)
+
+
+def test_a_journal_cut_by_the_kill_reads_back_its_whole_lines(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+    lines = [{"kind": "step", "agent": "a", "index": 0},
+             {"kind": "ack", "id": "e0", "record": record(0, "a", text="hi").model_dump(mode="json")},
+             {"kind": "killing", "point": "after", "index": 0, "id": "e0", "author": "a"}]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines) + '{"kind": "ack", "id"')
+    journal = read_journal(path)
+    assert [i for i, _ in journal.acks] == ["e0"] and journal.served == {"a": [0]}
+    assert journal.killing is not None and journal.killing["id"] == "e0"
+
+
+def test_the_script_continues_but_an_answer_that_died_with_the_process_is_served_again() -> None:
+    analyst = next(iter(SCENARIO.script))
+    journal = Journal(acks=[("e0", record(0, analyst, calls=("delegate",))),
+                            ("e1", record(1, analyst, responses=("delegate",)))], served={analyst: [0, 1]})
+    left = remaining_script(SCENARIO, journal)
+    assert left[analyst] == list(SCENARIO.script[analyst][1:])  # step 1 answered, never acknowledged: again
+    unanswered = Journal(acks=[("e0", record(0, analyst, calls=("delegate",)))], served={analyst: [0]})
+    assert remaining_script(SCENARIO, unanswered)[analyst] == list(SCENARIO.script[analyst])  # its tool never ran
+
+
+def test_retry_sends_the_crashed_turn_again_and_next_turn_the_next() -> None:
+    retry = recovery_scenario(SCENARIO, crashed_turn=0, journal=Journal(), recovery="retry")
+    assert [t.user for t in retry.sessions[0].turns] == [t.user for t in SCENARIO.sessions[0].turns]
+    assert retry.session_id(0) == SCENARIO.session_id(0) and retry.expect.executions is None
+    after_last = recovery_scenario(SCENARIO, crashed_turn=1, journal=Journal(), recovery="next_turn")
+    assert [t.user for t in after_last.sessions[0].turns] == [CONTINUE_MESSAGE]
+    with pytest.raises(RecoveryNotRun, match="resume"):
+        recovery_scenario(SCENARIO, crashed_turn=0, journal=Journal(), recovery="resume")
+
+
+def history(acked: list[str], stored: list[str], *, state: dict | None = None, killing: str | None = None
+            ) -> CombinedHistory:
+    acks = [(i, record(n, "a", delta={"k": n})) for n, i in enumerate(acked)]
+    return CombinedHistory(
+        scenario=SCENARIO, uncrashed=Trace(scenario="x", target="t", llm_mode="scripted", session_service="s"),
+        profile=TargetProfile(), point=CrashPoint("after", len(acked) - 1),
+        journal=Journal(acks=acks, killing={"id": killing} if killing else None),
+        reads={"sessions": {"s": {"ids": stored, "state": state if state is not None else {"k": len(acked) - 1}}},
+               "listed": {"u": ["s"]}, "executions": []},
+        recovery=ScenarioResult(scenario="x", description="", target="t", llm_mode="scripted", session_service="",
+                                checks=(), trace=None, duration_s=0.0),
+        recovery_scenario=SCENARIO)
+
+
+def test_session_readable_prefix_passes_a_store_holding_exactly_what_was_acknowledged() -> None:
+    assert session_readable_prefix(history(["e0", "e1"], ["e0", "e1"])).status is Status.PASS
+    assert session_readable_prefix(history(["e0"], ["e0", "e1"], state={"k": 0}, killing="e1")).status is Status.PASS
+
+
+@pytest.mark.parametrize(("acked", "stored", "state", "says"), [
+    (["e0", "e1"], ["e0"], {"k": 1}, "not in the store"),
+    (["e0"], ["e0", "ghost"], {"k": 0}, "never acknowledged"),
+    (["e0", "e1"], ["e0", "e1"], {"k": 0}, "as acknowledged"),
+])
+def test_session_readable_prefix_fails_a_store_that_lost_or_invented_a_write(acked: list[str], stored: list[str],
+                                                                          state: dict, says: str) -> None:
+    result = session_readable_prefix(history(acked, stored, state=state))
+    assert result.status is Status.FAIL and says in " ".join(result.evidence)
+
+
+def test_session_readable_prefix_fails_an_unreadable_session() -> None:
+    broken = history(["e0"], ["e0"])
+    broken.reads["sessions"]["s"] = {"error": "OperationalError: database disk image is malformed"}
+    result = session_readable_prefix(broken)
+    assert result.status is Status.FAIL and "malformed" in " ".join(result.evidence)
