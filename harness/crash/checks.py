@@ -122,8 +122,8 @@ def result_not_lost(h: CombinedHistory) -> CheckResult:
         if position < len(uncrashed) and not uncrashed[position][1]:
             continue  # the uncrashed run did not summarise this one either (a failed run, say)
         if position >= len(windows):
-            problems.append(f"a result computed before the crash (found in the store after it) was never "
-                            f"recorded by an execution event, so never summarised")
+            problems.append("a result computed before the crash (found in the store after it) was never "
+                            "recorded by an execution event, so never summarised")
             continue
         event, summaries = windows[position]
         where = "crashed run" if position < acked else "recovery"
