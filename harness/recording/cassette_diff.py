@@ -3,8 +3,11 @@
 Model calls are paired as the replay pairs them: by caller (which agent, or which sub-LM prompt,
 ``matchers.caller_of``) and, within a caller, in order. A request is compared in ``drift.normalized_body``'s form
 (both ADK lines' common encoding, the run's fresh values masked), so only what the agent sent differently counts;
-an answer by what the model said (its text and function calls), not by ids, usage counts or headers. Databricks
-REST calls are left out, as drift.py leaves them: they carry timestamps and row ids by nature. The scenario
+an answer by what the model said (its text and function calls), not by ids, usage counts or headers. Of the
+Databricks REST calls only the SQL statements' text counts (in order, as caller ``databricks sql``): the replay pairs
+those calls by path and order alone, so an agent that now sends other SQL would still replay, on recorded evidence
+that no longer describes it; their parameters, and every other REST call, carry timestamps and row ids by nature
+and are left out, as drift.py leaves them. The scenario
 identity a cassette carries (harness/recording/identity.py) is compared too: a re-recording made after the
 scenario changed is a change even when every call is the same.
 """
@@ -61,10 +64,28 @@ def load_calls(path: Path) -> tuple[dict[str, Any], list[Call]]:
         recorded = Request(request.get("method", "POST"), request.get("uri", ""), request.get("body"),
                            request.get("headers") or {})
         if not is_model_call(recorded.path):
+            statement = sql_statement(recorded.path, recorded.body)
+            if statement is not None:
+                calls.append(Call(SQL_CALLER, statement, ""))
             continue
         body = ((interaction.get("response") or {}).get("body") or {}).get("string", "")
         calls.append(Call(caller_of(recorded), normalized_body(recorded.body), answer_text(body)))
     return (data.get("metadata") or {}).get(METADATA_KEY) or {}, calls
+
+
+SQL_CALLER = "databricks sql"
+
+
+def sql_statement(path: str, body: Any) -> str | None:
+    """The statement text a Databricks SQL Statement Execution request sent (None for any other request)."""
+    if not path.endswith("/sql/statements"):
+        return None
+    text = body.decode("utf-8", errors="replace") if isinstance(body, (bytes, bytearray)) else str(body or "")
+    try:
+        statement = json.loads(text).get("statement")
+    except (ValueError, AttributeError):
+        return None
+    return " ".join(statement.split()) if isinstance(statement, str) else None
 
 
 def answer_text(body: Any) -> str:

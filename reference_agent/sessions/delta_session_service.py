@@ -75,8 +75,9 @@ correct on both because no step relies on the transaction:
   guard re-checks; once the attempts are used up: ``StaleSessionError``), the
   insert-if-absent ``MERGE`` of ``create_session`` (re-checks; then
   ``AlreadyExistsError`` if another writer made it), scope-row writes
-  (re-read and re-applied), the event ``INSERT`` (a blind append; it conflicts
-  only with a schema/protocol change), ``DELETE``s and DDL (idempotent).
+  (re-read and re-applied), the event row (an insert-if-absent ``MERGE`` on
+  Databricks, where a reader may have completed the append already: it
+  re-checks), ``DELETE``s and DDL (idempotent).
   Reads never conflict.
 
 **State as snapshot + tail.** An append does not rewrite the session's state:
@@ -730,9 +731,12 @@ class DeltaSessionService(BaseSessionService):
             for scope, scope_delta in scoped.items():
                 self._scopes.write(scope, keys, scope_delta, event_id=event_row["id"], now=event_row["timestamp"],
                                    rows=rows[scope])
-            # Last: the event row marks the append complete. A blind append; a conflict means it did not commit.
+            # Last: the event row marks the append complete. Where rows commit apart (Databricks), a reader may have
+            # completed this append from its redo record in between: insert-if-absent, or the event is stored twice
+            # (Delta enforces no key). In one transaction nobody can, and the plain INSERT is one statement less work.
+            insert = _INSERT_EVENT if self._atomic else _INSERT_EVENT_IF_ABSENT
             self.retry.run("inserting an event row", lambda: self.engine.execute(
-                _INSERT_EVENT, {**keys, "seq": version + 1, **event_row}))  # seq = the version this append made
+                insert, {**keys, "seq": version + 1, **event_row}))  # seq = the version this append made
         return version, known
 
     def _check_scope_keys(self, session: Session, scoped: Mapping[str, Mapping[str, Any]],

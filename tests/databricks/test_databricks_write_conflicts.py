@@ -105,7 +105,7 @@ async def test_a_client_that_dies_after_any_statement_leaves_a_whole_session(eng
 
 async def test_a_failed_event_insert_is_completed_by_the_next_read(svc, fake) -> None:
     s = await svc.create_session(app_name=APP, user_id="u", session_id="s")
-    fake.faults.fail_statement_matching = r"^INSERT INTO events"
+    fake.faults.fail_statement_matching = r"^MERGE INTO events"
     with pytest.raises(DatabricksSqlError, match="injected failure"):
         await svc.append_event(s, ev({"k": 1}, "e1"))
     assert fake.faults.fail_statement_matching is None
@@ -156,11 +156,6 @@ class _ReaderFirst:
         return self._engine.execute(sql, params)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "known defect, not fixed yet: the writer's own event INSERT is blind, so after a reader rolled its append "
-    "forward (MERGE insert-if-absent) the event is stored twice on Delta (no enforced key). The fix — the same "
-    "insert-if-absent for the writer where rows commit apart — changes the SQL the Databricks cassettes replay: "
-    "they must be re-recorded with it"))
 async def test_an_append_completed_by_a_reader_in_between_is_stored_once(engine) -> None:
     import asyncio
 
