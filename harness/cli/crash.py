@@ -3,8 +3,9 @@ judged over the combined history (harness/crash/, docs/crash.md). Prints a table
 failing checks, writes reports/crash.json; exit 1 on any failure, 2 on bad input.
 
 Cost: 1 + 2 x points scenario runs per scenario, each in a process of its own: single_delegation has 9 events, so
-9 points of a kind (19 runs). By default it runs ``DEFAULT_SCENARIOS`` and the scenarios tagged ``crash``; a scenario
-with a ``crash:`` field runs its one declared point and recovery (a crash case kept as a regression).
+9 points of a kind (19 runs). By default it runs the scenarios tagged ``crash`` (a project picks the few worth the
+cost), else every scenario of the folder; a scenario with a ``crash:`` field runs its one declared point and recovery
+(a crash case kept as a regression).
 """
 
 from __future__ import annotations
@@ -14,11 +15,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..errors import HarnessError
 from ..files import write_atomic
 from .common import EXIT_FAILED, EXIT_OK, add_target, load_selected, stdout_console
 
-DEFAULT_SCENARIOS = ("single_delegation",)
+DEFAULT_TAG = "crash"
 KINDS = {"after": ("after",), "before": ("before",), "all": ("after", "before")}
 
 PARSER: dict[str, Any] = {
@@ -36,7 +36,7 @@ PARSER: dict[str, Any] = {
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("scenarios", nargs="*", metavar="SCENARIO",
-                        help=f"scenario names (default: {', '.join(DEFAULT_SCENARIOS)} and those tagged crash)")
+                        help=f"scenario names (default: those tagged {DEFAULT_TAG}, else every scenario)")
     parser.add_argument("--scenarios-dir", metavar="DIR", help="folder of scenario YAML files")
     add_target(parser, modes=("scripted",), default_mode="scripted")
     parser.add_argument("--points", choices=tuple(KINDS), default="after",
@@ -48,6 +48,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reports-dir", default="reports", metavar="DIR", help="where crash.json goes")
 
 
+def default_selection(scenarios: list[Any]) -> list[Any]:
+    """The scenarios tagged ``crash`` or declaring a crash case, else all of them (a project fresh from ``init``:
+    its smoke scenario) — never a scenario picked by name, which would be some agent's."""
+    return [s for s in scenarios if DEFAULT_TAG in s.tags or s.crash] or list(scenarios)
+
+
 def crash(args: argparse.Namespace) -> int:
     from ..crash.matrix import crash_matrix, point_row
     from .settings import run_options
@@ -55,10 +61,7 @@ def crash(args: argparse.Namespace) -> int:
     names = list(args.scenarios)
     scenarios = load_selected(args.scenarios_dir, names, None)
     if not names:
-        scenarios = [s for s in scenarios if s.name in DEFAULT_SCENARIOS or "crash" in s.tags]
-        if not scenarios:
-            raise HarnessError(f"no scenario named {', '.join(DEFAULT_SCENARIOS)} or tagged crash in "
-                               f"{', '.join(args.scenarios_dir)}: name the scenarios to crash")
+        scenarios = default_selection(scenarios)
     options = run_options(args, record=False)
     console = stdout_console()
     reports, failed = [], False

@@ -36,3 +36,13 @@ def test_a_broken_recovery_exits_1_naming_the_check(tmp_path: Path, capsys: pyte
     assert main(["crash", "crash_after_execution", "--scenarios-dir", SCENARIOS, "--reports-dir", str(tmp_path),
                  "--target", "tests.crash_broken_targets:drops_orphans"]) == EXIT_FAILED
     assert "result_not_lost" in capsys.readouterr().out
+
+
+def test_by_default_the_tagged_scenarios_run_else_all() -> None:
+    from harness.cli.crash import default_selection
+    from harness.scenario.loader import load_scenarios
+
+    tagged = [s.name for s in default_selection(load_scenarios([SCENARIOS]))]
+    assert "single_delegation" in tagged and "crash_after_execution" in tagged and "exit_loop" not in tagged
+    untagged = [s for s in load_scenarios([SCENARIOS]) if "crash" not in s.tags and not s.crash][:3]
+    assert default_selection(untagged) == untagged
