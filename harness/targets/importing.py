@@ -4,6 +4,7 @@ from the folder they run in, and a failure says which module or attribute, with 
 from __future__ import annotations
 
 import difflib
+import inspect
 import importlib
 import os
 import sys
@@ -30,10 +31,27 @@ def import_named(spec: str, *, flag: str, error: type[HarnessError], wanted: str
         ) from exc
     for part in attr.split("."):
         if not hasattr(obj, part):
-            public = sorted(n for n in dir(obj) if not n.startswith("_"))
-            guess = difflib.get_close_matches(part, public, n=1)
-            hint = f" Did you mean {module_name}:{guess[0]}?" if guess else ""
+            defined = _defined_here(obj)
+            guess = difflib.get_close_matches(part, defined, n=1)
+            hint = (f" Did you mean {module_name}:{guess[0]}?" if guess else
+                    f" It defines: {', '.join(defined[:8])}." if defined else "")
             raise error(f"{flag} {spec!r}: module {module_name!r} has no attribute {attr!r}.{hint} "
                         f"Name {wanted} defined in it.")
         obj = getattr(obj, part)
     return obj
+
+
+def _defined_here(namespace: Any) -> list[str]:
+    """The public names a module (or object) holds that could be what was meant: objects and functions made there,
+    not the classes and modules it imported (``LoopAgent`` is no agent; ``loop = LoopAgent(...)`` is)."""
+    own = getattr(namespace, "__name__", None)
+    found = []
+    for name in sorted(n for n in dir(namespace) if not n.startswith("_")):
+        value = getattr(namespace, name, None)
+        if inspect.ismodule(value) or inspect.isclass(value) or isinstance(value, (str, bytes, int, float)) \
+                or type(value).__module__ in ("typing", "__future__", "typing_extensions", "collections.abc"):
+            continue
+        if inspect.isfunction(value) and value.__module__ != own:
+            continue
+        found.append(name)
+    return found

@@ -420,7 +420,10 @@ def test_cli_init_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["init"]) == EXIT_USAGE
     assert "--target is required" in capsys.readouterr().err
     assert main(["init", "--target", "tests.init_fixture_agent:nope"]) == EXIT_USAGE
-    assert "has no attribute 'nope'" in capsys.readouterr().err
+    said = capsys.readouterr().err
+    assert "has no attribute 'nope'" in said
+    # The hint lists what the module made, not the classes it imported (LoopAgent is no target).
+    assert "It defines:" in said and "LoopAgent" not in said and "LlmAgent" not in said
 
 
 def test_cli_init_schema_prints_the_profile_schema(capsys: pytest.CaptureFixture[str]) -> None:
