@@ -75,6 +75,16 @@ def _run_child(folder: Path, name: str, scenario: Scenario, options: RunOptions,
     return done.returncode, wrote, journal, done.stderr
 
 
+def backend_cannot_crash(options: RunOptions) -> str | None:
+    """Why the run's backend keeps nothing a recovery could read (its plugin says so), or None."""
+    if options.backend == "local":
+        return None
+    from ..targets.plugins import backend
+
+    declared = backend(options.backend).crash_matrix
+    return declared(options) if declared is not None else None
+
+
 def crash_matrix(scenario: Scenario, options: RunOptions, *, kinds: tuple[Kind, ...] = ("after",),
                  recovery: str | None = None, jobs: int = 1, keep: Path | None = None,
                  only: list[tuple[Kind, int | str]] | None = None) -> CrashReport:
@@ -87,6 +97,11 @@ def crash_matrix(scenario: Scenario, options: RunOptions, *, kinds: tuple[Kind, 
         keep.mkdir(parents=True, exist_ok=True)
     base = Path(tempfile.mkdtemp(prefix=f"rlm-crash-{scenario.name}-", dir=keep))
     options = replace(options, llm_mode=LlmMode.SCRIPTED, record=False, observer=None)
+    report.not_applicable = backend_cannot_crash(options)
+    if report.not_applicable:
+        shutil.rmtree(base, ignore_errors=True)
+        report.seconds = time.perf_counter() - started
+        return report
     try:
         first = base / "uncrashed"
         first.mkdir()

@@ -35,6 +35,9 @@ class Backend:
     doctor: Callable[..., Any] | None = None  # (args=, write_probe=) -> a DoctorReport of the backend's setup
     store: Any = None  # what ``audit`` reads: ``is_store(spec) -> bool`` and ``open(spec) -> SqlSource``
     extra: str | None = None  # the pip extra the backend needs (harness/extras.py says how to install it)
+    # (RunOptions) -> why a crash matrix cannot judge on this backend with these options (None: it can): a crash
+    # recovery must read in a fresh process what the killed one wrote, so the backend's stores must outlive it.
+    crash_matrix: Callable[[Any], str | None] | None = None
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,17 @@ def _workspace(scenario: Any, options: Any, target_name: str, home: Path) -> Any
     return databricks_workspace(scenario, options, target_name, home)
 
 
+def _crash_matrix(options: Any) -> str | None:
+    from .databricks import workspace_kind
+
+    if workspace_kind(options) == "live":
+        return None
+    return ("on the databricks backend a run replays its cassette's recorded REST answers, or records against the "
+            "workspace fake its own process starts: nothing the killed process wrote is there for the recovery to "
+            "read. Crash on --backend local (the same agent, stores on this machine) or against a live workspace "
+            "(--databricks-live; it creates and bills job runs)")
+
+
 def _declared_divergence(scenario: str) -> str | None:
     from .databricks import DIVERGENCES
 
@@ -88,7 +99,7 @@ class _Store:
 
 DATABRICKS = Backend(name="databricks", preflight=_preflight, workspace=_workspace,
                      declared_divergence=_declared_divergence, add_settings_flags=_settings_flags, doctor=_doctor,
-                     store=_Store(), extra="databricks")
+                     store=_Store(), extra="databricks", crash_matrix=_crash_matrix)
 
 REFERENCE = TargetPlugin(name="reference", build=_build_reference, profile=_profile, session_services={"delta": _delta},
                          backends={"databricks": DATABRICKS})

@@ -94,3 +94,17 @@ def test_session_readable_prefix_fails_an_unreadable_session() -> None:
     broken.reads["sessions"]["s"] = {"error": "OperationalError: database disk image is malformed"}
     result = session_readable_prefix(broken)
     assert result.status is Status.FAIL and "malformed" in " ".join(result.evidence)
+
+
+def test_a_backend_whose_stores_die_with_the_process_makes_the_matrix_not_applicable(tmp_path) -> None:
+    """The reference plugin's databricks backend replays recorded REST answers (or its fake lives in the run's
+    process): a recovery could read nothing the killed run wrote. Said before any run is spent."""
+    from harness.crash.matrix import crash_matrix
+    from harness.run.options import RunOptions
+    from harness.scenario.loader import load_scenario
+
+    scenario = load_scenario(Path(__file__).parents[2] / "scenarios" / "crash_after_execution.yaml")
+    report = crash_matrix(scenario, RunOptions(backend="databricks"), keep=tmp_path)
+    assert report.points == [] and report.error is None and not report.failed
+    assert "nothing the killed process wrote is there" in report.not_applicable
+    assert list(tmp_path.iterdir()) == []  # no run was spent
