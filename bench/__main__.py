@@ -40,6 +40,7 @@ BENCHES = {
     "scale": "bench.scale",
     "contention": "bench.contention",
     "explore": "bench.explore",
+    "crash": "bench.crash",
 }
 
 

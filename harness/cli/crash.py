@@ -34,6 +34,16 @@ PARSER: dict[str, Any] = {
 }
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"--max-points needs a whole number of at least 1, not {text!r}")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("scenarios", nargs="*", metavar="SCENARIO",
                         help=f"scenario names (default: those tagged {DEFAULT_TAG}, else every scenario)")
@@ -42,6 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--points", choices=tuple(KINDS), default="after",
                         help="after each appended event, before each (inside the harness's wrapper of the store, "
                              "before the write), or both (default: %(default)s)")
+    parser.add_argument("--max-points", type=_positive, metavar="N",
+                        help="run only the first N crash points, in the order the run passed them (a quick look; "
+                             "the cost is then 1 + 2 x N runs)")
     parser.add_argument("--recovery", choices=("retry", "next_turn", "resume"),
                         help="how the target recovers (default: the target profile's 'recovery', else retry)")
     parser.add_argument("--keep", type=Path, metavar="DIR", help="keep every run's work folder and journal in DIR")
@@ -70,7 +83,7 @@ def crash(args: argparse.Namespace) -> int:
         report = crash_matrix(scenario, options, kinds=KINDS[args.points],
                               recovery=(declared.recovery if declared else None) or args.recovery,
                               jobs=args.jobs or 1, keep=args.keep,  # -j N: N points side by side
-                              only=[declared.point] if declared else None)
+                              only=[declared.point] if declared else None, max_points=args.max_points)
         failed = failed or report.failed
         rows = [point_row(p) for p in report.points]
         reports.append({"scenario": report.scenario, "target": report.target, "session_service":

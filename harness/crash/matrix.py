@@ -87,10 +87,10 @@ def backend_cannot_crash(options: RunOptions) -> str | None:
 
 def crash_matrix(scenario: Scenario, options: RunOptions, *, kinds: tuple[Kind, ...] = ("after",),
                  recovery: str | None = None, jobs: int = 1, keep: Path | None = None,
-                 only: list[tuple[Kind, int | str]] | None = None) -> CrashReport:
+                 only: list[tuple[Kind, int | str]] | None = None, max_points: int | None = None) -> CrashReport:
     """The crash matrix of ``scenario`` (scripted model); ``recovery`` overrides the profile's; ``keep`` keeps the
     work folders there; ``only`` runs these points instead of every point of ``kinds``: (kind, event index, or the
-    author of the first event it names)."""
+    author of the first event it names); ``max_points`` keeps the first N points in run order (a quick look)."""
     started = time.perf_counter()
     report = CrashReport(scenario=scenario.name)
     if keep is not None:
@@ -126,6 +126,7 @@ def crash_matrix(scenario: Scenario, options: RunOptions, *, kinds: tuple[Kind, 
         points = crash_points(result.trace, kinds) if only is None else [
             point_of(result.trace.events, kind=kind, **({"author": at} if isinstance(at, str) else {"index": at}))
             for kind, at in only]
+        points = points[:max_points] if max_points is not None else points
 
         def one(point: CrashPoint) -> PointResult:
             return _one_point(base, scenario, options, result, profile, point, how)

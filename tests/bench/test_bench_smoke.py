@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from bench import __main__ as bench_main
-from bench import explore, plots, store, suite
+from bench import crash, explore, plots, store, suite
 from bench.common import Row, geomean, loglog_slope, percentile
 
 # Left out of `tox -e fast` (end to end through other processes, or a long property run): tox.ini.
@@ -162,3 +162,20 @@ def test_quick_explore_rows_compare_with_plain_runs_and_minus_j_2(tmp_path, monk
     assert rate["baseline_name"] == "the same scenarios through run_scenario" and rate["baseline"] > 0
     parallel = next(r for r in rows if "with -j 2" in r["name"])
     assert parallel["met"] is True, parallel  # the same findings as -j 1
+
+
+def test_quick_crash_row_sets_the_matrix_against_normal_runs_times_points(tmp_path, monkeypatch):
+    """The crash row: `crash --max-points 1 -j 2` in a fresh process against the normal runs either side of it x 1
+    point; the reference agent passes its point (a failing point would say so in the row)."""
+    monkeypatch.setattr(crash, "QUICK_POINTS", 1)
+    monkeypatch.setattr(crash, "JOBS", (2,))  # -j 1 is the same code path: spare the smoke run three processes
+    assert bench_main.main(["--quick", "--only", "crash", "--out", str(tmp_path)]) == 0
+    report = json.loads((tmp_path / "latest.json").read_text())
+    [row] = report["rows"]
+    assert row["name"] == "crash matrix single_delegation, 1 after-points, -j 2, wall", row
+    normals = report["details"]["crash"]["normal_runs_s"]
+    assert len(normals) == 2 and row["baseline"] == pytest.approx(sum(normals) / 2)
+    assert row["ratio"] == pytest.approx(row["value"] / row["baseline"]) and row["target"] == "<= 1.0x"
+    matrix = report["details"]["crash"]["matrices"]["j2"]
+    assert matrix["points"] == 1 and matrix["failing"] == [] and matrix["exit"] == 0
+    assert isinstance(row["met"], bool) and "every point passed" in row["note"]

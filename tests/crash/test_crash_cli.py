@@ -46,3 +46,23 @@ def test_by_default_the_tagged_scenarios_run_else_all() -> None:
     assert "single_delegation" in tagged and "crash_after_execution" in tagged and "exit_loop" not in tagged
     untagged = [s for s in load_scenarios([SCENARIOS]) if "crash" not in s.tags and not s.crash][:3]
     assert default_selection(untagged) == untagged
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "two"])
+def test_max_points_must_be_a_positive_whole_number(bad: str, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["crash", "single_delegation", "--scenarios-dir", SCENARIOS, "--reports-dir", str(tmp_path),
+                 "--max-points", bad]) == EXIT_USAGE
+    assert "--max-points" in capsys.readouterr().err
+    assert not (tmp_path / "crash.json").exists()
+
+
+@pytest.mark.slow
+def test_max_points_runs_only_the_first_points_in_run_order(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["crash", "single_delegation", "--scenarios-dir", SCENARIOS, "--reports-dir", str(tmp_path),
+                 "--max-points", "1"]) == EXIT_OK
+    [scenario] = json.loads((tmp_path / "crash.json").read_text())["scenarios"]
+    [point] = scenario["points"]  # single_delegation passes 9 after-points; only its first runs
+    assert (point["kind"], point["index"], point["failed"]) == ("after", 0, False)
+    assert "1 point(s)" in capsys.readouterr().out
