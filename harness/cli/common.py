@@ -125,12 +125,9 @@ def sharded(args: argparse.Namespace, selection: list[Scenario]) -> tuple[list[S
 
 def adk_version() -> str:
     """The installed google-adk's version, recorded in the report: ``merge`` refuses shards of two ADK lines."""
-    from importlib.metadata import PackageNotFoundError, version
+    from adk_compat import installed_adk_version
 
-    try:
-        return version("google-adk")
-    except PackageNotFoundError:
-        return "unknown"
+    return installed_adk_version()
 
 
 def add_snapshots(parser: argparse.ArgumentParser) -> None:
