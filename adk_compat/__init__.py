@@ -231,13 +231,3 @@ def normalize_adk_test_ids(events: list[Any]) -> list[Any]:
 
     return agent_test_runner._normalize_ids(events)
 
-
-def installed_adk_version() -> str:
-    """The installed google-adk's version, for reports to *record* (``merge`` refuses shards run on two ADK lines).
-    Never branch on it: probe the feature above instead."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("google-adk")
-    except PackageNotFoundError:
-        return "unknown"

@@ -124,10 +124,15 @@ def sharded(args: argparse.Namespace, selection: list[Scenario]) -> tuple[list[S
 
 
 def adk_version() -> str:
-    """The installed google-adk's version, recorded in the report: ``merge`` refuses shards of two ADK lines."""
-    from adk_compat import installed_adk_version
+    """The installed google-adk's version, recorded in the report: ``merge`` refuses shards of two ADK lines.
+    Read from the package metadata, not adk_compat: the parallel parent must not import ADK (its workers do).
+    Recorded only, never branched on (tests/test_adk_compat.py names this one exemption)."""
+    from importlib.metadata import PackageNotFoundError, version
 
-    return installed_adk_version()
+    try:
+        return version("google-adk")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def add_snapshots(parser: argparse.ArgumentParser) -> None:
