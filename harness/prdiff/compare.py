@@ -9,7 +9,7 @@ from ..result import RunReport, ScenarioResult
 from ..trace.model import Trace
 from .model import FindingChange, RunDiff, ScenarioDiff, StateChange, VerdictChange
 from .requests import request_drift
-from .state import state_changes
+from ..snapshot.state_diff import state_changes
 from .verdicts import check_changes, finding_changes, scenario_change, sort_verdicts
 
 

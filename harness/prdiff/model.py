@@ -15,22 +15,11 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..snapshot.state_diff import StateChange  # noqa: F401 - part of a RunDiff (ScenarioDiff.state)
+
 Kind = Literal["regression", "improvement", "change"]
 HARNESS_ROWS = frozenset({"cassette", "snapshot", "script"})
 """Rows the harness adds beside the checks: they follow from a change rather than name it, so they sort last."""
-
-
-@dataclass(frozen=True)
-class StateChange:
-    place: str  # where: "turn 0, event 5" or "persisted session state of s-1"
-    author: str | None  # the event's author; None for persisted state
-    key: str | None  # the state key; None: an event added or removed with an empty delta
-    change: str  # what happened, in words: "no longer deleted", "now written", "value changed", "event added" ...
-    before: Any = None
-    after: Any = None
-    delta: str = "emitted"  # emitted | appended (an event's delta as the writer emitted it / as the service kept
-    # it on the event) | row (an event row storage holds) | persisted (the state storage holds at the end)
-    held: Literal["both", "base", "head"] = "both"  # which side holds the key (a None value is a delete, not absence)
 
 
 @dataclass(frozen=True)

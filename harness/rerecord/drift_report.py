@@ -91,43 +91,14 @@ def check_changes(old: ScenarioResult, new: ScenarioResult) -> list[CheckChange]
 
 
 def state_changes(old: Trace | None, new: Trace | None) -> list[StateChange]:
-    """Key by key: each event's emitted state delta (events paired by position) and each session's stored state
-    at its end (sessions paired by the order they were first stored in)."""
-    if old is None or new is None:
-        return []
-    from ..snapshot.normalize import normalize_state
+    """Key by key, as ``diff`` compares two runs (harness/snapshot/state_diff.py: events matched as a sequence,
+    storage's rows, the state stored at the end; ids, clock and paths normalised), each value shown as JSON."""
+    from ..snapshot.state_diff import state_changes as compared
 
-    changes: list[StateChange] = []
-    for index in range(max(len(old.events), len(new.events))):
-        a = old.events[index] if index < len(old.events) else None
-        b = new.events[index] if index < len(new.events) else None
-        authors = " / ".join(dict.fromkeys(e.author for e in (a, b) if e is not None))
-        changes += _keys(f"event {index} by {authors}", normalize_state(a.emitted_delta, old) if a else {},
-                         normalize_state(b.emitted_delta, new) if b else {})
-    old_final, new_final = _final_states(old), _final_states(new)
-    for number in range(max(len(old_final), len(new_final))):
-        changes += _keys(f"stored state of session {number + 1}", old_final[number] if number < len(old_final) else {},
-                         new_final[number] if number < len(new_final) else {})
-    return changes
-
-
-def _final_states(trace: Trace) -> list[dict[str, Any]]:
-    """Each session's stored state at its end, ids, wall clock and temporary paths rewritten (snapshot table)."""
-    from ..snapshot.normalize import normalize_state
-
-    sessions = list(dict.fromkeys(p.session_id for p in trace.persisted))
-    return [normalize_state(trace.final_persisted(s).session_state, trace)  # type: ignore[union-attr]
-            for s in sessions]
-
-
-def _keys(where: str, old: dict[str, Any], new: dict[str, Any]) -> list[StateChange]:
-    out = []
-    for key in dict.fromkeys([*old, *new]):
-        a = _shown(old[key]) if key in old else "(absent)"
-        b = _shown(new[key]) if key in new else "(absent)"
-        if a != b:
-            out.append(StateChange(where, key, a, b))
-    return out
+    return [StateChange(f"{c.place} by {c.author}" if c.author else c.place, str(c.key),
+                        _shown(c.before) if c.held != "head" else "(absent)",
+                        _shown(c.after) if c.held != "base" else "(absent)")
+            for c in compared(old, new) if c.key is not None]
 
 
 def _shown(value: Any) -> str:

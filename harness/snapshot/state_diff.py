@@ -10,12 +10,25 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterator
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
-from ..snapshot.normalize import normalize_state, normalize_trace
+from .normalize import normalize_state, normalize_trace
 from ..trace.model import Trace
-from .model import StateChange
 
+
+
+@dataclass(frozen=True)
+class StateChange:
+    place: str  # where: "turn 0, event 5" or "persisted session state of s-1"
+    author: str | None  # the event's author; None for persisted state
+    key: str | None  # the state key; None: an event added or removed with an empty delta
+    change: str  # what happened, in words: "no longer deleted", "now written", "value changed", "event added" ...
+    before: Any = None
+    after: Any = None
+    delta: str = "emitted"  # emitted | appended (an event's delta as the writer emitted it / as the service kept
+    # it on the event) | row (an event row storage holds) | persisted (the state storage holds at the end)
+    held: Literal["both", "base", "head"] = "both"  # which side holds the key (a None value is a delete, not absence)
 
 def _signature(event: dict[str, Any]) -> tuple[Any, ...]:
     return event["turn"], event["author"], tuple(event["function_calls"])
