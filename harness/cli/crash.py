@@ -88,11 +88,13 @@ def crash(args: argparse.Namespace) -> int:
         rows = [point_row(p) for p in report.points]
         reports.append({"scenario": report.scenario, "target": report.target, "session_service":
                         report.session_service, "failed": report.failed, "error": report.error,
-                        "not_applicable": report.not_applicable,
+                        "not_applicable": report.not_applicable, "note": report.note,
                         "uncrashed_failures": report.uncrashed_failures, "first_run_s": round(report.first_run_s, 2),
                         "seconds": round(report.seconds, 2), "points": rows})
         console.print(f"{scenario.name}: {len(rows)} point(s), {report.seconds:.0f} s "
                       f"(uncrashed run {report.first_run_s:.0f} s)", markup=False)
+        if report.note:
+            console.print(f"  note: {report.note}", markup=False)
         if report.uncrashed_failures:
             console.print(f"  note: the uncrashed run itself fails {', '.join(report.uncrashed_failures)} "
                           f"(`rlm-conformance run --llm-mode scripted {scenario.name}`)", markup=False)

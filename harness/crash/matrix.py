@@ -29,7 +29,11 @@ from .points import CrashPoint, Kind, crash_points, point_of
 from .recovery import RecoveryNotRun, recovery_scenario, sessions_touched
 
 CHILD_TIMEOUT_S = 300
-IN_MEMORY = ("InMemorySessionService",)  # ADK's own: nothing it holds survives its process
+# What a target whose session service keeps nothing across processes (an App fresh from `init` runs on ADK's
+# InMemorySessionService) crashes on instead: ADK's durable service, as such an App is deployed. An explicit
+# --session-service adk-memory stays n/a.
+DURABLE_FALLBACK = "adk-sqlite"
+EXPLICIT_IN_MEMORY = "adk-memory"
 
 
 @dataclass
@@ -54,6 +58,7 @@ class CrashReport:
     points: list[PointResult] = field(default_factory=list)
     not_applicable: str | None = None
     error: str | None = None
+    note: str | None = None  # how the matrix ran other than asked (the durable fallback), said with the results
     uncrashed_failures: list[str] = field(default_factory=list)  # checks the uncrashed run fails (said, not judged)
     first_run_s: float = 0.0
     seconds: float = 0.0
@@ -64,11 +69,14 @@ class CrashReport:
 
 
 def _run_child(folder: Path, name: str, scenario: Scenario, options: RunOptions, *, kill: CrashPoint | None,
-               read_sessions: list[tuple[str, str]] = ()) -> tuple[int, dict[str, Any] | None, Path, str]:
+               read_sessions: list[tuple[str, str]] = (), probe: bool = False,
+               ) -> tuple[int, dict[str, Any] | None, Path, str]:
     """Run ``scenario`` in a child process on ``options.work_dir``: (exit code, what it wrote, journal, stderr)."""
     spec, out, journal = folder / f"{name}.spec", folder / f"{name}.out", folder / f"{name}.journal.jsonl"
+    out.unlink(missing_ok=True)  # a run of the same name before (the durable fallback's second first run)
     spec.write_bytes(pickle.dumps({"scenario": scenario, "options": options, "journal": str(journal), "kill": kill,
-                                   "read_sessions": list(read_sessions), "out": str(out)}))
+                                   "read_sessions": list(read_sessions), "out": str(out),
+                                   "probe": probe}))
     done = subprocess.run([sys.executable, "-m", "harness.crash.child", str(spec)], capture_output=True, text=True,
                           timeout=CHILD_TIMEOUT_S)
     wrote = pickle.loads(out.read_bytes()) if out.exists() else None
@@ -103,10 +111,19 @@ def crash_matrix(scenario: Scenario, options: RunOptions, *, kinds: tuple[Kind, 
         report.seconds = time.perf_counter() - started
         return report
     try:
-        first = base / "uncrashed"
-        first.mkdir()
-        code, wrote, _, stderr = _run_child(base, "uncrashed", scenario, replace(options, work_dir=first / "work"),
-                                            kill=None)
+        code, wrote, stderr = _uncrashed(base, scenario, options)
+        kept = _keeps_across_processes(base, scenario, options) if _ran(wrote) else True
+        if not kept and options.session_service != EXPLICIT_IN_MEMORY:
+            service = wrote["result"].session_service
+            options = replace(options, session_service=DURABLE_FALLBACK)
+            report.note = (f"the target's session service {service} kept nothing across processes (a fresh process "
+                           f"found none of the sessions the uncrashed run stored): crashed on ADK's "
+                           f"DatabaseSessionService (sqlite, --session-service {DURABLE_FALLBACK}) instead; name a "
+                           f"store of yours that outlives its process with --session-service (or session-service in "
+                           f"the project) to crash on it")
+            shutil.rmtree(base / "uncrashed", ignore_errors=True)
+            code, wrote, stderr = _uncrashed(base, scenario, options)
+            kept = _keeps_across_processes(base, scenario, options) if _ran(wrote) else True
         report.first_run_s = time.perf_counter() - started
         if wrote is None:
             report.error = f"the uncrashed run's process ended with exit {code}: {stderr[-2000:]}"
@@ -117,9 +134,11 @@ def crash_matrix(scenario: Scenario, options: RunOptions, *, kinds: tuple[Kind, 
             report.error = f"the uncrashed run cannot be the reference: {result.error}"
             return report
         report.uncrashed_failures = [c.name for c in result.checks if c.failed]
-        if result.session_service in IN_MEMORY:
+        if not kept:
             report.not_applicable = (f"the session service {result.session_service} keeps nothing across "
-                                     f"processes: there is nothing to recover after a crash")
+                                     f"processes (a fresh process found none of the sessions the uncrashed run "
+                                     f"stored): there is nothing to recover after a crash (leave --session-service "
+                                     f"unset to crash on ADK's sqlite service, or name a store of yours)")
             return report
         profile = wrote["profile"]
         how = recovery or profile.recovery
@@ -138,6 +157,29 @@ def crash_matrix(scenario: Scenario, options: RunOptions, *, kinds: tuple[Kind, 
         report.seconds = time.perf_counter() - started
         if keep is None:
             shutil.rmtree(base, ignore_errors=True)
+
+
+def _uncrashed(base: Path, scenario: Scenario, options: RunOptions) -> tuple[int, dict[str, Any] | None, str]:
+    first = base / "uncrashed"
+    first.mkdir(exist_ok=True)
+    code, wrote, _, stderr = _run_child(base, "uncrashed", scenario, replace(options, work_dir=first / "work"),
+                                        kill=None)
+    return code, wrote, stderr
+
+
+def _ran(wrote: dict[str, Any] | None) -> bool:
+    return wrote is not None and not wrote["result"].error and wrote["result"].trace is not None
+
+
+def _keeps_across_processes(base: Path, scenario: Scenario, options: RunOptions) -> bool:
+    """Whether a fresh process, building the target on the uncrashed run's folder, finds a session that run stored
+    (or fails reading one: session_readable_prefix says so). A probe, not a class list: a user's service
+    that subclasses ADK's in-memory one, or keeps a dict, is found out the same way as ADK's."""
+    sessions = [(spec.user, scenario.session_id(i)) for i, spec in enumerate(scenario.sessions)]
+    _, wrote, _, _ = _run_child(base, "probe", scenario, replace(options, work_dir=base / "uncrashed" / "work"),
+                                kill=None, read_sessions=sessions, probe=True)
+    read = (wrote or {}).get("reads", {}).get("sessions", {})
+    return wrote is None or any(found is not None for found in read.values())
 
 
 def _one_point(base: Path, scenario: Scenario, options: RunOptions, uncrashed: ScenarioResult, profile: Any,
