@@ -40,7 +40,7 @@ def _code_ran(records: list[EventRecord]) -> bool:
     return any(part.kind == "code_execution_result" for r in records for part in r.code_parts)
 
 
-def _answered(records: list[EventRecord], agent: str) -> int:
+def answered(records: list[EventRecord], agent: str) -> int:
     """The agent's answers the store acknowledged whole: a text, calls whose responses were acknowledged too, code
     (ADK's code executors) whose result was (a call whose tool never answered, code that never ran, died with the
     process: the model is asked again)."""
@@ -59,7 +59,7 @@ def remaining_script(scenario: Scenario, journal: Journal) -> dict[str, list]:
     left = {}
     for agent, steps in scenario.script.items():
         served = journal.served.get(agent, [])
-        acked = len(served) if agent == SUB_LM else _answered(journal.records, agent)
+        acked = len(served) if agent == SUB_LM else answered(journal.records, agent)
         consumed, answers = set(), 0
         for index in served:
             if isinstance(steps[index], FaultStep):
