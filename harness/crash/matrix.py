@@ -59,6 +59,7 @@ class CrashReport:
     not_applicable: str | None = None
     error: str | None = None
     note: str | None = None  # how the matrix ran other than asked (the durable fallback), said with the results
+    uncrashed: ScenarioResult | None = field(default=None, repr=False)  # the reference run (not in crash.json)
     uncrashed_failures: list[str] = field(default_factory=list)  # checks the uncrashed run fails (said, not judged)
     first_run_s: float = 0.0
     seconds: float = 0.0
@@ -129,7 +130,7 @@ def crash_matrix(scenario: Scenario, options: RunOptions, *, kinds: tuple[Kind, 
             report.error = f"the uncrashed run's process ended with exit {code}: {stderr[-2000:]}"
             return report
         result: ScenarioResult = wrote["result"]
-        report.target, report.session_service = result.target, result.session_service
+        report.target, report.session_service, report.uncrashed = result.target, result.session_service, result
         if result.error or result.trace is None:
             report.error = f"the uncrashed run cannot be the reference: {result.error}"
             return report
