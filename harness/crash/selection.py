@@ -26,7 +26,7 @@ EVIDENCE_LINES = 3
 def default_selection(scenarios: list[Any]) -> list[Any]:
     """The scenarios tagged ``crash`` or declaring a crash or concurrent case, else all of them (a project fresh
     from ``init``: its smoke scenario) — never a scenario picked by name, which would be some agent's."""
-    return [s for s in scenarios if DEFAULT_TAG in s.tags or s.crash] or list(scenarios)
+    return [s for s in scenarios if DEFAULT_TAG in s.tags or s.crash or s.concurrent] or list(scenarios)
 
 
 def run_crash(scenario: Scenario, options: RunOptions, *, points: str = "after", recovery: str | None = None,
@@ -35,6 +35,10 @@ def run_crash(scenario: Scenario, options: RunOptions, *, points: str = "after",
     runners at once, any other scenario the matrix of ``points`` (a key of ``KINDS``)."""
     from .matrix import crash_matrix
 
+    if scenario.concurrent is not None:
+        from .concurrent import concurrent_run
+
+        return concurrent_run(scenario, options, keep=keep)
     declared = scenario.crash  # a crash case kept as a regression: its one point, its recovery
     return crash_matrix(scenario, options, kinds=KINDS[points], recovery=(declared.recovery if declared else None)
                         or recovery, jobs=jobs, keep=keep, only=[declared.point] if declared else None,
@@ -51,6 +55,8 @@ def report_row(report: CrashReport) -> dict[str, Any]:
            "seconds": round(report.seconds, 2), "points": [point_row(p) for p in report.points]}
     if getattr(report, "concurrent", None) is not None:
         row["concurrent"] = report.concurrent
+        row["checks"] = [{"name": c.name, "status": c.status.value, "explanation": c.explanation,
+                          "evidence": list(c.evidence)} for c in report.checks]
     return row
 
 
@@ -65,6 +71,10 @@ def report_lines(report: CrashReport) -> list[str]:
     if report.uncrashed_failures:
         lines.append(f"  note: the uncrashed run itself fails {', '.join(report.uncrashed_failures)} "
                      f"(`rlm-conformance run --llm-mode scripted {report.scenario}`)")
+    if getattr(report, "concurrent", None) is not None:  # a concurrent case: its runners, then its checks
+        c = report.concurrent
+        lines[0] = (f"{report.scenario}: {c['runners']} runners at once ({c['sessions']} session), "
+                    f"{report.seconds:.0f} s")
     if report.error or report.not_applicable:
         lines.append(f"  {'ERROR' if report.error else 'n/a'}: {report.error or report.not_applicable}")
     for row in rows:
@@ -75,6 +85,11 @@ def report_lines(report: CrashReport) -> list[str]:
         for c in row["checks"]:
             if c["status"] == "fail":
                 lines += [f"      {c['name']}: {line}" for line in (c["explanation"], *c["evidence"][:EVIDENCE_LINES])]
+    for check in getattr(report, "checks", ()):
+        verdict = {"fail": "FAIL", "n/a": "n/a"}.get(check.status.value, check.status.value)
+        lines.append(f"  {check.name:<40} {verdict:<5} {check.explanation if verdict != 'pass' else ''}".rstrip())
+        if check.failed:
+            lines += [f"      {line}" for line in check.evidence[:EVIDENCE_LINES * 4]]
     return lines
 
 
@@ -84,6 +99,9 @@ def not_judged(report: CrashReport) -> str | None:
         return None
     if report.not_applicable:
         return report.not_applicable
+    checks = getattr(report, "checks", ())
+    if checks and all(c.status.value == "n/a" for c in checks if not c.name.startswith("concurrent:")):
+        return "; ".join(c.explanation for c in checks if c.status.value == "n/a")
     if report.points and all(p.not_applicable for p in report.points):
         reasons = sorted({p.not_applicable or "" for p in report.points})
         return f"every crash point is n/a: {'; '.join(reasons)}"
