@@ -74,3 +74,21 @@ def test_an_in_memory_service_is_a_skip_saying_why(project: InnerProject) -> Non
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["*crash crash_after_execution: the session service InMemorySessionService keeps "
                                  "nothing across processes*"])
+
+
+@pytest.mark.slow
+def test_a_concurrent_case_is_a_crash_item_failing_by_the_witness_and_its_scenario_item_a_skip(
+        project: InnerProject) -> None:
+    project.write("scenarios/concurrent_double_submit.yaml",
+                  (REPO / "scenarios" / "concurrent_double_submit.yaml").read_text(encoding="utf-8"))
+    result = project.run("--rlm-crash", "after", "-k", "concurrent_double_submit", "-rs", "--session-service",
+                         "tests.contract.concurrent_services:unchecked_delta_file")
+    result.assert_outcomes(failed=1, skipped=1)
+    result.stdout.fnmatch_lines([
+        "concurrent_double_submit: 2 runners at once (same session), * s",
+        "  concurrent_history * FAIL  Runners at once lost or doubled what the store acknowledged: *",
+        "      lost_update (user:rlm:history): *",
+        "        minimal witness:",
+    ])
+    result.stdout.fnmatch_lines(["SKIPPED * concurrent_double_submit is a concurrent case: *rlm-conformance crash "
+                                 "concurrent_double_submit*"])
