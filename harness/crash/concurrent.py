@@ -208,8 +208,10 @@ def runner_plans(scenario: Scenario) -> list[tuple[str, str, list[Any], dict[str
         session = scenario.sessions[own]
         if spec.sessions == "same":
             session_id = scenario.session_id(0)
+        elif len(scenario.sessions) > 1:
+            session_id = scenario.session_id(own)
         else:
-            session_id = scenario.session_id(own) if len(scenario.sessions) > 1 else f"{scenario.session_id(0)}-r{index}"
+            session_id = f"{scenario.session_id(0)}-r{index}"
         plans.append((session.user, session_id, list(session.turns), dict(session.initial_state)))
     return plans
 
@@ -257,10 +259,12 @@ def concurrent_run(scenario: Scenario, options: RunOptions, *, keep: Path | None
 
     assert scenario.concurrent is not None
     started = time.perf_counter()
-    report = ConcurrentReport(scenario=scenario.name)
+    spec = scenario.concurrent
+    report = ConcurrentReport(scenario=scenario.name, concurrent={"runners": spec.runners, "sessions": spec.sessions})
     options = replace(options, llm_mode=LlmMode.SCRIPTED, record=False, observer=None, probe_session_service=False)
     report.not_applicable = backend_cannot_crash(options)
     if report.not_applicable:
+        report.seconds = time.perf_counter() - started
         return report
     if keep is not None:
         keep.mkdir(parents=True, exist_ok=True)
@@ -280,9 +284,7 @@ def concurrent_run(scenario: Scenario, options: RunOptions, *, keep: Path | None
     history, verdict = history_result(driver)
     report.checks = (history, *(CheckResult(f"concurrent:{c.name}", c.status, c.explanation, c.evidence)
                                 for c in result.checks if c.name in STATE_CHECKS))
-    spec = scenario.concurrent
-    report.concurrent = {"runners": spec.runners, "sessions": spec.sessions, "appends": verdict.appends,
-                         "acknowledged": verdict.acknowledged, "refused": verdict.refused,
-                         "anomalies": sorted(verdict.names()), "overlapped": overlapped(driver.ops),
-                         "turn_errors": driver.turn_errors}
+    report.concurrent |= {"appends": verdict.appends, "acknowledged": verdict.acknowledged,
+                          "refused": verdict.refused, "anomalies": sorted(verdict.names()),
+                          "overlapped": overlapped(driver.ops), "turn_errors": driver.turn_errors}
     return report

@@ -73,8 +73,8 @@ def report_lines(report: CrashReport) -> list[str]:
                      f"(`rlm-conformance run --llm-mode scripted {report.scenario}`)")
     if getattr(report, "concurrent", None) is not None:  # a concurrent case: its runners, then its checks
         c = report.concurrent
-        lines[0] = (f"{report.scenario}: {c['runners']} runners at once ({c['sessions']} session), "
-                    f"{report.seconds:.0f} s")
+        where = "one session" if c["sessions"] == "same" else "a session each"
+        lines[0] = f"{report.scenario}: {c['runners']} runners at once ({where}), {report.seconds:.0f} s"
     if report.error or report.not_applicable:
         lines.append(f"  {'ERROR' if report.error else 'n/a'}: {report.error or report.not_applicable}")
     for row in rows:

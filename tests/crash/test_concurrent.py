@@ -10,7 +10,8 @@ import pytest
 
 from harness.cli import EXIT_OK, main
 from harness.contract.history import Op
-from harness.crash.concurrent import CHECK, ConcurrentDriver, ConcurrentReport, concurrent_run, history_result, runner_plans
+from harness.crash.concurrent import (CHECK, ConcurrentDriver, ConcurrentReport, concurrent_run, history_result,
+                                      runner_plans)
 from harness.crash.selection import report_lines
 from harness.run.options import RunOptions
 from harness.scenario.loader import ScenarioError, load_scenario, parse_scenario
