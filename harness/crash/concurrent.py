@@ -19,6 +19,8 @@ is read once through the store. Judged:
   ``user:``/``app:`` read-modify-write lost, no refused append stored, no event lost or stored twice, no read
   failed, each with its minimal witness. A runner refused with a stale-session error is a conflict the caller saw,
   not a failure; n/a (saying so) when the runners' turns never overlapped: nothing raced.
+* ``conflicts_surfaced`` — a turn whose append the store refused ends in an error its caller sees (or stores that
+  event on a retry in the same turn): a turn reporting success with a write dropped fails.
 * ``concurrent:<check>`` — the per-event state checks (``STATE_CHECKS``) on the run's trace.
 
 The scripted model serves every runner from one script, each agent's steps in arrival order: a concurrent case's
@@ -52,6 +54,7 @@ from .checks import RECOVERY_STATE_CHECKS
 from .matrix import IN_MEMORY, CrashReport, backend_cannot_crash
 
 CHECK = "concurrent_history"
+SURFACED = "conflicts_surfaced"
 STATE_CHECKS = tuple(c for c in RECOVERY_STATE_CHECKS if c != "outcome_from_storage")
 """The per-event state checks run on a concurrent case's trace; outcome_from_storage is left out: a turn's outcome
 is read back after the other runner may have written over it (the history check judges what was lost)."""
@@ -144,6 +147,8 @@ class ConcurrentDriver:
     ops: list[Op] = field(default_factory=list)
     finals: list[Op] = field(default_factory=list)
     turn_errors: list[str] = field(default_factory=list)
+    # Each runner's turn: (runner, its message, the ops it made, whether the caller was told of an error).
+    turns: list[tuple[str, str, list[Op], bool]] = field(default_factory=list)
 
     async def __call__(self, scenario: Scenario, built: Any, service: Any, runner: Any, app_name: str, trace: Any,
                        turn_counter: dict[str, int]) -> None:
@@ -164,14 +169,16 @@ class ConcurrentDriver:
             mine = Runner(app=runner.app, session_service=ObservedSessionService(service, writers[index]),
                           artifact_service=runner.artifact_service, memory_service=runner.memory_service)
             for turn in turns:
-                run_error = None
+                first, run_error = len(writers[index].ops), None
                 try:
                     outcome = await built.run_turn(mine, user, session_id, turn.user)
                 except Exception as exc:  # noqa: BLE001 - a refused runner's turn ends in the error it saw
                     outcome, run_error = TurnOutcome(crash=describe_error(exc)), error_text(exc)
-                if run_error or outcome.error:
+                told = bool(run_error or outcome.error or outcome.crash)
+                if told:
                     self.turn_errors.append(f"runner r{index}, session {session_id}, turn {turn.user!r}: "
-                                            f"{run_error or outcome.error}")
+                                            f"{run_error or outcome.error or outcome.crash.describe()}")
+                self.turns.append((f"r{index}", turn.user, writers[index].ops[first:], told))
                 trace.turns.append(TurnRecord(turn=turn_counter["turn"], session_id=session_id, user_id=user,
                                               message=turn.user, outcome=outcome, run_error=run_error))
                 turn_counter["turn"] += 1
@@ -240,6 +247,27 @@ def history_result(driver: ConcurrentDriver) -> tuple[CheckResult, Verdict]:
     return passed(CHECK, f"No acknowledged write, user:/app: update or event lost or doubled; {said}."), verdict
 
 
+def conflicts_surfaced(driver: ConcurrentDriver) -> CheckResult:
+    """A turn whose append the store refused either tells its caller (the turn ends in an error) or stores that
+    event after all (a reload and a retry acknowledged in the same turn); a turn that reports success with a write
+    dropped tells the user their message was handled when the store kept nothing of it."""
+    problems, refused = [], 0
+    for runner, message, ops, told in driver.turns:
+        dropped = [op for op in ops if op.kind == "append" and op.ok is False
+                   and not any(o.kind == "append" and o.ok and o.event == op.event and o.seq > op.seq for o in ops)]
+        refused += len(dropped)
+        if dropped and not told:
+            problems.append(f"runner {runner}'s turn {message!r} ended without an error, yet {dropped[0].describe()}"
+                            + (f" (and {len(dropped) - 1} more append(s))" if len(dropped) > 1 else ""))
+    if problems:
+        return failed(SURFACED, "A turn whose write the store refused reported success: the conflict was not "
+                                "surfaced to the caller.", problems)
+    if not refused:
+        return not_applicable(SURFACED, "No append was refused: there was no conflict to surface.")
+    return passed(SURFACED, f"Every turn with a refused append ({refused} of them) ended in an error its caller "
+                            f"saw, or stored the event on a retry.")
+
+
 @dataclass
 class ConcurrentReport(CrashReport):
     """A concurrent case's crash report: no crash points, its checks instead."""
@@ -282,8 +310,9 @@ def concurrent_run(scenario: Scenario, options: RunOptions, *, keep: Path | None
                                  f"in-memory service merges a stale append, #5244: docs/session-store.md)")
         return report
     history, verdict = history_result(driver)
-    report.checks = (history, *(CheckResult(f"concurrent:{c.name}", c.status, c.explanation, c.evidence)
-                                for c in result.checks if c.name in STATE_CHECKS))
+    state = (CheckResult(f"concurrent:{c.name}", c.status, c.explanation, c.evidence) for c in result.checks
+             if c.name in STATE_CHECKS)
+    report.checks = (history, conflicts_surfaced(driver), *state)
     report.concurrent |= {"appends": verdict.appends, "acknowledged": verdict.acknowledged,
                           "refused": verdict.refused, "anomalies": sorted(verdict.names()),
                           "overlapped": overlapped(driver.ops), "turn_errors": driver.turn_errors}

@@ -10,8 +10,8 @@ import pytest
 
 from harness.cli import EXIT_OK, main
 from harness.contract.history import Op
-from harness.crash.concurrent import (CHECK, ConcurrentDriver, ConcurrentReport, concurrent_run, history_result,
-                                      runner_plans)
+from harness.crash.concurrent import (CHECK, SURFACED, ConcurrentDriver, ConcurrentReport, concurrent_run,
+                                      history_result, runner_plans)
 from harness.crash.selection import report_lines
 from harness.run.options import RunOptions
 from harness.scenario.loader import ScenarioError, load_scenario, parse_scenario
@@ -20,6 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = REPO / "scenarios"
 DOUBLE_SUBMIT = load_scenario(SCENARIOS / "concurrent_double_submit.yaml")
 UNCHECKED = "tests.contract.concurrent_services:unchecked_delta_file"
+BROKEN = "tests.crash.concurrent_broken_targets"
 TEXT = (SCENARIOS / "concurrent_double_submit.yaml").read_text(encoding="utf-8")
 
 
@@ -102,6 +103,7 @@ def test_the_reference_store_keeps_every_acknowledged_write_of_a_double_submit()
     assert report.concurrent["overlapped"] and report.concurrent["anomalies"] == []
     # The runner that came second was told: its append refused with the store's stale-session error.
     assert report.concurrent["refused"] >= 1 and any("StaleSessionError" in e for e in report.concurrent["turn_errors"])
+    assert {c.name: c.status.value for c in report.checks}[SURFACED] == "pass"
 
 
 @pytest.mark.slow
@@ -129,3 +131,13 @@ def test_run_skips_a_concurrent_case_saying_crash_runs_it(tmp_path: Path, capsys
     out = " ".join(capsys.readouterr().out.split())
     assert "skipped: concurrent_double_submit is a concurrent case" in out
     assert "rlm-conformance crash concurrent_double_submit" in out and "0 scenarios" in out
+
+
+@pytest.mark.slow
+def test_a_turn_that_hides_its_refused_write_fails_conflicts_surfaced() -> None:
+    report = concurrent_run(DOUBLE_SUBMIT, RunOptions(target=f"{BROKEN}:swallows_conflicts"))
+    checks = {c.name: c for c in report.checks}
+    assert checks[SURFACED].failed, "\n".join(report_lines(report))
+    assert "ended without an error, yet r" in checks[SURFACED].evidence[0]
+    assert "StaleSessionError" in checks[SURFACED].evidence[0]
+    assert checks[CHECK].status.value == "pass"  # the store lost nothing: the agent hid the conflict
