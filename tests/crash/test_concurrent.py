@@ -125,9 +125,13 @@ def test_an_in_memory_service_is_not_applicable_saying_why() -> None:
     assert "InMemorySessionService lives in one process's memory" in report.not_applicable
 
 
-def test_run_skips_a_concurrent_case_saying_crash_runs_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["run", "--scenario", "concurrent_double_submit", "--scenarios-dir", str(SCENARIOS),
-                 "--reports-dir", str(tmp_path), "--llm-mode", "scripted", "--no-progress"]) == EXIT_OK
+@pytest.mark.parametrize("verb", ["run", "record"])
+def test_run_and_record_skip_a_concurrent_case_saying_crash_runs_it(verb: str, tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([verb, "--scenario", "concurrent_double_submit", "--scenarios-dir", str(SCENARIOS),
+                 "--reports-dir", str(tmp_path), "--cassette-dir", str(tmp_path / "cassettes"), "--llm-mode",
+                 "scripted", "--no-progress"]) == EXIT_OK
+    assert not (tmp_path / "cassettes").exists()
     out = " ".join(capsys.readouterr().out.split())
     assert "skipped: concurrent_double_submit is a concurrent case" in out
     assert "rlm-conformance crash concurrent_double_submit" in out and "0 scenarios" in out
