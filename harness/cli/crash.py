@@ -5,7 +5,8 @@ failing checks, writes reports/crash.json; exit 1 on any failure, 2 on bad input
 Cost: 1 + 2 x points scenario runs per scenario, each in a process of its own: single_delegation has 9 events, so
 9 points of a kind (19 runs). By default it runs the scenarios tagged ``crash`` (a project picks the few worth the
 cost), else every scenario of the folder; a scenario with a ``crash:`` field runs its one declared point and recovery
-(a crash case kept as a regression).
+(a crash case kept as a regression); one with a ``concurrent:`` field runs its runners at once, judged by their
+client-observed histories (harness/crash/concurrent.py).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ PARSER: dict[str, Any] = {
                    "fresh process recovers as the target profile's 'recovery' says (retry: the crashed turn's "
                    "message again; next_turn: the next message). Checks: effects_exactly_once, result_not_lost, "
                    "consume_once, recovered_outcome, session_readable_prefix, and the state checks on the recovery. "
+                   "A concurrent: case runs its runners at once instead (concurrent_history, conflicts_surfaced). "
                    "Scripted model only. Cost: 1 + 2 x points runs per scenario. Exit 0 all passed, 1 a check "
                    "failed or a point could not run, 2 bad input.",
 }
