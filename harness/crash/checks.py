@@ -198,6 +198,8 @@ def recovered_outcome(h: CombinedHistory) -> CheckResult:
     expectations = run_checks(CheckContext(trace=trace, scenario=h.recovery_scenario, profile=h.profile),
                               only=["scenario_expectations"])
     problems += [f"{e}" for r in expectations if r.failed for e in (r.explanation, *r.evidence)]
+    problems += [f"the recovery's turn {t.turn} raised {t.outcome.crash.describe()}" for t in trace.turns
+                 if t.outcome.crash is not None and not t.outcome.crash.expected]
     want = h.uncrashed.turns[-1].outcome.termination if h.uncrashed.turns else None
     got = trace.turns[-1].outcome.termination
     if want != got:

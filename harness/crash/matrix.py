@@ -26,7 +26,8 @@ from ..scenario.models import Scenario
 from .checks import CombinedHistory, crash_checks
 from .journal import read_journal
 from .points import CrashPoint, Kind, crash_points, point_of
-from .recovery import RecoveryNotRun, recovery_scenario, sessions_touched
+from .recovery import RecoveryNotRun, recovery_scenario, resumed_invocation, sessions_touched
+from .resume import Resume
 
 CHILD_TIMEOUT_S = 300
 IN_MEMORY = ("InMemorySessionService",)  # ADK's own: nothing it holds survives its process
@@ -64,11 +65,12 @@ class CrashReport:
 
 
 def _run_child(folder: Path, name: str, scenario: Scenario, options: RunOptions, *, kill: CrashPoint | None,
-               read_sessions: list[tuple[str, str]] = ()) -> tuple[int, dict[str, Any] | None, Path, str]:
+               read_sessions: list[tuple[str, str]] = (), resume: Resume | None = None
+               ) -> tuple[int, dict[str, Any] | None, Path, str]:
     """Run ``scenario`` in a child process on ``options.work_dir``: (exit code, what it wrote, journal, stderr)."""
     spec, out, journal = folder / f"{name}.spec", folder / f"{name}.out", folder / f"{name}.journal.jsonl"
     spec.write_bytes(pickle.dumps({"scenario": scenario, "options": options, "journal": str(journal), "kill": kill,
-                                   "read_sessions": list(read_sessions), "out": str(out)}))
+                                   "read_sessions": list(read_sessions), "out": str(out), "resume": resume}))
     done = subprocess.run([sys.executable, "-m", "harness.crash.child", str(spec)], capture_output=True, text=True,
                           timeout=CHILD_TIMEOUT_S)
     wrote = pickle.loads(out.read_bytes()) if out.exists() else None
@@ -123,6 +125,9 @@ def crash_matrix(scenario: Scenario, options: RunOptions, *, kinds: tuple[Kind, 
             return report
         profile = wrote["profile"]
         how = recovery or profile.recovery
+        if how == "resume" and wrote.get("cannot_resume"):
+            report.not_applicable = f"recovery 'resume': {wrote['cannot_resume']}"
+            return report
         points = crash_points(result.trace, kinds) if only is None else [
             point_of(result.trace.events, kind=kind, **({"author": at} if isinstance(at, str) else {"index": at}))
             for kind, at in only]
@@ -160,8 +165,9 @@ def _one_point(base: Path, scenario: Scenario, options: RunOptions, uncrashed: S
         except RecoveryNotRun as exc:
             outcome.not_applicable = str(exc)
             return outcome
+        resume = resumed_invocation(scenario, crashed_turn=point.turn, journal=journal) if how == "resume" else None
         code, wrote, _, stderr = _run_child(folder, "recovery", recovering, work, kill=None,
-                                            read_sessions=sessions_touched(scenario, point.turn))
+                                            read_sessions=sessions_touched(scenario, point.turn), resume=resume)
         if wrote is None:
             outcome.error = f"the recovery's process ended with exit {code}: {stderr[-2000:]}"
             return outcome
