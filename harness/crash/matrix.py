@@ -26,7 +26,8 @@ from ..scenario.models import Scenario
 from .checks import CombinedHistory, crash_checks
 from .journal import read_journal
 from .points import CrashPoint, Kind, crash_points, point_of
-from .recovery import RecoveryNotRun, recovery_scenario, sessions_touched
+from .recovery import RecoveryNotRun, recovery_scenario, resumed_invocation, sessions_touched
+from .resume import Resume
 
 CHILD_TIMEOUT_S = 300
 # What a target whose session service keeps nothing across processes (an App fresh from `init` runs on ADK's
@@ -70,14 +71,14 @@ class CrashReport:
 
 
 def _run_child(folder: Path, name: str, scenario: Scenario, options: RunOptions, *, kill: CrashPoint | None,
-               read_sessions: list[tuple[str, str]] = (), probe: bool = False,
+               read_sessions: list[tuple[str, str]] = (), probe: bool = False, resume: Resume | None = None,
                ) -> tuple[int, dict[str, Any] | None, Path, str]:
     """Run ``scenario`` in a child process on ``options.work_dir``: (exit code, what it wrote, journal, stderr)."""
     spec, out, journal = folder / f"{name}.spec", folder / f"{name}.out", folder / f"{name}.journal.jsonl"
     out.unlink(missing_ok=True)  # a run of the same name before (the durable fallback's second first run)
     spec.write_bytes(pickle.dumps({"scenario": scenario, "options": options, "journal": str(journal), "kill": kill,
                                    "read_sessions": list(read_sessions), "out": str(out),
-                                   "probe": probe}))
+                                   "probe": probe, "resume": resume}))
     done = subprocess.run([sys.executable, "-m", "harness.crash.child", str(spec)], capture_output=True, text=True,
                           timeout=CHILD_TIMEOUT_S)
     wrote = pickle.loads(out.read_bytes()) if out.exists() else None
@@ -143,6 +144,9 @@ def crash_matrix(scenario: Scenario, options: RunOptions, *, kinds: tuple[Kind, 
             return report
         profile = wrote["profile"]
         how = recovery or profile.recovery
+        if how == "resume" and wrote.get("cannot_resume"):
+            report.not_applicable = f"recovery 'resume': {wrote['cannot_resume']}"
+            return report
         points = crash_points(result.trace, kinds) if only is None else [
             point_of(result.trace.events, kind=kind, **({"author": at} if isinstance(at, str) else {"index": at}))
             for kind, at in only]
@@ -203,14 +207,15 @@ def _one_point(base: Path, scenario: Scenario, options: RunOptions, uncrashed: S
         except RecoveryNotRun as exc:
             outcome.not_applicable = str(exc)
             return outcome
+        resume = resumed_invocation(scenario, crashed_turn=point.turn, journal=journal) if how == "resume" else None
         code, wrote, _, stderr = _run_child(folder, "recovery", recovering, work, kill=None,
-                                            read_sessions=sessions_touched(scenario, point.turn))
+                                            read_sessions=sessions_touched(scenario, point.turn), resume=resume)
         if wrote is None:
             outcome.error = f"the recovery's process ended with exit {code}: {stderr[-2000:]}"
             return outcome
         history = CombinedHistory(scenario=scenario, uncrashed=uncrashed.trace, profile=wrote["profile"] or profile,
                                   point=point, journal=journal, reads=wrote["reads"], recovery=wrote["result"],
-                                  recovery_scenario=recovering)
+                                  recovery_scenario=recovering, resumed=resume.invocation_id if resume else None)
         outcome.checks = crash_checks(history)
         return outcome
     finally:

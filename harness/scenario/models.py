@@ -167,9 +167,10 @@ class CrashAt(_Model):
                                   "appended events (from 0), or the first event of this author.")
     before: int | Annotated[str, StringConstraints(min_length=1)] | None = Field(
         default=None, description="Or: kill right before this event is written (index or author, as 'after').")
-    recovery: Literal["retry", "next_turn"] | None = Field(
-        default=None, description="How a fresh process recovers: retry (the crashed turn's message again) or "
-                                  "next_turn (the next message); null: the target profile's 'recovery'.")
+    recovery: Literal["retry", "next_turn", "resume"] | None = Field(
+        default=None, description="How a fresh process recovers: retry (the crashed turn's message again), "
+                                  "next_turn (the next message) or resume (ADK resumes the interrupted invocation: "
+                                  "a resumable App); null: the target profile's 'recovery'.")
 
     @model_validator(mode="after")
     def _one_point(self) -> CrashAt:
