@@ -53,6 +53,7 @@ class KeyRow:
     value_json: str | None  # None: the key was deleted (the row is its tombstone)
     version: int  # compare-and-set revision; 0 stands for "no row"
     applied: list[str] = field(default_factory=list)
+    claim: str | None = None  # the claim_json of an append holding the key before its commit point (scope_claims.py)
 
     def value(self) -> Any:
         return None if self.value_json is None else json.loads(self.value_json)
@@ -93,6 +94,9 @@ class ScopeRows:
         self.retry = retry
         self._dumps = dumps
         self._replace_rows = bool(getattr(engine, "transactional", False))  # see the module docstring
+        # Where keys can be claimed (engines without transactions: scope_claims.py), what a blind write does with a
+        # claimed row before writing it: the claim is settled (finished, cleared or fenced off), never overwritten.
+        self.settle: Callable[[str, Mapping[str, str], dict[str, KeyRow]], None] | None = None
 
     def read(self, scope: str, keys: Mapping[str, str], names: Iterable[str]) -> dict[str, KeyRow]:
         """The rows of ``names`` (tombstones included; a key never written has none)."""
@@ -102,10 +106,11 @@ class ScopeRows:
             params: dict[str, Any] = {c: keys[c] for c in columns}
             params.update({f"n{i}": name for i, name in enumerate(chunk)})
             marks = ", ".join(f":n{i}" for i in range(len(chunk)))
-            for name, value_json, version, applied_json in self.engine.execute(
-                    f"SELECT state_key, value_json, version, applied_json FROM {table} WHERE "
+            for name, value_json, version, applied_json, claim in self.engine.execute(
+                    f"SELECT state_key, value_json, version, applied_json, claim_json FROM {table} WHERE "
                     + " AND ".join(f"{c} = :{c}" for c in columns) + f" AND state_key IN ({marks})", params):
-                found[name] = KeyRow(value_json, int(version or 0), json.loads(applied_json) if applied_json else [])
+                found[name] = KeyRow(value_json, int(version or 0), json.loads(applied_json) if applied_json else [],
+                                     claim or None)
         return found
 
     def read_all(self, scope: str, keys: Mapping[str, str]) -> dict[str, Any]:
@@ -133,6 +138,10 @@ class ScopeRows:
             todo = [k for k in todo if k not in current or event_id not in current[k].applied]
             if not todo:
                 return
+            claimed = {k: current[k] for k in todo if k in current and current[k].claim}
+            if claimed and self.settle is not None:  # an append holds them before its commit point: settle first
+                self.settle(scope, keys, claimed)
+                current.update(self.read(scope, keys, list(claimed)))
             written = 0
             write = self._replace if self._replace_rows else self._merge
             try:
@@ -214,7 +223,8 @@ class ScopeRows:
         values = ", ".join(f"s.{c}" for c in (*columns, "state_key", "value_json"))
         return affected_rows(self.engine.execute(
             f"MERGE INTO {table} t USING ({' UNION ALL '.join(sources)}) s ON {on}"
-            " WHEN MATCHED AND coalesce(t.version, 0) = s.expected THEN UPDATE SET value_json = s.value_json,"
+            " WHEN MATCHED AND coalesce(t.version, 0) = s.expected AND t.claim_json IS NULL"
+            " THEN UPDATE SET value_json = s.value_json,"
             " version = s.expected + 1, applied_json = s.applied_json, update_time = :now"
             f" WHEN NOT MATCHED AND s.expected = 0 THEN INSERT ({', '.join(inserted)})"
             f" VALUES ({values}, 1, s.applied_json, :now)",
