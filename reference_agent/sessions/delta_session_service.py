@@ -43,21 +43,30 @@ correct on both because no step relies on the transaction:
   cannot tell; another ``get_session`` of the same id makes a new object and
   does not refresh the writer's view (``scope_views.py``); a ``Session`` this
   service did not return writes its scope keys blind, as ADK's services do.)
-  Keys the event does not touch are not read or written. After the commit
-  point each key is written at the version read, re-read and re-applied if
-  another writer got in between. The one window left: another session
-  changing the *same* key between this append's read of it and its write (a
-  few statements apart) — the later write wins and a warning is logged.
-  Stores of the layout before (one ``app_states``/``user_states`` row per app
-  or user) are moved to key rows on open (``scope_migration.py``).
+  Keys the event does not touch are not read or written. On DuckDB the check
+  and the write are in the append's transaction. Where statements commit
+  alone (Databricks) the append **claims** its keys before the commit point —
+  a compare-and-set on each key row at the version read, naming the append —
+  and commits only if the claims still stand (the session row's ``fence``);
+  then writes the values where its claim stands. Of two sessions that read a
+  key at one version only one can claim it; the other is stale before it has
+  written anything. A claim that another writer finds is settled: finished if
+  its append committed, cleared if it never can, fenced off if it is older
+  than the lease or on the same session. The protocol, statement by
+  statement, with what a crash after each leaves and who completes or undoes
+  it: ``scope_claims.py``. Stores of the layout before (one
+  ``app_states``/``user_states`` row per app or user) are moved to key rows on
+  open (``scope_migration.py``).
 * *Roll-forward.* After the commit point come the scope writes, then the
   event ``INSERT``, which comes last: an event row with ``seq = version``
   means the append is complete. A writer that dies (or whose statement fails)
   after the commit point leaves a session row whose last append has no event
   row; the next ``get_session`` or ``append_event`` of that session (any
   process) finds that, and completes it from ``pending_json``: the scope
-  writes (skipped where the row's ``applied_json`` already lists the event)
-  and the event row (insert-if-absent). A writer that dies *before* the
+  writes (the keys still holding its claim; in a record written before claims,
+  skipped where the row's ``applied_json`` already lists the event) and the
+  event row (insert-if-absent). The next writer of a key it claimed finishes
+  that key too. A writer that dies *before* the
   commit point has written nothing. So a session always reads back as a
   whole number of appends, and an acknowledged append (``append_event``
   returned) is never lost. ``create_session`` works the same way: its
@@ -117,10 +126,12 @@ The service's storage work runs in a worker thread where the engine says it
 is thread-safe (``thread_safe``; DuckDB's engine holds a lock per statement and
 transaction), so an append never blocks the event loop.
 
-The happy path: per scope written one ``SELECT`` and one ``UPDATE`` (a
-``MERGE`` when the row is new), the session ``UPDATE`` and the event
-``INSERT`` — on DuckDB inside one transaction (``BEGIN``/``COMMIT``); an
-append that writes no ``app:``/``user:`` key is those two statements.
+The happy path: on DuckDB per scope written one ``SELECT``, one ``DELETE`` and
+one ``INSERT``, the session ``UPDATE`` and the event ``INSERT``, inside one
+transaction (``BEGIN``/``COMMIT``); on Databricks per scope one ``SELECT``,
+one claim ``MERGE`` and one ``MERGE`` of the values, the session ``UPDATE``
+and the event ``MERGE``; an append that writes no ``app:``/``user:`` key is
+those last two statements.
 """
 
 from __future__ import annotations

@@ -7,11 +7,14 @@ its cost follows its own delta, not the size of the scope (a user whose other ke
 any other).
 
 Rows are shared by every session of the app (``app:``) or of the user (``user:``), so two sessions may write one
-at once. Writes are compare-and-set per key: one ``MERGE`` per scope for all the keys an event writes, each source
-row carrying the version its key was read at (0: absent). A key another writer changed in between is not written
-(the statement writes fewer rows than keys); its row is read again and the value re-applied — this write comes
-later in the key's order and wins, as it would had it come second (logged). ``applied_json`` keeps the ids of the
-last events applied to the key, so rolling a crashed append forward never applies its delta twice.
+at once. An append's read-modify-write of them is made safe where statements commit alone (Delta) by claiming the
+keys before its commit point (``scope_claims.py``); ``write`` here is the *blind* write after a commit point (a
+create's initial state, a redo record written before claims): compare-and-set per key, one ``MERGE`` per scope for
+all the keys, each source row carrying the version its key was read at (0: absent), never over a claimed row (the
+claim is settled first). A key another writer changed in between is not written (the statement writes fewer rows
+than keys); its row is read again and the value re-applied — this write comes later in the key's order and wins, as
+it would had it come second (logged). ``applied_json`` keeps the ids of the last events applied to the key, so
+rolling a crashed append forward never applies its delta twice.
 
 Where the engine's transactions are atomic (DuckDB) a key's row is *replaced* instead — ``DELETE`` of the rows at
 the versions read, then ``INSERT`` of the new ones, inside the caller's transaction: DuckDB's ``UPDATE`` of a string
