@@ -767,7 +767,8 @@ class DeltaSessionService(BaseSessionService):
         return version, known
 
     def _append_claimed(self, session: Session, keys: Mapping[str, str], event_row: Mapping[str, Any],
-                        scoped: Mapping[str, dict[str, Any]], tail_entry: tuple[str, str] | None) -> tuple[int, _KnownRow]:
+                        scoped: Mapping[str, dict[str, Any]],
+                        tail_entry: tuple[str, str] | None) -> tuple[int, _KnownRow]:
         """An append writing app:/user: keys where statements commit alone: the keys claimed before the commit
         point (the protocol, statement by statement, is scope_claims.py's docstring)."""
         base = self._session_base(session, keys)
@@ -775,17 +776,17 @@ class DeltaSessionService(BaseSessionService):
                       base.fence, event_row["id"], self._claims.clock())
         # 1. The key rows, each claim found on them settled (finished, cleared or fenced off) and read again.
         rows = {scope: self._scopes.read(scope, keys, delta) for scope, delta in scoped.items()}
-        for _ in range(self.retry.attempts):
+        for attempt in range(self.retry.attempts + 1):
             held = {scope: {k: r for k, r in found.items() if r.claim} for scope, found in rows.items()}
             if not any(held.values()):
                 break
+            if attempt == self.retry.attempts:
+                raise StaleSessionError(f"{_STALE_MESSAGE} (its app:/user: keys were claimed again and again by "
+                                        "other appends; nothing was written)")
             for scope, claimed in held.items():
                 if claimed:
                     mine = self._claims.settle(scope, keys, claimed, mine=mine) or mine
                     rows[scope].update(self._scopes.read(scope, keys, list(claimed)))
-        else:
-            raise StaleSessionError(f"{_STALE_MESSAGE} (its app:/user: keys were claimed again and again by other "
-                                    "appends; nothing was written)")
         base = replace(base, fence=mine.fence)  # a claim on this very base was fenced off: ours expects the new fence
         # 2. What this session saw, against the keys as they are.
         self._check_scope_keys(session, scoped, rows)

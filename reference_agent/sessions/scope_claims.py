@@ -146,8 +146,8 @@ class ScopeClaims:
                 table, columns = TABLES[scope]
                 for chunk in _chunks(list(delta)):
                     taken.setdefault(scope, []).extend(chunk)  # released by claim, so a key not taken is no harm
-                    got = self.retry.run(f"claiming {scope}: keys", lambda: self._claim(
-                        table, columns, keys, chunk, rows[scope], claim, now))
+                    got = self.retry.run(f"claiming {scope}: keys", lambda t=table, c=columns, n=chunk, s=scope: (
+                        self._claim(t, c, keys, n, rows[s], claim, now)))
                     if got != len(chunk):
                         raise StaleSessionError(
                             f"{_PREFIX[scope]}keys {chunk} changed or were claimed by another session's append since "
@@ -167,7 +167,8 @@ class ScopeClaims:
         for i, name in enumerate(names):
             params[f"k{i}"], params[f"e{i}"] = name, read[name].version if name in read else 0
             if i == 0:
-                sources.append("SELECT " + "".join(f":{c} AS {c}, " for c in columns) + ":k0 AS state_key, :e0 AS expected")
+                sources.append("SELECT " + "".join(f":{c} AS {c}, " for c in columns)
+                               + ":k0 AS state_key, :e0 AS expected")
             else:
                 sources.append("SELECT " + "".join(f":{c}, " for c in columns) + f":k{i}, :e{i}")
         on = " AND ".join(f"t.{c} = s.{c}" for c in (*columns, "state_key"))
@@ -205,7 +206,7 @@ class ScopeClaims:
                    " claim_json = NULL, version = coalesce(t.version, 0) + 1, applied_json = s.applied_json,"
                    " update_time = :now")
             written += affected_rows(self.retry.run(f"finishing claimed {scope}: keys",
-                                                    lambda: self.engine.execute(sql, params)))
+                                                    lambda q=sql, p=params: self.engine.execute(q, p)))
         return written
 
     def release(self, keys: Mapping[str, str], names: Mapping[str, list[str]], claim: str) -> None:
@@ -224,9 +225,9 @@ class ScopeClaims:
             params["claim"] = claim
             params.update({f"n{i}": name for i, name in enumerate(chunk)})
             marks = ", ".join(f":n{i}" for i in range(len(chunk)))
-            self.retry.run(f"clearing a claim on {scope}: keys", lambda: self.engine.execute(
-                f"UPDATE {table} SET claim_json = NULL, version = coalesce(version, 0) + 1 WHERE {owner}"
-                f" AND claim_json = :claim AND state_key IN ({marks})", params))
+            sql = (f"UPDATE {table} SET claim_json = NULL, version = coalesce(version, 0) + 1 WHERE {owner}"
+                   f" AND claim_json = :claim AND state_key IN ({marks})")
+            self.retry.run(f"clearing a claim on {scope}: keys", lambda q=sql, p=params: self.engine.execute(q, p))
 
     # --- whoever finds a claim ---------------------------------------------------------------------------------
 
@@ -247,8 +248,8 @@ class ScopeClaims:
             for _ in range(3):  # in flight -> fenced -> dead or committed
                 verdict, values = self._judge(intent, claim)
                 if verdict == "committed":
-                    logger.warning("%s: keys %s: finishing the claim of committed event %s (its writer had not)",
-                                   scope, names, intent.event_id)
+                    logger.warning("%s: keys %s: finishing the claim of event %s, whose append committed (its writer "
+                                   "died, or has not got to them yet)", scope, names, intent.event_id)
                     mine_values = values.get(scope, {})  # the claimer's record holds every key it claimed
                     delta = {n: mine_values[n] for n in names if n in mine_values}
                     self.finish(keys, scope, delta, claimed, claim, intent.event_id, self.clock())
@@ -280,7 +281,8 @@ class ScopeClaims:
         """("committed", the intent's scope deltas {scope: {key: value}}), ("dead", {}) or ("in_flight", {})."""
         rows = self.engine.execute(
             f"SELECT version, coalesce(fence, 0), pending_json FROM sessions WHERE {_SESSION}"
-            " AND create_time = :create_time", {k: v for k, v in intent.keys().items() if k not in ("version", "fence")})
+            " AND create_time = :create_time",
+            {k: v for k, v in intent.keys().items() if k not in ("version", "fence")})
         if not rows:  # deleted, or deleted and made again: the compare-and-set (create_time) can never match
             return "dead", {}
         version, fence, pending_json = rows[0]
