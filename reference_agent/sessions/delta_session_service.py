@@ -340,6 +340,11 @@ class _KnownRow:
     tail: list[tuple[str, str]]  # (state_delta_json, deleted_keys_json) of the session-scope deltas since
     tail_chars: int
     fence: int = 0  # the row's fence (scope_claims.py): a claimed append's compare-and-set expects it
+    known: bool = False  # as an append's base: taken from what this service knew, not read (_append_claimed)
+
+
+class _BaseMoved(Exception):
+    """A claimed append's commit matched nothing on a base it had not read: it runs again on the row read."""
 
 
 def _fold_tail(state: dict[str, Any], tail: Iterable[tuple[str | None, str | None]]) -> dict[str, Any]:
@@ -770,8 +775,22 @@ class DeltaSessionService(BaseSessionService):
                         scoped: Mapping[str, dict[str, Any]],
                         tail_entry: tuple[str, str] | None) -> tuple[int, _KnownRow]:
         """An append writing app:/user: keys where statements commit alone: the keys claimed before the commit
-        point (the protocol, statement by statement, is scope_claims.py's docstring)."""
-        base = self._session_base(session, keys)
+        point (the protocol, statement by statement, is scope_claims.py's docstring).
+
+        Its base is the row as this service knows it, without a statement; if anyone else wrote the row since, the
+        commit matches nothing, the claims are released and the append runs once more on the row read (a previous
+        append rolled forward, staleness checked), as ``_write_session_row`` falls back."""
+        try:
+            return self._append_claimed_on(self._session_base(session, keys), session, keys, event_row, scoped,
+                                           tail_entry)
+        except _BaseMoved:
+            self._forget_known(keys)
+            return self._append_claimed_on(self._session_base(session, keys), session, keys, event_row, scoped,
+                                           tail_entry)
+
+    def _append_claimed_on(self, base: _KnownRow, session: Session, keys: Mapping[str, str],
+                           event_row: Mapping[str, Any], scoped: Mapping[str, dict[str, Any]],
+                           tail_entry: tuple[str, str] | None) -> tuple[int, _KnownRow]:
         mine = Intent(keys["app_name"], keys["user_id"], keys["session_id"], base.create_time, base.version,
                       base.fence, event_row["id"], self._claims.clock())
         # 1. The key rows, each claim found on them settled (finished, cleared or fenced off) and read again.
@@ -798,6 +817,8 @@ class DeltaSessionService(BaseSessionService):
         committed = self._commit_claimed(keys, base, tail_entry, event_row["timestamp"], pending)
         if committed is None:
             self._claims.release(keys, {scope: list(delta) for scope, delta in scoped.items()}, claim)
+            if base.known:
+                raise _BaseMoved
             raise StaleSessionError(_STALE_MESSAGE)
         # 5. The values, where the claim still stands; 6. the event row (insert-if-absent: a reader may have
         # completed the append from its redo record already).
@@ -813,7 +834,7 @@ class DeltaSessionService(BaseSessionService):
         checked. A base that was not read has snapshot None and no tail: nothing to compact."""
         known = self._known_rows.get((keys["app_name"], keys["user_id"], keys["session_id"]))
         if known is not None and session._storage_update_marker == str(known.version):
-            return known
+            return replace(known, known=True)
         rows = self.engine.execute(self._row, keys)
         if not rows:
             raise SessionNotFoundError(f"Session {session.id} not found.")
