@@ -43,21 +43,30 @@ correct on both because no step relies on the transaction:
   cannot tell; another ``get_session`` of the same id makes a new object and
   does not refresh the writer's view (``scope_views.py``); a ``Session`` this
   service did not return writes its scope keys blind, as ADK's services do.)
-  Keys the event does not touch are not read or written. After the commit
-  point each key is written at the version read, re-read and re-applied if
-  another writer got in between. The one window left: another session
-  changing the *same* key between this append's read of it and its write (a
-  few statements apart) — the later write wins and a warning is logged.
-  Stores of the layout before (one ``app_states``/``user_states`` row per app
-  or user) are moved to key rows on open (``scope_migration.py``).
+  Keys the event does not touch are not read or written. On DuckDB the check
+  and the write are in the append's transaction. Where statements commit
+  alone (Databricks) the append **claims** its keys before the commit point —
+  a compare-and-set on each key row at the version read, naming the append —
+  and commits only if the claims still stand (the session row's ``fence``);
+  then writes the values where its claim stands. Of two sessions that read a
+  key at one version only one can claim it; the other is stale before it has
+  written anything. A claim that another writer finds is settled: finished if
+  its append committed, cleared if it never can, fenced off if it is older
+  than the lease or on the same session. The protocol, statement by
+  statement, with what a crash after each leaves and who completes or undoes
+  it: ``scope_claims.py``. Stores of the layout before (one
+  ``app_states``/``user_states`` row per app or user) are moved to key rows on
+  open (``scope_migration.py``).
 * *Roll-forward.* After the commit point come the scope writes, then the
   event ``INSERT``, which comes last: an event row with ``seq = version``
   means the append is complete. A writer that dies (or whose statement fails)
   after the commit point leaves a session row whose last append has no event
   row; the next ``get_session`` or ``append_event`` of that session (any
   process) finds that, and completes it from ``pending_json``: the scope
-  writes (skipped where the row's ``applied_json`` already lists the event)
-  and the event row (insert-if-absent). A writer that dies *before* the
+  writes (the keys still holding its claim; in a record written before claims,
+  skipped where the row's ``applied_json`` already lists the event) and the
+  event row (insert-if-absent). The next writer of a key it claimed finishes
+  that key too. A writer that dies *before* the
   commit point has written nothing. So a session always reads back as a
   whole number of appends, and an acknowledged append (``append_event``
   returned) is never lost. ``create_session`` works the same way: its
@@ -117,10 +126,12 @@ The service's storage work runs in a worker thread where the engine says it
 is thread-safe (``thread_safe``; DuckDB's engine holds a lock per statement and
 transaction), so an append never blocks the event loop.
 
-The happy path: per scope written one ``SELECT`` and one ``UPDATE`` (a
-``MERGE`` when the row is new), the session ``UPDATE`` and the event
-``INSERT`` — on DuckDB inside one transaction (``BEGIN``/``COMMIT``); an
-append that writes no ``app:``/``user:`` key is those two statements.
+The happy path: on DuckDB per scope written one ``SELECT``, one ``DELETE`` and
+one ``INSERT``, the session ``UPDATE`` and the event ``INSERT``, inside one
+transaction (``BEGIN``/``COMMIT``); on Databricks per scope one ``SELECT``,
+one claim ``MERGE`` and one ``MERGE`` of the values, the session ``UPDATE``
+and the event ``MERGE``; an append that writes no ``app:``/``user:`` key is
+those last two statements.
 """
 
 from __future__ import annotations
@@ -130,9 +141,10 @@ import contextlib
 import gc
 import json
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -152,6 +164,7 @@ from reference_agent.storage.sql import SqlEngine, WriteConflictError, affected_
 
 from .conflicts import ConflictRetry
 from .schema import ensure_schema
+from .scope_claims import LEASE_S, Intent, ScopeClaims
 from .scope_migration import migrate_scope_rows
 from .scope_rows import SCOPES_SQL, KeyRow, ScopeRows, apply_delta, split_scopes
 from .scope_views import ScopeViews, fingerprint
@@ -283,14 +296,14 @@ def _session_with_scopes(last_seq: str) -> str:
     """The session row and its app and user keys in one statement (one round trip, not three): the row is the
     one tagged 's' (``_split_session_rows``), the keys those of ``SCOPES_SQL``, padded to the row's columns."""
     return ("SELECT 's', NULL, s.state_json, s.version, s.update_time, s.pending_json, "
-            f"{last_seq}, s.create_time, coalesce(s.state_version, s.version)"
+            f"{last_seq}, s.create_time, coalesce(s.state_version, s.version), coalesce(s.fence, 0)"
             " FROM sessions s WHERE s.app_name = :app_name AND s.user_id = :user_id AND s.id = :session_id"
-            " UNION ALL SELECT k.*, NULL, NULL, NULL, NULL, NULL, NULL FROM (" + SCOPES_SQL + ") k")
+            " UNION ALL SELECT k.*, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM (" + SCOPES_SQL + ") k")
 
 
 def _split_session_rows(rows: list[tuple]) -> tuple[tuple | None, dict[str, Any], dict[str, Any]]:
     """``_session_with_scopes``'s rows as (the session row: state_json, version, update_time, pending_json,
-    last_seq, create_time, state_version — None if absent; app state; user state)."""
+    last_seq, create_time, state_version, fence — None if absent; app state; user state)."""
     session = next((tuple(row[2:]) for row in rows if row[0] == "s"), None)
     app, user = split_scopes(row[:3] for row in rows if row[0] != "s")
     return session, app, user
@@ -298,7 +311,7 @@ def _split_session_rows(rows: list[tuple]) -> tuple[tuple | None, dict[str, Any]
 
 def _session_row(last_seq: str) -> str:
     """What an append needs of a row it does not know: not state_json (an append writes its delta, not the state)."""
-    return (f"SELECT version, update_time, pending_json, {last_seq}, create_time FROM sessions s"
+    return (f"SELECT version, update_time, pending_json, {last_seq}, create_time, coalesce(s.fence, 0) FROM sessions s"
             " WHERE s.app_name = :app_name AND s.user_id = :user_id AND s.id = :session_id")
 
 
@@ -326,6 +339,12 @@ class _KnownRow:
     snapshot: str | None  # state_json as stored; None: not read by this service (it then does not compact)
     tail: list[tuple[str, str]]  # (state_delta_json, deleted_keys_json) of the session-scope deltas since
     tail_chars: int
+    fence: int = 0  # the row's fence (scope_claims.py): a claimed append's compare-and-set expects it
+    known: bool = False  # as an append's base: taken from what this service knew, not read (_append_claimed)
+
+
+class _BaseMoved(Exception):
+    """A claimed append's commit matched nothing on a base it had not read: it runs again on the row read."""
 
 
 def _fold_tail(state: dict[str, Any], tail: Iterable[tuple[str | None, str | None]]) -> dict[str, Any]:
@@ -355,12 +374,23 @@ class DeltaSessionService(BaseSessionService):
     none_semantics = "delete"
     rejects_stale_writes = True  # optimistic concurrency: a stale writer's append raises StaleSessionError
 
-    def __init__(self, engine: SqlEngine, *, retry: ConflictRetry | None = None) -> None:
+    # Engines without transactions: an append claims its app:/user: keys before its commit point (scope_claims.py).
+    # False only in the tests' broken variant, which checks the keys before the commit point and writes them after.
+    claims_before_commit = True
+
+    def __init__(self, engine: SqlEngine, *, retry: ConflictRetry | None = None, claim_lease_s: float = LEASE_S,
+                 clock: Callable[[], float] = time.time) -> None:
         self.engine = engine
         self._owns_engine = False
         # Bounded retries of statements that lost a Delta write conflict (see the module docstring).
         self.retry = retry or ConflictRetry()
         self._scopes = ScopeRows(engine, self.retry, _dumps)
+        # claim_lease_s, clock: when another session's claim that looks in flight may be fenced off (a writer that
+        # died); they never decide whether a value is kept.
+        self._claims = ScopeClaims(engine, self.retry, _dumps, lease_s=claim_lease_s, clock=clock)
+        # A write after its own commit point (a create's initial state, an old redo record) settles a claim it
+        # finds, fencing off one in flight: it must land, and it comes later.
+        self._scopes.settle = lambda scope, keys, rows: self._claims.settle(scope, keys, rows, force=True)
         # (app, user, session) -> the row as this service last read or wrote it. append_event uses it instead
         # of reading the row first; its UPDATE compares version and create_time, so a row changed by anyone
         # else (even deleted and recreated at the same version) falls back to reading it.
@@ -522,7 +552,7 @@ class DeltaSessionService(BaseSessionService):
         """Roll forward the row's last create or append if its writer left it unfinished."""
         rows = self.engine.execute(self._row, keys)
         if rows:
-            version, _, pending_json, last_seq, _ = rows[0]
+            version, _, pending_json, last_seq, _, _ = rows[0]
             if self._needs_roll_forward(keys, version, pending_json, last_seq):
                 self._roll_forward(keys, version, pending_json)
 
@@ -550,14 +580,14 @@ class DeltaSessionService(BaseSessionService):
                 row, app_state, user_state = _split_session_rows(self.engine.execute(self._row_with_scopes, keys))
                 if row is None:
                     return None
-            state_json, version, update_time, _, _, create_time, state_version = row
+            state_json, version, update_time, _, _, create_time, state_version, fence = row
             event_rows = self._read_events(keys, config)
             tail = self._tail(keys, event_rows, config, version, state_version)
         state = _fold_tail(_loads(state_json, {}), tail)
         with _gc_paused():
             events = [_event_from_row(row) for row in event_rows]
         self._remember_row(keys, _KnownRow(version, create_time, state_json or "{}", tail,
-                                           sum(len(a or "") + len(b or "") for a, b in tail)))
+                                           sum(len(a or "") + len(b or "") for a, b in tail), fence))
         session = self._build_session(keys, state, app_state, user_state, version, update_time, events)
         self._views.load(session, app_state, user_state)
         return session
@@ -719,6 +749,8 @@ class DeltaSessionService(BaseSessionService):
     def _append_rows(self, session: Session, keys: Mapping[str, str], event_row: Mapping[str, Any],
                      scoped: Mapping[str, dict[str, Any]], tail_entry: tuple[str, str] | None) -> tuple[int, _KnownRow]:
         """The append's statements: (the version it replaced, the row as now known)."""
+        if scoped and not self._atomic and self.claims_before_commit:
+            return self._append_claimed(session, keys, event_row, scoped, tail_entry)
         with self.engine.transaction():
             # Reads only, before the commit point: the scope rows as they are, checked against what this session saw.
             # Only the keys the event writes are read (one row each), whatever else the scope holds.
@@ -738,6 +770,98 @@ class DeltaSessionService(BaseSessionService):
             self.retry.run("inserting an event row", lambda: self.engine.execute(
                 insert, {**keys, "seq": version + 1, **event_row}))  # seq = the version this append made
         return version, known
+
+    def _append_claimed(self, session: Session, keys: Mapping[str, str], event_row: Mapping[str, Any],
+                        scoped: Mapping[str, dict[str, Any]],
+                        tail_entry: tuple[str, str] | None) -> tuple[int, _KnownRow]:
+        """An append writing app:/user: keys where statements commit alone: the keys claimed before the commit
+        point (the protocol, statement by statement, is scope_claims.py's docstring).
+
+        Its base is the row as this service knows it, without a statement; if anyone else wrote the row since, the
+        commit matches nothing, the claims are released and the append runs once more on the row read (a previous
+        append rolled forward, staleness checked), as ``_write_session_row`` falls back."""
+        try:
+            return self._append_claimed_on(self._session_base(session, keys), session, keys, event_row, scoped,
+                                           tail_entry)
+        except _BaseMoved:
+            self._forget_known(keys)
+            return self._append_claimed_on(self._session_base(session, keys), session, keys, event_row, scoped,
+                                           tail_entry)
+
+    def _append_claimed_on(self, base: _KnownRow, session: Session, keys: Mapping[str, str],
+                           event_row: Mapping[str, Any], scoped: Mapping[str, dict[str, Any]],
+                           tail_entry: tuple[str, str] | None) -> tuple[int, _KnownRow]:
+        mine = Intent(keys["app_name"], keys["user_id"], keys["session_id"], base.create_time, base.version,
+                      base.fence, event_row["id"], self._claims.clock())
+        # 1. The key rows, each claim found on them settled (finished, cleared or fenced off) and read again.
+        rows = {scope: self._scopes.read(scope, keys, delta) for scope, delta in scoped.items()}
+        for attempt in range(self.retry.attempts + 1):
+            held = {scope: {k: r for k, r in found.items() if r.claim} for scope, found in rows.items()}
+            if not any(held.values()):
+                break
+            if attempt == self.retry.attempts:
+                raise StaleSessionError(f"{_STALE_MESSAGE} (its app:/user: keys were claimed again and again by "
+                                        "other appends; nothing was written)")
+            for scope, claimed in held.items():
+                if claimed:
+                    mine = self._claims.settle(scope, keys, claimed, mine=mine) or mine
+                    rows[scope].update(self._scopes.read(scope, keys, list(claimed)))
+        base = replace(base, fence=mine.fence)  # a claim on this very base was fenced off: ours expects the new fence
+        # 2. What this session saw, against the keys as they are.
+        self._check_scope_keys(session, scoped, rows)
+        # 3. The claims (released, and StaleSessionError, if another writer got any key first).
+        claim = mine.text()
+        self._claims.take(keys, scoped, rows, claim, event_row["timestamp"])
+        # 4. The commit point, carrying the redo record with the claim.
+        pending = _dumps({"event": event_row, "scopes": scoped, "claim": claim})
+        committed = self._commit_claimed(keys, base, tail_entry, event_row["timestamp"], pending)
+        if committed is None:
+            self._claims.release(keys, {scope: list(delta) for scope, delta in scoped.items()}, claim)
+            if base.known:
+                raise _BaseMoved
+            raise StaleSessionError(_STALE_MESSAGE)
+        # 5. The values, where the claim still stands; 6. the event row (insert-if-absent: a reader may have
+        # completed the append from its redo record already).
+        for scope, delta in scoped.items():
+            self._claims.finish(keys, scope, delta, rows[scope], claim, event_row["id"], event_row["timestamp"])
+        self.retry.run("inserting an event row", lambda: self.engine.execute(
+            _INSERT_EVENT_IF_ABSENT, {**keys, "seq": base.version + 1, **event_row}))
+        return committed
+
+    def _session_base(self, session: Session, keys: Mapping[str, str]) -> _KnownRow:
+        """The session row an append will compare-and-set, before it claims anything: as known when the session
+        was fetched (no statement), else read — a previous append left incomplete rolled forward, staleness
+        checked. A base that was not read has snapshot None and no tail: nothing to compact."""
+        known = self._known_rows.get((keys["app_name"], keys["user_id"], keys["session_id"]))
+        if known is not None and session._storage_update_marker == str(known.version):
+            return replace(known, known=True)
+        rows = self.engine.execute(self._row, keys)
+        if not rows:
+            raise SessionNotFoundError(f"Session {session.id} not found.")
+        version, stored_update_time, pending_json, last_seq, create_time, fence = rows[0]
+        if self._needs_roll_forward(keys, version, pending_json, last_seq):
+            self._roll_forward(keys, version, pending_json)
+        self._check_not_stale(session, keys, version, stored_update_time)
+        return _KnownRow(version, create_time, None, [], 0, fence)
+
+    def _commit_claimed(self, keys: Mapping[str, str], base: _KnownRow, tail_entry: tuple[str, str] | None,
+                        update_time: float, pending: str) -> tuple[int, _KnownRow] | None:
+        """The session row's compare-and-set on version, create_time and fence (None: it moved, or the claims were
+        fenced off): (the version replaced, the row as now known)."""
+        tail_chars = len(tail_entry[0]) + len(tail_entry[1]) if tail_entry else 0
+        tail = [*base.tail, tail_entry] if tail_entry else base.tail
+        snapshot = None
+        if base.snapshot is not None and base.tail_chars + tail_chars > max(len(base.snapshot), COMPACT_MIN_CHARS):
+            snapshot = _dumps(_fold_tail(_loads(base.snapshot, {}), tail))
+        if not self._update_row(keys, base.version, update_time, pending, tail_chars, snapshot=snapshot,
+                                create_time=base.create_time, fence=base.fence):
+            return None
+        if snapshot is not None:
+            return base.version, _KnownRow(base.version + 1, base.create_time, snapshot, [], 0, base.fence)
+        if base.snapshot is None:
+            return base.version, _KnownRow(base.version + 1, base.create_time, None, [], 0, base.fence)
+        return base.version, _KnownRow(base.version + 1, base.create_time, base.snapshot, tail,
+                                       base.tail_chars + tail_chars, base.fence)
 
     def _check_scope_keys(self, session: Session, scoped: Mapping[str, Mapping[str, Any]],
                           rows: Mapping[str, Mapping[str, KeyRow]]) -> None:
@@ -787,24 +911,26 @@ class DeltaSessionService(BaseSessionService):
                 snapshot = _dumps(_fold_tail(_loads(known.snapshot, {}), tail))
             if self._update_row(keys, known.version, update_time, pending, tail_chars, snapshot=snapshot,
                                 create_time=known.create_time):
-                after = (_KnownRow(known.version + 1, known.create_time, snapshot, [], 0) if snapshot is not None
+                after = (_KnownRow(known.version + 1, known.create_time, snapshot, [], 0, known.fence)
+                         if snapshot is not None
                          else _KnownRow(known.version + 1, known.create_time, known.snapshot, tail,
-                                        known.tail_chars + tail_chars))
+                                        known.tail_chars + tail_chars, known.fence))
                 return known.version, after
         rows = self.engine.execute(self._row, keys)
         if not rows:
             raise SessionNotFoundError(f"Session {session.id} not found.")
-        version, stored_update_time, pending_json, last_seq, create_time = rows[0]
+        version, stored_update_time, pending_json, last_seq, create_time, fence = rows[0]
         if self._needs_roll_forward(keys, version, pending_json, last_seq):
             self._roll_forward(keys, version, pending_json)
         self._check_not_stale(session, keys, version, stored_update_time)
         if not self._update_row(keys, version, update_time, pending, tail_chars):
             raise StaleSessionError(_STALE_MESSAGE)
         # The snapshot was not read: this service does not compact the row until a get_session reads it.
-        return version, _KnownRow(version + 1, create_time, None, [], 0)
+        return version, _KnownRow(version + 1, create_time, None, [], 0, fence)
 
     def _update_row(self, keys: Mapping[str, str], version: int, update_time: float, pending: str | None,
-                    tail_chars: int, *, snapshot: str | None = None, create_time: float | None = None) -> bool:
+                    tail_chars: int, *, snapshot: str | None = None, create_time: float | None = None,
+                    fence: int | None = None) -> bool:
         """Whether the row still had ``version`` (and ``create_time``, if given) and was advanced by one.
 
         ``snapshot``: the new state_json, the tail folded in. After a Delta conflict the UPDATE runs again:
@@ -818,11 +944,13 @@ class DeltaSessionService(BaseSessionService):
         else:
             sets += ", state_json = :state_json, state_version = version + 1, tail_bytes = 0"
         guard = " AND create_time = :create_time" if create_time is not None else ""
+        if fence is not None:  # a claimed append: no commit once its claims were fenced off (scope_claims.py)
+            guard += " AND coalesce(fence, 0) = :fence"
         try:
             updated = affected_rows(self.retry.run("updating a session row", lambda: self.engine.execute(
                 f"UPDATE sessions SET {sets} WHERE {_SESSION_KEY} AND version = :expected{guard}",
                 {**keys, "update_time": update_time, "expected": version, "pending": pending,
-                 "tail_chars": tail_chars, "state_json": snapshot, "create_time": create_time},
+                 "tail_chars": tail_chars, "state_json": snapshot, "create_time": create_time, "fence": fence},
             )))
         except WriteConflictError as exc:
             if not exc.retryable:  # its transaction was aborted (DuckDB): _whole runs the append again
@@ -854,7 +982,14 @@ class DeltaSessionService(BaseSessionService):
         event_row = pending["event"]
         logger.warning("session %s: completing append %d (event %s) that its writer left unfinished",
                        keys["session_id"], version, event_row["id"])
-        for scope, delta in pending.get("scopes", {}).items():
+        if "claim" in pending:  # its keys were claimed before the commit point: finish those still claimed
+            for scope, delta in pending["scopes"].items():
+                rows = self._scopes.read(scope, keys, delta)
+                still = {k: v for k, v in delta.items() if k in rows and rows[k].claim == pending["claim"]}
+                if still:
+                    self._claims.finish(keys, scope, still, rows, pending["claim"], event_row["id"],
+                                        event_row["timestamp"])
+        for scope, delta in ({} if "claim" in pending else pending.get("scopes", {})).items():
             self._scopes.write(scope, keys, delta, event_id=event_row["id"], now=event_row["timestamp"],
                                rows=self._scopes.read(scope, keys, delta))
         # Insert-if-absent: a second reader completing the same append at once writes no duplicate.
@@ -906,7 +1041,7 @@ class DeltaSessionService(BaseSessionService):
             event_rows = self.engine.execute(
                 f"SELECT {_EVENT_COLUMNS} FROM events WHERE {_EVENT_KEY} ORDER BY seq", keys
             )
-        state_json, version, *_, state_version = row
+        state_json, version, *_, state_version, _ = row
         state = _fold_tail(_loads(state_json, {}), [(row[5], row[6]) for row in event_rows
                                                     if state_version < row[0] <= version])
         events = [

@@ -33,6 +33,9 @@ _SCOPE_KEY = (
     ("version", "BIGINT"),  # compare-and-set revision of the key
     ("applied_json", "JSON"),  # JSON list of the ids of the last events that wrote it (roll-forward applies once)
     ("update_time", "DOUBLE"),
+    # The append that claimed the key before its commit point (on engines without transactions): its session,
+    # the session version and fence it expects, its event (scope_claims.py). NULL: nobody holds the key.
+    ("claim_json", "JSON"),
 )
 
 _SCOPE_VERSIONING = (
@@ -62,6 +65,10 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         # so an append writes its delta, not the whole state.
         ("state_version", "BIGINT"),
         ("tail_bytes", "BIGINT"),
+        # Bumped to fence off the appends that claimed scope keys at this version and have not committed: their
+        # compare-and-set expects the fence they read, so a claim left by a writer that died can be cleared
+        # (scope_claims.py). NULL: 0.
+        ("fence", "BIGINT"),
     ),
     EVENTS: (
         ("app_name", "STRING"),

@@ -7,11 +7,14 @@ its cost follows its own delta, not the size of the scope (a user whose other ke
 any other).
 
 Rows are shared by every session of the app (``app:``) or of the user (``user:``), so two sessions may write one
-at once. Writes are compare-and-set per key: one ``MERGE`` per scope for all the keys an event writes, each source
-row carrying the version its key was read at (0: absent). A key another writer changed in between is not written
-(the statement writes fewer rows than keys); its row is read again and the value re-applied — this write comes
-later in the key's order and wins, as it would had it come second (logged). ``applied_json`` keeps the ids of the
-last events applied to the key, so rolling a crashed append forward never applies its delta twice.
+at once. An append's read-modify-write of them is made safe where statements commit alone (Delta) by claiming the
+keys before its commit point (``scope_claims.py``); ``write`` here is the *blind* write after a commit point (a
+create's initial state, a redo record written before claims): compare-and-set per key, one ``MERGE`` per scope for
+all the keys, each source row carrying the version its key was read at (0: absent), never over a claimed row (the
+claim is settled first). A key another writer changed in between is not written (the statement writes fewer rows
+than keys); its row is read again and the value re-applied — this write comes later in the key's order and wins, as
+it would had it come second (logged). ``applied_json`` keeps the ids of the last events applied to the key, so
+rolling a crashed append forward never applies its delta twice.
 
 Where the engine's transactions are atomic (DuckDB) a key's row is *replaced* instead — ``DELETE`` of the rows at
 the versions read, then ``INSERT`` of the new ones, inside the caller's transaction: DuckDB's ``UPDATE`` of a string
@@ -53,6 +56,7 @@ class KeyRow:
     value_json: str | None  # None: the key was deleted (the row is its tombstone)
     version: int  # compare-and-set revision; 0 stands for "no row"
     applied: list[str] = field(default_factory=list)
+    claim: str | None = None  # the claim_json of an append holding the key before its commit point (scope_claims.py)
 
     def value(self) -> Any:
         return None if self.value_json is None else json.loads(self.value_json)
@@ -93,6 +97,9 @@ class ScopeRows:
         self.retry = retry
         self._dumps = dumps
         self._replace_rows = bool(getattr(engine, "transactional", False))  # see the module docstring
+        # Where keys can be claimed (engines without transactions: scope_claims.py), what a blind write does with a
+        # claimed row before writing it: the claim is settled (finished, cleared or fenced off), never overwritten.
+        self.settle: Callable[[str, Mapping[str, str], dict[str, KeyRow]], None] | None = None
 
     def read(self, scope: str, keys: Mapping[str, str], names: Iterable[str]) -> dict[str, KeyRow]:
         """The rows of ``names`` (tombstones included; a key never written has none)."""
@@ -102,10 +109,11 @@ class ScopeRows:
             params: dict[str, Any] = {c: keys[c] for c in columns}
             params.update({f"n{i}": name for i, name in enumerate(chunk)})
             marks = ", ".join(f":n{i}" for i in range(len(chunk)))
-            for name, value_json, version, applied_json in self.engine.execute(
-                    f"SELECT state_key, value_json, version, applied_json FROM {table} WHERE "
+            for name, value_json, version, applied_json, claim in self.engine.execute(
+                    f"SELECT state_key, value_json, version, applied_json, claim_json FROM {table} WHERE "
                     + " AND ".join(f"{c} = :{c}" for c in columns) + f" AND state_key IN ({marks})", params):
-                found[name] = KeyRow(value_json, int(version or 0), json.loads(applied_json) if applied_json else [])
+                found[name] = KeyRow(value_json, int(version or 0), json.loads(applied_json) if applied_json else [],
+                                     claim or None)
         return found
 
     def read_all(self, scope: str, keys: Mapping[str, str]) -> dict[str, Any]:
@@ -133,6 +141,10 @@ class ScopeRows:
             todo = [k for k in todo if k not in current or event_id not in current[k].applied]
             if not todo:
                 return
+            claimed = {k: current[k] for k in todo if k in current and current[k].claim}
+            if claimed and self.settle is not None:  # an append holds them before its commit point: settle first
+                self.settle(scope, keys, claimed)
+                current.update(self.read(scope, keys, list(claimed)))
             written = 0
             write = self._replace if self._replace_rows else self._merge
             try:
@@ -214,7 +226,8 @@ class ScopeRows:
         values = ", ".join(f"s.{c}" for c in (*columns, "state_key", "value_json"))
         return affected_rows(self.engine.execute(
             f"MERGE INTO {table} t USING ({' UNION ALL '.join(sources)}) s ON {on}"
-            " WHEN MATCHED AND coalesce(t.version, 0) = s.expected THEN UPDATE SET value_json = s.value_json,"
+            " WHEN MATCHED AND coalesce(t.version, 0) = s.expected AND t.claim_json IS NULL"
+            " THEN UPDATE SET value_json = s.value_json,"
             " version = s.expected + 1, applied_json = s.applied_json, update_time = :now"
             f" WHEN NOT MATCHED AND s.expected = 0 THEN INSERT ({', '.join(inserted)})"
             f" VALUES ({values}, 1, s.applied_json, :now)",

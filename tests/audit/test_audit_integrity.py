@@ -182,8 +182,8 @@ def test_a_null_stored_in_a_key_row_fails_none_deletes_naming_the_rows(written: 
     path = tmp_path / "rlm.duckdb"
     shutil.copy(written["rlm"], path)
     with duckdb.connect(str(path)) as db:
-        db.execute("INSERT INTO user_state_keys VALUES (?, ?, 'gone', NULL, 2, '[]', 1.0),"
-                   " (?, ?, 'nulled', 'null', 1, '[]', 1.0)", (*TARGET[:2], *TARGET[:2]))
+        db.execute("INSERT INTO user_state_keys VALUES (?, ?, 'gone', NULL, 2, '[]', 1.0, NULL),"
+                   " (?, ?, 'nulled', 'null', 1, '[]', 1.0, NULL)", (*TARGET[:2], *TARGET[:2]))
     code, report = audit(capsys, "rlm", path)
     assert code == 1
     found = failing(report, "none_deletes")

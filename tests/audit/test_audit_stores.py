@@ -231,7 +231,7 @@ def big_rlm_store(path: Path, sessions: int) -> str:
     with duckdb.connect(str(path)) as db:
         db.execute(f"""INSERT INTO sessions SELECT 'app', 'u' || (i % 50), 's' || lpad(i::VARCHAR, 6, '0'),
             '{{"rlm:iteration": 1, "rlm:final_answer": "answer ' || i || '"}}', 3, {BASE} + i, {BASE} + i + 3,
-            NULL, NULL, NULL FROM range({sessions}) t(i)""")
+            NULL, NULL, NULL, NULL FROM range({sessions}) t(i)""")
         answer = """'{"rlm:final_answer": "answer ' || i || '"}'"""  # SQL: a delta per session
         steps = [(1, "user", "'{}'", "question"), (2, "databricks_analyst", """'{"rlm:iteration": 1}'""", "code"),
                  (3, "run_conversation", answer, "answer")]

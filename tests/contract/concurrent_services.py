@@ -6,6 +6,9 @@
 * ``unchecked_*`` — the broken variant: the reference store appending **without a version check** (neither the
   session row's version nor the ``user:``/``app:`` keys the session loaded are compared), so a stale runner's
   append is accepted over the other's.
+* ``unclaimed_delta_on_workspace`` — the store before its keys were claimed before the commit point: the
+  ``user:``/``app:`` keys are checked before the session row's commit point and written after it, so two sessions
+  that both read a key at one version both commit and the later write wins (reference_agent/sessions/scope_claims.py).
 """
 
 from __future__ import annotations
@@ -15,6 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from reference_agent.sessions.delta_session_service import DeltaSessionService
+
+
+class UnclaimedDeltaSessionService(DeltaSessionService):
+    """Checks its app:/user: keys before the commit point and writes them after it, claiming nothing."""
+
+    claims_before_commit = False
 
 
 class UncheckedDeltaSessionService(DeltaSessionService):
@@ -47,3 +56,7 @@ def delta_on_workspace(folder: Path) -> DeltaSessionService:
 
 def unchecked_delta_on_workspace(folder: Path) -> DeltaSessionService:
     return _on_workspace(UncheckedDeltaSessionService, folder)
+
+
+def unclaimed_delta_on_workspace(folder: Path) -> DeltaSessionService:
+    return _on_workspace(UnclaimedDeltaSessionService, folder)

@@ -83,7 +83,7 @@ async def test_two_writers_of_one_user_key_on_databricks_the_stale_one_is_refuse
     assert await svc.get_user_state(app_name=APP, user_id="u") == {"x": 1, "y": 2}
 
 
-@pytest.mark.parametrize("k", range(6))
+@pytest.mark.parametrize("k", range(8))
 async def test_a_client_that_dies_after_any_statement_leaves_a_whole_session(engine, fake, k) -> None:
     writer = DeltaSessionService(engine, retry=ConflictRetry(sleep=lambda s: None))
     s = await writer.create_session(app_name=APP, user_id="u", session_id="s")
@@ -95,10 +95,14 @@ async def test_a_client_that_dies_after_any_statement_leaves_a_whole_session(eng
     reader = DeltaSessionService(engine)  # another process
     got = await reader.get_session(app_name=APP, user_id="u", session_id="s")
     texts = [e.content.parts[0].text for e in got.events]
-    assert texts == (["e1"] if k <= 2 else ["e1", "e2"])  # 2 = the session row's compare-and-set
+    # 0-1 read the keys, 2-3 claim them, 4 = the session row's compare-and-set (the commit point), 5-6 write the
+    # keys, 7 the event row.
+    assert texts == (["e1"] if k <= 4 else ["e1", "e2"])
     n = len(texts)
     assert (got.state["k"], got.state["user:n"], got.state["app:n"]) == (n, n, n)
-    await reader.append_event(got, ev({"k": 9}, "next"))
+    # The next append of the session writes a key the dead writer may have left claimed: it fences that claim off.
+    await reader.append_event(got, ev({"k": 9, "user:n": 9}, "next"))
+    assert (await reader.get_session(app_name=APP, user_id="u", session_id="s")).state["user:n"] == 9
     rows = await reader.persisted_rows(app_name=APP, user_id="u", session_id="s")
     assert [e.seq for e in rows.events] == list(range(1, n + 2)) and rows.version == n + 1
 
@@ -123,6 +127,7 @@ async def test_delta_tables_of_the_previous_schema_gain_the_columns(engine, fake
     assert sorted(altered) == sorted([
         "ALTER TABLE sessions ADD COLUMN pending_json STRING",
         "ALTER TABLE sessions ADD COLUMN state_version BIGINT", "ALTER TABLE sessions ADD COLUMN tail_bytes BIGINT",
+        "ALTER TABLE sessions ADD COLUMN fence BIGINT",
         "ALTER TABLE app_states ADD COLUMN version BIGINT", "ALTER TABLE app_states ADD COLUMN applied_json STRING",
         "ALTER TABLE user_states ADD COLUMN version BIGINT", "ALTER TABLE user_states ADD COLUMN applied_json STRING"])
     s = await svc.get_session(app_name=APP, user_id="u", session_id="s")

@@ -79,28 +79,36 @@ async def test_other_keys_of_the_same_row_are_no_conflict_and_are_kept(svc):
         ("user:from_a", "user:from_b", "app:from_a", "app:from_b"), 1)
     assert (await svc.persisted_rows(app_name=APP, user_id="u", session_id="a")).user_state == {
         "from_a": 1, "from_b": 1}
-    # One row per key, each written once: b's append neither read nor rewrote a's key.
+    # One row per key, each written by one append (claimed: version 1, then its value: 2): b's append neither read
+    # nor rewrote a's key.
     assert svc.engine.inner.execute("SELECT state_key, version FROM user_state_keys ORDER BY state_key") == [
-        ("from_a", 1), ("from_b", 1)]
+        ("from_a", 2), ("from_b", 2)]
 
 
-async def test_a_rival_write_between_read_and_compare_and_set_is_re_read_not_overwritten(svc, engine):
-    """The lost update of the old read-then-MERGE: a rival's write of the same key (and of another) lands between
-    this append's read and write."""
+async def test_a_rival_write_between_read_and_claim_makes_the_append_stale_and_is_kept(svc, engine):
+    """The lost update of the old read-then-write: a rival's write of the same key (and of another) lands between
+    this append's read and its claim. The claim (a compare-and-set at the version read) fails: the append is stale
+    before its commit point, nothing of it is written, and the rival's values stay."""
     a = await svc.create_session(app_name=APP, user_id="u", session_id="a")
     original = engine.execute
 
     def with_rival(sql, params=None):
-        if sql.startswith("UPDATE sessions") and not getattr(with_rival, "done", False):
+        if sql.startswith("MERGE INTO user_state_keys") and not getattr(with_rival, "done", False):
             with_rival.done = True
-            engine.inner.execute("INSERT INTO user_state_keys VALUES ('app', 'u', 'rival', '1', 1, '[]', 0.0),"
-                                 " ('app', 'u', 'mine', '0', 1, '[]', 0.0)")
+            engine.inner.execute("INSERT INTO user_state_keys VALUES ('app', 'u', 'rival', '1', 1, '[]', 0.0, NULL),"
+                                 " ('app', 'u', 'mine', '0', 1, '[]', 0.0, NULL)")
         return original(sql, params)
 
     engine.execute = with_rival
-    await svc.append_event(a, ev({"user:mine": 1}))  # read: no row; rival inserts; MERGE loses; re-read; MERGE
-    assert (await svc.persisted_rows(app_name=APP, user_id="u", session_id="a")).user_state == {"rival": 1, "mine": 1}
-    assert engine.inner.execute("SELECT version FROM user_state_keys WHERE state_key = 'mine'") == [(2,)]
+    with pytest.raises(StaleSessionError, match="changed or were claimed"):
+        await svc.append_event(a, ev({"user:mine": 1, "app:other": 1}))  # read: no row; rival inserts; claim fails
+    engine.execute = original
+    stored = await svc.persisted_rows(app_name=APP, user_id="u", session_id="a")
+    assert (stored.user_state, stored.app_state, stored.version, stored.events) == ({"rival": 1, "mine": 0}, {}, 0, [])
+    # Its app: claim was released: no claim is left, and the next writer of app:other is not held up.
+    assert engine.inner.execute("SELECT count(*) FROM app_state_keys WHERE claim_json IS NOT NULL") == [(0,)]
+    await svc.append_event(await reload(svc, a), ev({"app:other": 2}))
+    assert (await reload(svc, a)).state["app:other"] == 2
 
 
 # --- Delta write conflicts -------------------------------------------------------------------------------------
@@ -176,13 +184,14 @@ async def test_the_happy_path_runs_no_more_statements_than_before():
     inner, engine, _, cut = await _append_cut_at(10_000)
     assert not cut
     kinds = [" ".join(q.split(" ")[:2]) for q in engine.statements]
-    # Per scope one read and one write (of the keys the event writes), the session compare-and-set, the event
-    # row (insert-if-absent: a reader may have completed the append from its redo record): 6, as before this design.
-    assert kinds == ["SELECT state_key,", "SELECT state_key,", "UPDATE sessions", "MERGE INTO", "MERGE INTO",
-                     "MERGE INTO"], engine.statements
+    # Per scope one read, one claim and one write (of the keys the event writes), the session compare-and-set
+    # between claims and writes, the event row (insert-if-absent: a reader may have completed the append from its
+    # redo record): 8 — the claims are the 2 more than before them (scope_claims.py).
+    assert kinds == ["SELECT state_key,", "SELECT state_key,", "MERGE INTO", "MERGE INTO", "UPDATE sessions",
+                     "MERGE INTO", "MERGE INTO", "MERGE INTO"], engine.statements
 
 
-@pytest.mark.parametrize("k", range(6))
+@pytest.mark.parametrize("k", range(8))
 async def test_an_append_cut_after_any_statement_reads_back_whole_and_the_next_append_works(k):
     inner, _, acked, cut = await _append_cut_at(k)
     assert cut
@@ -191,9 +200,10 @@ async def test_an_append_cut_after_any_statement_reads_back_whole_and_the_next_a
     got = await reader.get_session(app_name=APP, user_id="u", session_id="s")
     texts = [e.content.parts[0].text for e in got.events]
     assert texts[:len(acked)] == acked, "an acknowledged event was lost"
-    # Statements 0-1 read the scope rows, 2 is the commit point, 3-4 write the scope rows, 5 the event row:
-    # cut before the commit point the append never happened; cut after it, it was completed by this read.
-    assert texts == (["e1", "e2"] if k <= 2 else ["e1", "e2", "e3"])
+    # Statements 0-1 read the scope rows, 2-3 claim them, 4 is the commit point, 5-6 write the scope rows, 7 the
+    # event row: cut before the commit point the append never happened (its claims, if any, are left: the next
+    # append of this session fences them off); cut after it, it was completed by this read.
+    assert texts == (["e1", "e2"] if k <= 4 else ["e1", "e2", "e3"])
     n = len(texts)
     # Whole: the state is the fold of the events that count, in every scope.
     assert (got.state["k"], got.state["user:n"], got.state["app:n"]) == (n, n, n)
@@ -207,16 +217,17 @@ async def test_an_append_cut_after_any_statement_reads_back_whole_and_the_next_a
 
 
 async def test_a_cut_append_is_completed_by_the_next_append_of_a_stale_copy_too():
-    inner, _, acked, _ = await _append_cut_at(4)  # committed; user row and event row missing
+    inner, _, acked, _ = await _append_cut_at(6)  # committed; app: key written; user: key and event row missing
     other = DeltaSessionService(inner)
     session = await other.get_session(app_name=APP, user_id="u", session_id="s")  # completes it
     assert [e.content.parts[0].text for e in session.events] == ["e1", "e2", "e3"]
-    # Rolling forward twice applies nothing twice (applied_json lists the event).
+    # Rolling forward twice applies nothing twice (the key's claim is gone once its value is written).
     other._roll_forward({"app_name": APP, "user_id": "u", "session_id": "s"}, 3,
                               inner.execute("SELECT pending_json FROM sessions")[0][0])
     rows = await other.persisted_rows(app_name=APP, user_id="u", session_id="s")
+    # user:n: created (1), then each of the three appends claimed it (+1) and wrote it (+1).
     assert len(rows.events) == 3 and inner.execute("SELECT version FROM user_state_keys WHERE state_key = 'n'") == [
-        (4,)]
+        (7,)]
 
 
 async def test_adk_state_writes_through_to_the_live_session_before_the_append_and_that_is_no_conflict(svc):
