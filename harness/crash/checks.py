@@ -38,6 +38,8 @@ class CombinedHistory:
     recovery_scenario: Scenario
     notes: list[str] = field(default_factory=list)
     resumed: str | None = None  # the invocation ADK resumed (recovery resume): its agents' answers count as ADK says
+    uncrashed_journal: Journal | None = None  # the model calls each run made (None: count the trace's requests)
+    recovery_journal: Journal | None = None
 
     @property
     def recovered_events(self) -> list[EventRecord]:
@@ -149,14 +151,17 @@ def result_not_lost(h: CombinedHistory) -> CheckResult:
 
 def _summary_writer_asked_again(h: CombinedHistory) -> list[str]:
     """The summary writer's model asked more often across the crash (its answers the store acknowledged) and the
-    recovery (its requests) than in the uncrashed run: a result summarised before the crash was processed again.
-    Seen even where the script holds no answer for the extra request (the re-summary never gets written)."""
+    recovery (its calls that reached the model) than in the uncrashed run: a result summarised before the crash was
+    processed again. Seen even where the script holds no answer for the extra call (the re-summary never gets
+    written); a request the agent's own callback answers (a guard against summarising twice) is no call."""
     writer = h.profile.summary_writer
     if writer is None or h.recovery.trace is None:
         return []
-    uncrashed = len(h.uncrashed.requests_of(writer))
+    uncrashed = (h.uncrashed_journal.asked(writer) if h.uncrashed_journal is not None
+                 else len(h.uncrashed.requests_of(writer)))
     before = answered(h.journal.records, writer, resumed=h.resumed)
-    after = len(h.recovery.trace.requests_of(writer))
+    after = (h.recovery_journal.asked(writer) if h.recovery_journal is not None
+             else len(h.recovery.trace.requests_of(writer)))
     if not uncrashed or before + after <= uncrashed:
         return []
     return [f"the summary writer {writer!r} was asked {before + after} time(s) across the crash ({before} answer(s) "

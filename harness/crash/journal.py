@@ -99,7 +99,12 @@ class Journal:
 
     acks: list[tuple[str, EventRecord]] = field(default_factory=list)  # (event id, record)
     killing: dict[str, Any] | None = None
-    served: dict[str, list[int]] = field(default_factory=dict)  # agent -> step indices
+    served: dict[str, list[int]] = field(default_factory=dict)  # agent -> step indices (past its steps: unanswered)
+
+    def asked(self, agent: str) -> int:
+        """Calls of ``agent`` that reached its model (the scripted endpoint), answered or not: a request an agent's
+        own callback answered never gets there."""
+        return len(self.served.get(agent, []))
 
     @property
     def records(self) -> list[EventRecord]:

@@ -75,7 +75,8 @@ def _run_child(folder: Path, name: str, scenario: Scenario, options: RunOptions,
                ) -> tuple[int, dict[str, Any] | None, Path, str]:
     """Run ``scenario`` in a child process on ``options.work_dir``: (exit code, what it wrote, journal, stderr)."""
     spec, out, journal = folder / f"{name}.spec", folder / f"{name}.out", folder / f"{name}.journal.jsonl"
-    out.unlink(missing_ok=True)  # a run of the same name before (the durable fallback's second first run)
+    for stale in (out, journal):  # a run of the same name before (the durable fallback's second first run)
+        stale.unlink(missing_ok=True)
     spec.write_bytes(pickle.dumps({"scenario": scenario, "options": options, "journal": str(journal), "kill": kill,
                                    "read_sessions": list(read_sessions), "out": str(out),
                                    "probe": probe, "resume": resume}))
@@ -215,7 +216,9 @@ def _one_point(base: Path, scenario: Scenario, options: RunOptions, uncrashed: S
             return outcome
         history = CombinedHistory(scenario=scenario, uncrashed=uncrashed.trace, profile=wrote["profile"] or profile,
                                   point=point, journal=journal, reads=wrote["reads"], recovery=wrote["result"],
-                                  recovery_scenario=recovering, resumed=resume.invocation_id if resume else None)
+                                  recovery_scenario=recovering, resumed=resume.invocation_id if resume else None,
+                                  uncrashed_journal=read_journal(base / "uncrashed.journal.jsonl"),
+                                  recovery_journal=read_journal(folder / "recovery.journal.jsonl"))
         outcome.checks = crash_checks(history)
         return outcome
     finally:

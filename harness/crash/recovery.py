@@ -76,7 +76,7 @@ def remaining_script(scenario: Scenario, journal: Journal, *, resumed: str | Non
         served = journal.served.get(agent, [])
         acked = len(served) if agent == SUB_LM else answered(journal.records, agent, resumed=resumed)
         consumed, answers = set(), 0
-        for index in served:
+        for index in (i for i in served if i < len(steps)):  # past the steps: a call the script could not answer
             if isinstance(steps[index], FaultStep):
                 consumed.add(index)
             elif answers < acked:

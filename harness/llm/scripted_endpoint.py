@@ -146,7 +146,9 @@ class ScriptedEndpoint:
     def __init__(self, script: Mapping[str, Sequence[ModelStep]], *,
                  agent_resolver: AgentResolver = agent_from_request,
                  on_served: Callable[[str, int], None] | None = None) -> None:
-        self._on_served = on_served  # told (agent, step index) of each step served, under the lock
+        # told (agent, step index) of each call that reached the script, under the lock: a step served, or an index
+        # past the agent's steps (a call that found none left and was answered HTTP 400)
+        self._on_served = on_served
         self._script = {agent: tuple(steps) for agent, steps in script.items()}
         self._resolve_agent = agent_resolver
         self._served: dict[str, set[int]] = {}  # per agent, the indices of the steps already served
@@ -224,6 +226,8 @@ class ScriptedEndpoint:
                 index = len(steps) + self._extra.get(agent, 0)
                 self._extra[agent] = self._extra.get(agent, 0) + 1
                 step = None
+                if self._on_served is not None:
+                    self._on_served(agent, index)
             else:
                 served.add(index)
                 step = steps[index]
