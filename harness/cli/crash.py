@@ -19,7 +19,8 @@ from ..files import write_atomic
 from .common import EXIT_FAILED, EXIT_OK, add_target, load_selected, stdout_console
 
 DEFAULT_TAG = "crash"
-KINDS = {"after": ("after",), "before": ("before",), "all": ("after", "before")}
+KINDS = {"after": ("after",), "before": ("before",), "submitted": ("submitted",),
+         "all": ("after", "before", "submitted")}
 
 PARSER: dict[str, Any] = {
     "name": "crash",
@@ -51,7 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_target(parser, modes=("scripted",), default_mode="scripted")
     parser.add_argument("--points", choices=tuple(KINDS), default="after",
                         help="after each appended event, before each (inside the harness's wrapper of the store, "
-                             "before the write), or both (default: %(default)s)")
+                             "before the write), once each job run is submitted (on a workspace the harness keeps: "
+                             "the databricks fake), or all (default: %(default)s)")
     parser.add_argument("--max-points", type=_positive, metavar="N",
                         help="run only the first N crash points, in the order the run passed them (a quick look; "
                              "the cost is then 1 + 2 x N runs)")
