@@ -52,3 +52,10 @@ def test_a_second_run_of_the_same_code_fails_effects_exactly_once(broken: str) -
     evidence = " ".join(effects(report).evidence)
     assert "the workspace executed one task 2 times (the uncrashed run: 1)" in evidence
     assert ("no idempotency_token" if broken == "drops_idempotency_token" else "rlm-jobb-process-") in evidence
+
+
+def test_submitted_points_on_a_local_executor_are_not_applicable_saying_why() -> None:
+    """The harness keeps no workspace there: it has no generic hook inside the target's executor."""
+    report = crash_matrix(SCENARIO, RunOptions(target="reference"), kinds=("submitted",))
+    assert report.error is None and report.points == []
+    assert "no 'submitted' crash point" in report.not_applicable
