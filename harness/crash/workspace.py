@@ -38,6 +38,15 @@ class RunSubmitted:
     phase: str  # "uncrashed run", "crashed run" or "recovery"
 
 
+@dataclass(frozen=True)
+class JobRuns:
+    """What the uncrashed run's workspace saw: its ledger, and per created run the event acknowledged before it."""
+
+    seen: bool  # the harness kept the workspace (False: nothing below is known)
+    ledger: list[RunSubmitted]
+    after_events: list[int]  # per created run, in order: the event last acknowledged before its submit (-1: none)
+
+
 class CrashWorkspace:
     """One matrix run's workspace: the options its processes run with, and the fake's submits as they happen."""
 
@@ -84,6 +93,11 @@ class CrashWorkspace:
             return []
         return [RunSubmitted(s, next((phase for first, phase in reversed(self._phases) if s.ordinal >= first), ""))
                 for s in self.fake.jobs.ledger()]
+
+    def job_runs(self) -> JobRuns:
+        ledger = self.ledger()
+        return JobRuns(self.sees_runs, ledger, [self.after_event.get(r.submit.created, -1) for r in ledger
+                                                if r.submit.started_run])
 
     def release(self) -> None:
         """Start the runs still held (nobody asked the workspace about jobs since): they execute all the same."""
