@@ -4,6 +4,8 @@
 * ``reruns_blocks``: a retried delegation runs its block again (no claim is honoured, no earlier result adopted);
 * ``drops_orphans``: a result computed before the crash is never picked up (no orphan handling on recovery);
 * ``leaves_unconsumed``: a crash between the summary and the consumed mark leaves the artifact ``executed``;
+* ``reprocesses_stale_results``: recovery takes a result summarised by an earlier invocation for an orphan (it
+  sees only the current invocation's summaries) and summarises it again;
 * ``drops_idempotency_token`` (``--backend databricks``): Job_B is submitted without an ``idempotency_token``, so
   a retried delegation whose run the crash left unfinished starts a second run of the same code;
 * ``resubmits_job_b`` (``--backend databricks``): after a restart Job_B is submitted again as new (no earlier result
@@ -66,6 +68,23 @@ def resubmits_job_b(env: TargetEnvironment) -> BuiltTarget:
     databricks_jobs.idempotency_token = lambda **kwargs: f"rlm-jobb-process-{os.getpid()}"
     built = build_reference(env)
     built.name = "resubmits_job_b"
+    return built
+
+
+def reprocesses_stale_results(env: TargetEnvironment) -> BuiltTarget:
+    import reference_agent.agents.job_builder as job_builder
+    import reference_agent.recovery as recovery
+    from reference_agent import state_contract as keys
+
+    finds = recovery.orphaned_execution
+
+    def current_invocation_only(events: Any) -> Any:
+        current = events[-1].invocation_id if events else None
+        return finds([e for e in events if e.author != keys.RESULTS_PROCESSOR or e.invocation_id == current])
+
+    recovery.orphaned_execution = job_builder.orphaned_execution = current_invocation_only
+    built = build_reference(env)
+    built.name = "reprocesses_stale_results"
     return built
 
 

@@ -5,7 +5,8 @@ failing checks, writes reports/crash.json; exit 1 on any failure, 2 on bad input
 Cost: 1 + 2 x points scenario runs per scenario, each in a process of its own: single_delegation has 9 events, so
 9 points of a kind (19 runs). By default it runs the scenarios tagged ``crash`` (a project picks the few worth the
 cost), else every scenario of the folder; a scenario with a ``crash:`` field runs its one declared point and recovery
-(a crash case kept as a regression).
+(a crash case kept as a regression); one with a ``concurrent:`` field runs its runners at once, judged by their
+client-observed histories (harness/crash/concurrent.py).
 """
 
 from __future__ import annotations
@@ -15,12 +16,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..crash.selection import DEFAULT_TAG, KINDS, default_selection
 from ..files import write_atomic
 from .common import EXIT_FAILED, EXIT_OK, add_target, load_selected, stdout_console
 
-DEFAULT_TAG = "crash"
-KINDS = {"after": ("after",), "before": ("before",), "submitted": ("submitted",),
-         "all": ("after", "before", "submitted")}
+__all__ = ["COMMANDS", "DEFAULT_TAG", "KINDS", "PARSER", "default_selection"]
 
 PARSER: dict[str, Any] = {
     "name": "crash",
@@ -31,6 +31,7 @@ PARSER: dict[str, Any] = {
                    "fresh process recovers as the target profile's 'recovery' says (retry: the crashed turn's "
                    "message again; next_turn: the next message). Checks: effects_exactly_once, result_not_lost, "
                    "consume_once, recovered_outcome, session_readable_prefix, and the state checks on the recovery. "
+                   "A concurrent: case runs its runners at once instead (concurrent_history, conflicts_surfaced). "
                    "Scripted model only. Cost: 1 + 2 x points runs per scenario. Exit 0 all passed, 1 a check "
                    "failed or a point could not run, 2 bad input.",
 }
@@ -64,14 +65,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reports-dir", default="reports", metavar="DIR", help="where crash.json goes")
 
 
-def default_selection(scenarios: list[Any]) -> list[Any]:
-    """The scenarios tagged ``crash`` or declaring a crash case, else all of them (a project fresh from ``init``:
-    its smoke scenario) — never a scenario picked by name, which would be some agent's."""
-    return [s for s in scenarios if DEFAULT_TAG in s.tags or s.crash] or list(scenarios)
-
-
 def crash(args: argparse.Namespace) -> int:
-    from ..crash.matrix import crash_matrix, point_row
+    from ..crash.selection import report_lines, report_row, run_crash
     from .settings import run_options
 
     names = list(args.scenarios)
@@ -82,35 +77,12 @@ def crash(args: argparse.Namespace) -> int:
     console = stdout_console()
     reports, failed = [], False
     for scenario in scenarios:
-        declared = scenario.crash  # a crash case kept as a regression: its one point, its recovery
-        report = crash_matrix(scenario, options, kinds=KINDS[args.points],
-                              recovery=(declared.recovery if declared else None) or args.recovery,
-                              jobs=args.jobs or 1, keep=args.keep,  # -j N: N points side by side
-                              only=[declared.point] if declared else None, max_points=args.max_points)
+        report = run_crash(scenario, options, points=args.points, recovery=args.recovery, jobs=args.jobs or 1,
+                           keep=args.keep, max_points=args.max_points)  # -j N: N points side by side
         failed = failed or report.failed
-        rows = [point_row(p) for p in report.points]
-        reports.append({"scenario": report.scenario, "target": report.target, "session_service":
-                        report.session_service, "failed": report.failed, "error": report.error,
-                        "not_applicable": report.not_applicable,
-                        "uncrashed_failures": report.uncrashed_failures, "first_run_s": round(report.first_run_s, 2),
-                        "seconds": round(report.seconds, 2), "points": rows})
-        console.print(f"{scenario.name}: {len(rows)} point(s), {report.seconds:.0f} s "
-                      f"(uncrashed run {report.first_run_s:.0f} s)", markup=False)
-        if report.uncrashed_failures:
-            console.print(f"  note: the uncrashed run itself fails {', '.join(report.uncrashed_failures)} "
-                          f"(`rlm-conformance run --llm-mode scripted {scenario.name}`)", markup=False)
-        if report.error or report.not_applicable:
-            console.print(f"  {'ERROR' if report.error else 'n/a'}: {report.error or report.not_applicable}",
-                          markup=False)
-        for row in rows:
-            failing = [c["name"] for c in row["checks"] if c["status"] == "fail"]
-            verdict = "ERROR" if row["error"] else "n/a" if row["not_applicable"] else "FAIL" if failing else "pass"
-            console.print(f"  {row['point']:<40} {row['recovery']:<9} {verdict:<5} {', '.join(failing)}"
-                          f"{row['error'] or row['not_applicable'] or ''}", markup=False)
-            for c in row["checks"]:
-                if c["status"] == "fail":
-                    for line in (c["explanation"], *c["evidence"][:3]):
-                        console.print(f"      {c['name']}: {line}", markup=False)
+        reports.append(report_row(report))
+        for line in report_lines(report):
+            console.print(line, markup=False)
     out = Path(args.reports_dir) / "crash.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, json.dumps({"scenarios": reports}, indent=2).encode("utf-8"))

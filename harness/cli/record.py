@@ -26,7 +26,7 @@ from .common import (
     stdout_console,
     target_choice,
 )
-from .run import preflight, refuse_remote_snapshot_update, run_all, workers
+from .run import preflight, refuse_remote_snapshot_update, run_all, skip_concurrent, workers
 from .settings import run_options
 
 
@@ -77,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
     formats = report_formats(args.formats, DEFAULT_FORMATS)
     configure_logging(args.log_level)
     scenarios, shard = sharded(args, load_selected(args.scenarios_dir, args.scenario, args.substring))
+    scenarios = skip_concurrent(scenarios)  # run never replays one: no cassette to record
     options = run_options(args, record=True)
     root, pending = options.cassette_dir, pending_root(options.cassette_dir)
     where = {s.name: cassette_dir(Path(), target_choice(s, options).name, options.backend) / f"{s.name}.yaml"

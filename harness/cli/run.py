@@ -71,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
 
     configure_logging(args.log_level)
     scenarios, shard = sharded(args, load_selected(args.scenarios_dir, args.scenario, args.substring))
+    scenarios = skip_concurrent(scenarios)
     baseline = accepted.chosen(args)
     with workers(scenarios, args.jobs, args.log_level) as pool:
         # The renderers (jinja2 and the rest, ~0.15 s) load while the workers import: before, they delayed them.
@@ -95,6 +96,16 @@ def run(args: argparse.Namespace) -> int:
     for line in accepted.report_lines(args, baseline, judgement):
         console.print(line, markup=False)
     return EXIT_OK if accepted.run_ok(report.results, judgement) else EXIT_FAILED
+
+
+def skip_concurrent(scenarios: list[Scenario]) -> list[Scenario]:
+    """The scenarios but the concurrent cases, each said to be skipped and why (``crash`` runs them)."""
+    from ..scenario.models import CONCURRENT_RUN_NOTE
+
+    for scenario in scenarios:
+        if scenario.concurrent is not None:
+            stdout_console().print("skipped: " + CONCURRENT_RUN_NOTE.format(name=scenario.name), markup=False)
+    return [s for s in scenarios if s.concurrent is None]
 
 
 def refuse_remote_snapshot_update(args: argparse.Namespace, options: RunOptions) -> None:

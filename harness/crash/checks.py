@@ -21,6 +21,7 @@ from ..targets.profile import TargetProfile
 from ..trace.model import EventRecord, ExecutionRecord, Trace
 from .journal import Journal, executions_read
 from .points import CrashPoint
+from .recovery import answered
 
 if TYPE_CHECKING:
     from .workspace import RunSubmitted
@@ -192,9 +193,26 @@ def result_not_lost(h: CombinedHistory) -> CheckResult:
     if got > wanted:
         problems.append(f"{got} execution(s) summarised across the crash and the recovery, where the uncrashed run "
                         f"summarised {wanted}: a result was summarised again")
+    problems += _summary_writer_asked_again(h)
     if problems:
         return failed(name, "A result computed before the crash was lost or summarised twice.", problems)
     return passed(name, f"{computed} result(s) computed before the crash, each summarised once.")
+
+
+def _summary_writer_asked_again(h: CombinedHistory) -> list[str]:
+    """The summary writer's model asked more often across the crash (its answers the store acknowledged) and the
+    recovery (its requests) than in the uncrashed run: a result summarised before the crash was processed again.
+    Seen even where the script holds no answer for the extra request (the re-summary never gets written)."""
+    writer = h.profile.summary_writer
+    if writer is None or h.recovery.trace is None:
+        return []
+    uncrashed = len(h.uncrashed.requests_of(writer))
+    before, after = answered(h.journal.records, writer), len(h.recovery.trace.requests_of(writer))
+    if not uncrashed or before + after <= uncrashed:
+        return []
+    return [f"the summary writer {writer!r} was asked {before + after} time(s) across the crash ({before} answer(s) "
+            f"stored) and the recovery ({after} request(s)), {uncrashed} in the uncrashed run: a result summarised "
+            f"before the crash was processed again"]
 
 
 def _statuses(h: CombinedHistory) -> list[tuple[str, dict[str, str]]]:

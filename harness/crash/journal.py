@@ -31,9 +31,10 @@ def _jsonable(value: Any) -> Any:
 
 class CrashJournal:
     def __init__(self, path: Path, *, kill: CrashPoint | None = None,
-                 read_sessions: list[tuple[str, str]] = ()) -> None:
+                 read_sessions: list[tuple[str, str]] = (), then: Any = None) -> None:
         self.path = path
         self.kill = kill
+        self.then = then  # called with the journal once the store is read (the durability probe ends there)
         self.read_sessions = list(read_sessions)
         self.reads: dict[str, Any] = {}
         self.profile: Any = None
@@ -85,6 +86,8 @@ class CrashJournal:
             for user, session_id in self.read_sessions:
                 executions += [x.model_dump(mode="json") for x in built.list_executions(app_name, user, session_id)]
         self.reads = _jsonable({"sessions": sessions, "listed": listed, "executions": executions})
+        if self.then is not None:
+            self.then(self)
 
     def close(self) -> None:
         self._file.close()

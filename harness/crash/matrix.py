@@ -27,10 +27,14 @@ from .checks import CombinedHistory, WorkspaceRuns, crash_checks
 from .journal import read_journal
 from .points import CrashPoint, Kind, crash_points, in_run_order, point_of, submitted_points
 from .recovery import RecoveryNotRun, recovery_scenario, sessions_touched
-from .workspace import CrashWorkspace, RunSubmitted, crash_workspace
+from .workspace import CrashWorkspace, JobRuns, RunSubmitted, crash_workspace
 
 CHILD_TIMEOUT_S = 300
-IN_MEMORY = ("InMemorySessionService",)  # ADK's own: nothing it holds survives its process
+# What a target whose session service keeps nothing across processes (an App fresh from `init` runs on ADK's
+# InMemorySessionService) crashes on instead: ADK's durable service, as such an App is deployed. An explicit
+# --session-service adk-memory stays n/a.
+DURABLE_FALLBACK = "adk-sqlite"
+EXPLICIT_IN_MEMORY = "adk-memory"
 
 
 @dataclass
@@ -55,6 +59,8 @@ class CrashReport:
     points: list[PointResult] = field(default_factory=list)
     not_applicable: str | None = None
     error: str | None = None
+    note: str | None = None  # how the matrix ran other than asked (the durable fallback), said with the results
+    uncrashed: ScenarioResult | None = field(default=None, repr=False)  # the reference run (not in crash.json)
     uncrashed_failures: list[str] = field(default_factory=list)  # checks the uncrashed run fails (said, not judged)
     first_run_s: float = 0.0
     seconds: float = 0.0
@@ -65,13 +71,15 @@ class CrashReport:
 
 
 def _run_child(folder: Path, name: str, scenario: Scenario, options: RunOptions, *, kill: CrashPoint | None,
-               read_sessions: list[tuple[str, str]] = (), started: Any = None
+               read_sessions: list[tuple[str, str]] = (), probe: bool = False, started: Any = None,
                ) -> tuple[int, dict[str, Any] | None, Path, str]:
     """Run ``scenario`` in a child process on ``options.work_dir``: (exit code, what it wrote, journal, stderr).
     ``started(process, journal)`` is told of the process once it runs (the workspace kills it at a submit)."""
     spec, out, journal = folder / f"{name}.spec", folder / f"{name}.out", folder / f"{name}.journal.jsonl"
+    out.unlink(missing_ok=True)  # a run of the same name before (the durable fallback's second first run)
     spec.write_bytes(pickle.dumps({"scenario": scenario, "options": options, "journal": str(journal), "kill": kill,
-                                   "read_sessions": list(read_sessions), "out": str(out)}))
+                                   "read_sessions": list(read_sessions), "out": str(out),
+                                   "probe": probe}))
     with subprocess.Popen([sys.executable, "-m", "harness.crash.child", str(spec)], stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True) as process:
         if started is not None:
@@ -114,48 +122,52 @@ def crash_matrix(scenario: Scenario, options: RunOptions, *, kinds: tuple[Kind, 
         report.seconds = time.perf_counter() - started
         return report
     try:
-        first = base / "uncrashed"
-        first.mkdir()
-        with crash_workspace(options, first) as workspace:
-            code, wrote, _, stderr = _run_child(base, "uncrashed", scenario,
-                                                replace(workspace.options, work_dir=first / "work"), kill=None,
-                                                started=workspace.child("uncrashed run", None))
-            runs = workspace.ledger()
-            after_events = [workspace.after_event[s.submit.created] for s in runs if s.submit.started_run]
-            sees_runs = workspace.sees_runs
+        code, wrote, stderr, kept, runs = _uncrashed(base, scenario, options)
+        if not kept and options.session_service != EXPLICIT_IN_MEMORY:
+            service = wrote["result"].session_service
+            options = replace(options, session_service=DURABLE_FALLBACK)
+            report.note = (f"the target's session service {service} kept nothing across processes (a fresh process "
+                           f"found none of the sessions the uncrashed run stored): crashed on ADK's "
+                           f"DatabaseSessionService (sqlite, --session-service {DURABLE_FALLBACK}) instead; name a "
+                           f"store of yours that outlives its process with --session-service (or session-service in "
+                           f"the project) to crash on it")
+            shutil.rmtree(base / "uncrashed", ignore_errors=True)
+            code, wrote, stderr, kept, runs = _uncrashed(base, scenario, options)
         report.first_run_s = time.perf_counter() - started
         if wrote is None:
             report.error = f"the uncrashed run's process ended with exit {code}: {stderr[-2000:]}"
             return report
         result: ScenarioResult = wrote["result"]
-        report.target, report.session_service = result.target, result.session_service
+        report.target, report.session_service, report.uncrashed = result.target, result.session_service, result
         if result.error or result.trace is None:
             report.error = f"the uncrashed run cannot be the reference: {result.error}"
             return report
         report.uncrashed_failures = [c.name for c in result.checks if c.failed]
-        if result.session_service in IN_MEMORY:
+        if not kept:
             report.not_applicable = (f"the session service {result.session_service} keeps nothing across "
-                                     f"processes: there is nothing to recover after a crash")
+                                     f"processes (a fresh process found none of the sessions the uncrashed run "
+                                     f"stored): there is nothing to recover after a crash (leave --session-service "
+                                     f"unset to crash on ADK's sqlite service, or name a store of yours)")
             return report
         profile = wrote["profile"]
         how = recovery or profile.recovery
-        submitted = submitted_points(result.trace, after_events)
+        submitted = submitted_points(result.trace, runs.after_events)
         asks_submits = any(kind == "submitted" for kind, _ in only) if only is not None else set(kinds) == {
             "submitted"}
-        if asks_submits and not sees_runs:
+        if asks_submits and not runs.seen:
             report.not_applicable = ("no 'submitted' crash point: on this backend the harness does not keep the "
                                      "workspace the run submits its jobs to (the reference plugin's databricks "
                                      "backend keeps its fake; a local executor has no submit)")
             return report
         points = in_run_order(crash_points(result.trace, kinds), submitted if "submitted" in kinds else [],
-                              after_events if "submitted" in kinds else []) if only is None else [
+                              runs.after_events if "submitted" in kinds else []) if only is None else [
             _submitted_point(submitted, at) if kind == "submitted" else
             point_of(result.trace.events, kind=kind, **({"author": at} if isinstance(at, str) else {"index": at}))
             for kind, at in only]
         points = points[:max_points] if max_points is not None else points
 
         def one(point: CrashPoint) -> PointResult:
-            return _one_point(base, scenario, options, result, profile, point, how, runs)
+            return _one_point(base, scenario, options, result, profile, point, how, runs.ledger)
 
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             report.points = list(pool.map(one, points))
@@ -164,6 +176,35 @@ def crash_matrix(scenario: Scenario, options: RunOptions, *, kinds: tuple[Kind, 
         report.seconds = time.perf_counter() - started
         if keep is None:
             shutil.rmtree(base, ignore_errors=True)
+
+
+def _uncrashed(base: Path, scenario: Scenario, options: RunOptions
+               ) -> tuple[int, dict[str, Any] | None, str, bool, JobRuns]:
+    """The uncrashed run, whether its store kept anything across processes, and the job runs its workspace saw
+    (the probe reads the store on the same workspace)."""
+    first = base / "uncrashed"
+    first.mkdir(exist_ok=True)
+    with crash_workspace(options, first) as workspace:
+        code, wrote, _, stderr = _run_child(base, "uncrashed", scenario,
+                                            replace(workspace.options, work_dir=first / "work"), kill=None,
+                                            started=workspace.child("uncrashed run", None))
+        kept = _keeps_across_processes(base, scenario, workspace.options) if _ran(wrote) else True
+        return code, wrote, stderr, kept, workspace.job_runs()
+
+
+def _ran(wrote: dict[str, Any] | None) -> bool:
+    return wrote is not None and not wrote["result"].error and wrote["result"].trace is not None
+
+
+def _keeps_across_processes(base: Path, scenario: Scenario, options: RunOptions) -> bool:
+    """Whether a fresh process, building the target on the uncrashed run's folder, finds a session that run stored
+    (or fails reading one: session_readable_prefix says so). A probe, not a class list: a user's service
+    that subclasses ADK's in-memory one, or keeps a dict, is found out the same way as ADK's."""
+    sessions = [(spec.user, scenario.session_id(i)) for i, spec in enumerate(scenario.sessions)]
+    _, wrote, _, _ = _run_child(base, "probe", scenario, replace(options, work_dir=base / "uncrashed" / "work"),
+                                kill=None, read_sessions=sessions, probe=True)
+    read = (wrote or {}).get("reads", {}).get("sessions", {})
+    return wrote is None or any(found is not None for found in read.values())
 
 
 def _submitted_point(submitted: list[CrashPoint], at: int | str) -> CrashPoint:

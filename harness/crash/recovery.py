@@ -36,15 +36,22 @@ def turn_position(scenario: Scenario, turn: int) -> tuple[int, int]:
     raise LookupError(f"scenario {scenario.name!r} has {count} turns, no turn {turn}")
 
 
-def _answered(records: list[EventRecord], agent: str) -> int:
-    """The agent's answers the store acknowledged whole: a text, or calls whose responses were acknowledged too
-    (a call whose tool never answered died with the process: the model is asked again)."""
+def _code_ran(records: list[EventRecord]) -> bool:
+    return any(part.kind == "code_execution_result" for r in records for part in r.code_parts)
+
+
+def answered(records: list[EventRecord], agent: str) -> int:
+    """The agent's answers the store acknowledged whole: a text, calls whose responses were acknowledged too, code
+    (ADK's code executors) whose result was (a call whose tool never answered, code that never ran, died with the
+    process: the model is asked again)."""
     count = 0
     for position, r in enumerate(records):
-        if r.author != agent or r.function_responses or not (r.function_calls or r.text):
+        code = any(part.kind == "executable_code" for part in r.code_parts)
+        if r.author != agent or r.function_responses or not (r.function_calls or r.text or code):
             continue
-        answered = {n for later in records[position + 1:] for n in later.function_responses}
-        count += set(r.function_calls) <= answered
+        later = records[position + 1:]
+        answered = {n for e in later for n in e.function_responses}
+        count += set(r.function_calls) <= answered and (not code or _code_ran([r, *later]))
     return count
 
 
@@ -52,7 +59,7 @@ def remaining_script(scenario: Scenario, journal: Journal) -> dict[str, list]:
     left = {}
     for agent, steps in scenario.script.items():
         served = journal.served.get(agent, [])
-        acked = len(served) if agent == SUB_LM else _answered(journal.records, agent)
+        acked = len(served) if agent == SUB_LM else answered(journal.records, agent)
         consumed, answers = set(), 0
         for index in served:
             if isinstance(steps[index], FaultStep):

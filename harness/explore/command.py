@@ -80,6 +80,10 @@ def add_explore_parser(commands: Any) -> None:
                          help="search only shard I of N of the seed scenarios (split by name, the same on every "
                               "machine; without --seed-scenario the one search is shard 1/N's). A search is not split "
                               "itself: its examples depend on what it found before")
+    explore.add_argument("--crash", action="store_true",
+                         help="kill each example at a drawn point (after/before an appended event) and recover it in "
+                              "a fresh process; findings are the crash checks (docs/crash.md); about 4 processes per "
+                              "example")
     explore.add_argument("--check", action="append", default=[], metavar="NAME",
                          help="only these checks make findings (repeatable; default: every check)")
     explore.add_argument("--behaviours", type=Path, metavar="FILE",
@@ -135,7 +139,7 @@ def settings_from(args: argparse.Namespace, seed_scenario: Path | None = None) -
         checks=tuple(args.check), behaviours=args.behaviours, shrink_runs=args.shrink_runs,
         database=None if args.no_database else args.database,
         jobs=args.jobs if args.jobs is not None else default_jobs(), seed_scenario=seed_scenario,
-        example_timeout=args.example_timeout)
+        example_timeout=args.example_timeout, crash=args.crash)
 
 
 def cmd_explore(args: argparse.Namespace, console: Console) -> int:

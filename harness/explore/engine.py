@@ -133,12 +133,14 @@ class Explorer:
     def __init__(self, model: TargetModel, library: Library, options: RunOptions, *, checks: frozenset[str],
                  seed: int, budget: Budget, database: Path | None,
                  on_progress: Callable[[Report], None] | None = None, jobs: int = 1, run: Run | None = None,
-                 stop_when_blocked: bool = False, example_timeout: float | None = None) -> None:
+                 stop_when_blocked: bool = False, example_timeout: float | None = None, crash: bool = False) -> None:
         """``jobs``: worker processes running examples ahead of the search (1: every run in this process);
         ``run``: what runs a scenario (default: ``run_scenario``; a module-level function, for the workers);
         ``stop_when_blocked``: end the search once every example so far raised on one missing state key;
         ``example_timeout``: seconds an example may run, past which it is ``target_hung`` (hang.py: examples then
-        run in worker processes, one with ``jobs`` 1; None: no limit)."""
+        run in worker processes, one with ``jobs`` 1; None: no limit); ``crash``: every example killed at a drawn
+        point and recovered, judged by the crash checks (crash_example.py)."""
+        self.crash = crash
         self.model, self.library, self.checks, self.seed, self.budget = model, library, checks, seed, budget
         self.options = replace(options, target=model.spec, profile=model.profile, probe_session_service=False)
         self.database = database
@@ -427,8 +429,8 @@ class Explorer:
             database = DirectoryBasedExampleDatabase(str(folder))
             if read_only:
                 database = ReadOnlyDatabase(database)
-        wrapped = given(plans(self.model, self.library))(test)
-        for plan in reversed(seed_plans(self.model, self.library)):  # tried first, in this order (Phase.explicit)
+        wrapped = given(plans(self.model, self.library, crash=self.crash))(test)
+        for plan in reversed(seed_plans(self.model, self.library, crash=self.crash)):  # tried first, in this order (Phase.explicit)
             wrapped = example(plan)(wrapped)
         # settings outermost: @seed alone turns the database off.
         return settings(

@@ -76,6 +76,7 @@ class Plan:
     steps: tuple[StepPlan, ...]
     context: bool = True
     tags: tuple[str, ...] = field(default=())
+    crash: tuple[str, int] | None = None  # explore --crash: (after|before, event index) where the run is killed
 
     @property
     def turns(self) -> int:
@@ -91,15 +92,17 @@ class Plan:
         later = sum(i for i, b in enumerate(library.behaviours) for s in self.steps if s.behaviour == b.name)
         state = sum(len(s.initial_state) for s in self.sessions)
         late = sum(1 for s in self.steps if s.delay)
+        crash = self.crash[1] if self.crash else 0
         return (self.turns, len(self.sessions), len(self.steps), state, self.max_iterations or 0, later, code, late,
-                int(self.context), self.key())
+                int(self.context), crash, self.key())
 
     def describe(self) -> str:
         who = ", ".join(f"{s.user}x{s.turns}" + (f" with {'/'.join(s.initial_state)}" if s.initial_state else "")
                         for s in self.sessions)
         bound = "own" if self.max_iterations is None else self.max_iterations
+        crash = f", crash {self.crash[0]} #{self.crash[1]}" if self.crash else ""
         return f"sessions [{who}], max_iterations {bound}, steps [" + ", ".join(
-            s.describe() for s in self.steps) + "]"
+            s.describe() for s in self.steps) + "]" + crash
 
 
 def _filler_count(plan: Plan, model: TargetModel) -> int:
@@ -187,6 +190,8 @@ def to_scenario(plan: Plan, model: TargetModel, library: Library, *, name: str, 
         data["context"] = model.context if model.context is not None else SAMPLE_CONTEXT
     if limits := plan_limits(plan, library):
         data["limits"] = limits
+    if plan.crash is not None:
+        data["crash"] = {plan.crash[0]: plan.crash[1]}
     if any(step.behaviour and library.named(step.behaviour).escape_probe for step in plan.steps):
         data["escape_probe"] = True  # the harness plants and watches what the code goes for (harness/run/escape_probe.py)
     return Scenario.model_validate(data)

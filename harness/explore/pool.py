@@ -35,7 +35,12 @@ Run = Callable[["Scenario", "RunOptions"], "ScenarioResult"]
 
 
 def run_scenario(scenario: Scenario, options: RunOptions) -> ScenarioResult:
-    """The pipeline of ``run`` (looked up at call time, so a test can stand in for it in this process)."""
+    """The pipeline of ``run`` (looked up at call time, so a test can stand in for it in this process); a crash
+    example (``explore --crash``) killed at its point and recovered."""
+    if scenario.crash is not None:
+        from .crash_example import run_crash_example
+
+        return run_crash_example(scenario, options)
     from ..run import runner
 
     return runner.run_scenario(scenario, options)

@@ -53,6 +53,7 @@ class ExploreSettings:
     jobs: int = 1  # worker processes running examples ahead of the search (the findings do not depend on it)
     example_timeout: float | None = DEFAULT_EXAMPLE_TIMEOUT_S  # None: no limit (-j 1: every run in this process)
     seed_scenario: Path | None = None  # a scenario whose first session's state, questions and context start each one
+    crash: bool = False  # every example killed at a drawn point and recovered (crash_example.py)
 
     def command_line(self) -> str:
         """The ``rlm-conformance explore`` command that searches the same way (written into each finding)."""
@@ -66,6 +67,8 @@ class ExploreSettings:
             words += ["--check", name]
         if self.seed_scenario is not None:
             words += ["--seed-scenario", relative(self.seed_scenario)]
+        if self.crash:
+            words.append("--crash")
         return shlex.join(words)
 
 
@@ -92,10 +95,13 @@ def explore(settings: ExploreSettings, *, profile: TargetProfile | None = None,
     from .library import load_library
     from .target_model import describe_target
 
-    known = registered_checks()
+    from .crash_example import CRASH_FINDINGS
+
+    known = list(CRASH_FINDINGS) if settings.crash else registered_checks()
     unknown = [name for name in settings.checks if name not in known]
     if unknown:
-        raise HarnessError(f"--check {', '.join(unknown)}: no such check. Known checks: {', '.join(known)}.")
+        raise HarnessError(f"--check {', '.join(unknown)}: no such check{' of a crash example' * settings.crash}. "
+                           f"Known checks: {', '.join(known)}.")
     checks = frozenset(settings.checks or known)
     if profile is None and settings.profile_path is not None:
         profile = load_profile(settings.profile_path)
@@ -115,7 +121,7 @@ def explore(settings: ExploreSettings, *, profile: TargetProfile | None = None,
         with Explorer(model, library, options, checks=checks, seed=settings.seed, budget=budget,
                       database=settings.database, on_progress=on_progress, jobs=settings.jobs,
                       stop_when_blocked=attempt < MAX_SEEDED_PASSES,
-                      example_timeout=settings.example_timeout) as explorer:
+                      example_timeout=_example_timeout(settings), crash=settings.crash) as explorer:
             report = explorer.explore()
             _write(report, explorer, settings, name=target_name(spec, profile))
         if not report.blocked_keys:
@@ -135,6 +141,15 @@ def explore(settings: ExploreSettings, *, profile: TargetProfile | None = None,
 
     report.judged = [scenario_name(target_name(spec, profile), check) for check in sorted(checks)]
     return report
+
+
+def _example_timeout(settings: ExploreSettings) -> float | None:
+    """The limit is per run: a crash example is RUNS_PER_EXAMPLE of them (crash_example.py)."""
+    from .crash_example import RUNS_PER_EXAMPLE
+
+    if settings.example_timeout is None or not settings.crash:
+        return settings.example_timeout
+    return settings.example_timeout * RUNS_PER_EXAMPLE
 
 
 def starting_point(model: TargetModel, seed_scenario: Path | None) -> TargetModel:

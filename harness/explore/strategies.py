@@ -13,6 +13,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from .crash_example import KINDS as CRASH_KINDS
+from .crash_example import MAX_EVENT as MAX_CRASH_EVENT
 from .library import Library
 from .plan import ANSWER_DELAY_S, INITIAL_STATE, TIMEOUT_FAULT, Plan, SessionPlan, StepPlan
 from .target_model import TargetModel, ToolModel
@@ -23,6 +25,7 @@ FAULTS = ("http_503", "http_429", "http_500", "malformed", "empty", TIMEOUT_FAUL
 """Model faults an analyst call may meet (the retried statuses first; the timeout costs a second, so last)."""
 MAX_SESSIONS, MAX_TURNS, MAX_ITERATIONS, MAX_STEPS = 3, 3, 3, 6
 LATE_STEP = (None, None, *range(MAX_STEPS))
+SEED_CRASH = ("after", 3)
 """Which of the analyst's answers comes ``ANSWER_DELAY_S`` late: none for a quarter of the plans, else a step index
 (one past the plan's steps, or a fault: none late; about one plan in five has a late answer); shrinks to none.
 Drawn after everything else, so the rest of a plan is drawn as it was before late answers existed."""
@@ -102,11 +105,12 @@ def iteration_bounds(model: TargetModel) -> st.SearchStrategy[int | None]:
     return st.one_of(st.none(), small) if model.loop_bound is not None else small
 
 
-def plans(model: TargetModel, library: Library) -> st.SearchStrategy[Plan]:
-    """Whole conversations for ``model``."""
+def plans(model: TargetModel, library: Library, *, crash: bool = False) -> st.SearchStrategy[Plan]:
+    """Whole conversations for ``model``; with ``crash``, each killed at a drawn point (crash_example.py)."""
     steps = st.lists(analyst_steps(model, library), max_size=MAX_STEPS).map(tuple)
+    points = st.tuples(st.sampled_from(CRASH_KINDS), st.integers(0, MAX_CRASH_EVENT)) if crash else st.none()
     plan = st.builds(Plan, max_iterations=iteration_bounds(model), sessions=sessions(), steps=steps,
-                     context=st.booleans())
+                     context=st.booleans(), crash=points)
     return st.builds(_late, plan, st.sampled_from(LATE_STEP))
 
 
@@ -131,7 +135,7 @@ def simplest(schema: dict[str, Any]) -> Any:
             }.get(kind, WORDS[0])
 
 
-def seed_plans(model: TargetModel, library: Library) -> list[Plan]:
+def seed_plans(model: TargetModel, library: Library, *, crash: bool = False) -> list[Plan]:
     """Conversations tried first, before any generated one: the shapes that hide state bugs and that nobody thinks
     to script (issue 32) — a turn after a final answer, a variable kept across iterations, an error between two
     delegations, one user with two sessions, a second user, code that lists the environment it runs in (the probe
@@ -152,6 +156,12 @@ def seed_plans(model: TargetModel, library: Library) -> list[Plan]:
         return tuple(StepPlan(kind="delegate", behaviour=b, args=args) for b in behaviours if b in names)
 
     one, two = SessionPlan("user_1", 1), SessionPlan("user_1", 2)
+    seeds = _seeds(model, library, run, one, two)
+    # --crash: each seed killed after its fourth event (a delegating analyst: the execution stored, no summary)
+    return [replace(plan, crash=SEED_CRASH) for plan in seeds] if crash else seeds
+
+
+def _seeds(model: TargetModel, library: Library, run: Any, one: SessionPlan, two: SessionPlan) -> list[Plan]:
     return [Plan(1, (two,), run("final")),
             Plan(2, (one,), run("define_variable", "use_variable")),
             Plan(2, (one,), run("raise", "small_output")),

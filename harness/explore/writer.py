@@ -55,8 +55,9 @@ def render(scenario: Scenario, finding: Finding, *, seed: int, out_dir: Path, ex
     evidence the search saw —, what it shrank to, how to reproduce and keep it), then the scenario."""
     data = scenario.model_dump(mode="json", exclude_defaults=True)
     data["sessions"] = [{"user": spec.user, **dumped} for spec, dumped in zip(scenario.sessions, data["sessions"])]
-    reproduce = shlex.join([PROG, "run", "--scenario", scenario.name, "--scenarios-dir", relative(out_dir),
-                            "--llm-mode", "scripted"])
+    reproduce = shlex.join([PROG, "crash", scenario.name, "--scenarios-dir", relative(out_dir)] if scenario.crash
+                           else [PROG, "run", "--scenario", scenario.name, "--scenarios-dir", relative(out_dir),
+                                 "--llm-mode", "scripted"])
     header = [f"# Found by `{PROG} explore` (seed {seed}): this scenario fails the check {finding.check}.",
               f"#   evidence: {evidence}" if evidence else f"#   kind of evidence: {finding.shape}",
               f"#   shrunk to: {finding.plan.describe()}",

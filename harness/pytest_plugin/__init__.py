@@ -21,6 +21,9 @@ from setup to teardown; the runner adds its own around each run.
 ``--rlm-explore N`` also runs ``rlm-conformance explore`` at the end of collection: each finding is a failing
 item ``explore::<check>`` (``explore.py``).
 
+``--rlm-crash POINTS`` also runs ``rlm-conformance crash`` on the scenarios it would pick: an item
+``crash::<scenario>`` each, failing with the crash checks' evidence (``crash_items.py``).
+
 ``--shard i/n`` (``--rlm-shard``) keeps one shard's items after ``-k``/``-m`` deselected theirs: a scenario's items
 together, split as ``run --shard`` splits scenarios (harness/scenario/shard.py); other tests by node id.
 
@@ -37,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .collect import ScenarioFile
+from .crash_items import MARK_HELP, crash_items
 from .explore import explore_items
 from .explore import summary as explore_summary
 from .options import add_options
@@ -55,6 +59,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", MARK_HELP)
     config.stash[SESSION] = ConformanceSession.start(config)
     config.stash[SESSION].add_scenario_args(config)
 
@@ -73,6 +78,7 @@ def pytest_collection(session: pytest.Session) -> Generator[None, object, object
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     config.stash[SESSION].drop_double_runs(config, items)
     items += explore_items(session)
+    items += crash_items(session)
 
 
 @pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")  # after -k, -m: split what would run

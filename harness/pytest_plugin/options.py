@@ -129,6 +129,17 @@ def add_options(parser: pytest.Parser) -> None:
          help="with --rlm-explore: a behaviours YAML, as the explore command takes one: extra code behaviours, and the "
               "delegation_text your analyst's answers use when the profile's delegation_pattern needs another "
               "fence than ```repl (docs/explore.md).")
+    _add(group, "--rlm-crash", dest="rlm_crash", default=None, choices=("after", "before", "all"),
+         help="also run `rlm-conformance crash` on the scenarios it would pick (tagged crash, else all): one item "
+              "crash::<scenario> each, its crash matrix of these points (a declared crash or concurrent case: its "
+              "own); a failure shows the failing checks and their evidence, an n/a matrix is a skip (docs/crash.md).")
+    _add(group, "--rlm-crash-recovery", dest="rlm_crash_recovery", default=None,
+         choices=("retry", "next_turn", "resume"),
+         help="with --rlm-crash: how the target recovers (default: the target profile's 'recovery', else retry).")
+    _add(group, "--rlm-crash-max-points", dest="rlm_crash_max_points", default=None, type=_positive, metavar="N",
+         help="with --rlm-crash: only the first N crash points of each scenario, in run order.")
+    _add(group, "--rlm-crash-jobs", dest="rlm_crash_jobs", default=1, type=_positive, metavar="N",
+         help="with --rlm-crash: N crash points of a scenario side by side (each point is two processes).")
     _add(group, "--shard", dest="rlm_shard", default=None, type=shard_arg, metavar="I/N",
          help="run only shard I of N (1-based) of the collected items: scenarios split by expected cost "
               "(harness/scenario/shard.py), other tests by node id, the same on every machine; the N shards "
@@ -142,6 +153,12 @@ def add_options(parser: pytest.Parser) -> None:
 def _examples(value: str) -> int:
     if not value.isdigit() or int(value) < 1:
         raise argparse.ArgumentTypeError(f"{value!r} is not a positive whole number of examples")
+    return int(value)
+
+
+def _positive(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a positive whole number")
     return int(value)
 
 
@@ -173,6 +190,10 @@ class PluginOptions:
     require_confinement: bool = False
     explore: int | None = None  # --rlm-explore N: examples explore generates before the tests (None: off)
     explore_behaviours: Path | None = None  # --rlm-explore-behaviours FILE: explore's --behaviours
+    crash: str | None = None  # --rlm-crash POINTS: crash items of these points (None: off)
+    crash_recovery: str | None = None  # --rlm-crash-recovery: the profile's recovery overridden
+    crash_max_points: int | None = None  # --rlm-crash-max-points N
+    crash_jobs: int = 1  # --rlm-crash-jobs N
     shard: Shard | None = None  # --shard I/N: only these items run
     shard_durations: Path | None = None  # --shard-durations REPORT: costs from a previous report
     origins: Mapping[str, str] = field(default_factory=dict)
@@ -225,6 +246,10 @@ class PluginOptions:
             require_confinement=config.getoption("rlm_require_confinement"),
             explore=config.getoption("rlm_explore"),
             explore_behaviours=config.getoption("rlm_explore_behaviours"),
+            crash=config.getoption("rlm_crash"),
+            crash_recovery=config.getoption("rlm_crash_recovery"),
+            crash_max_points=config.getoption("rlm_crash_max_points"),
+            crash_jobs=config.getoption("rlm_crash_jobs"),
             shard=config.getoption("rlm_shard"),
             shard_durations=config.getoption("rlm_shard_durations"),
             origins=dict(pick.origins),

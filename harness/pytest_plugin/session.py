@@ -143,7 +143,12 @@ class ConformanceSession:
         metafunc.parametrize("rlm_scenario", [pytest.param(s, id=s.name, marks=self.marks(s)) for s in scenarios])
 
     def marks(self, scenario: Scenario) -> list[pytest.MarkDecorator]:
-        """A declared divergence of the backend (reference_agent/conformance/databricks.py) is a strict xfail."""
+        """A declared divergence of the backend (reference_agent/conformance/databricks.py) is a strict xfail; a
+        concurrent case is a skip: its runners run at once under --rlm-crash (or ``rlm-conformance crash``)."""
+        if scenario.concurrent is not None:
+            from ..scenario.models import CONCURRENT_RUN_NOTE
+
+            return [pytest.mark.skip(reason=CONCURRENT_RUN_NOTE.format(name=scenario.name))]
         if self.options.backend == "local":
             return []
         from ..targets.plugins import backend

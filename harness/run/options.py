@@ -104,3 +104,7 @@ class RunOptions:
     # Told of each append the target's session service is asked for (before and after), of each scripted model
     # step served, and of the store before the turns (harness/crash/journal.py, a crash run's probe); None: nobody.
     observer: Any = field(default=None, repr=False, compare=False)
+    # Sends the scenario's turns instead of the runner's one-after-another drive, with the same arguments
+    # (scenario, built target, recording service, ADK Runner, app name, trace, turn counter): a concurrent case's
+    # runners at once (harness/crash/concurrent.py); None: the sessions one after another.
+    driver: Any = field(default=None, repr=False, compare=False)

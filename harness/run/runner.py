@@ -302,7 +302,7 @@ async def _run_sessions(scenario: Scenario, built: BuiltTarget, options: RunOpti
     if options.observer is not None:  # a crash recovery reads the store as the crash left it (harness/crash/)
         await options.observer.before_turns(built, app.name, scenario)
     try:
-        await _drive_sessions(scenario, built, service, runner, app.name, trace, turn_counter)
+        await (options.driver or _drive_sessions)(scenario, built, service, runner, app.name, trace, turn_counter)
     except CalledCodeError as exc:  # say what the turns before it had met: often the same failure, seen first
         earlier = [f"turn {t.turn} (session {t.session_id}) had raised {t.outcome.crash.describe()}"
                    for t in trace.turns if t.outcome.crash is not None and not t.outcome.crash.expected]

@@ -191,6 +191,24 @@ class CrashAt(_Model):
         return ("after", self.after) if self.after is not None else ("before", self.before)  # type: ignore
 
 
+CONCURRENT_RUN_NOTE = ("{name} is a concurrent case: its runners send their turns at once only under "
+                       "`rlm-conformance crash {name}` (or pytest --rlm-crash after); one run after another would "
+                       "judge nothing of it")
+"""What ``run`` (CLI and pytest) says of a concurrent case it skips."""
+
+
+class Concurrent(_Model):
+    """Runners sending the scenario's turns at the same time, on one target and its one session service
+    (``rlm-conformance crash`` judges what each runner saw; docs/crash.md, "Two runners at once")."""
+
+    runners: int = Field(default=2, ge=2, le=8, description="How many runners send turns at once.")
+    sessions: Literal["same", "per_runner"] = Field(
+        default="same", description="same: every runner on the first session's id (a double submit); per_runner: "
+                                    "runner i on a session of its own (two sessions of one user at once). With one "
+                                    "session in 'sessions', every runner sends its turns; with one per runner, "
+                                    "runner i sends session i's.")
+
+
 class Scenario(_Model):
     """One conformance scenario: user turns, a model script, and what must come out."""
 
@@ -229,9 +247,30 @@ class Scenario(_Model):
     crash: CrashAt | None = Field(
         default=None, description="A crash case: the run killed at this point and recovered (by `rlm-conformance "
                                   "crash`; `run` runs the scenario uncrashed). docs/crash.md.")
+    concurrent: Concurrent | None = Field(
+        default=None, description="A concurrency case: the turns sent by several runners at once, judged by "
+                                  "`rlm-conformance crash` (a client-observed history check); `run` skips it, "
+                                  "saying so. docs/crash.md.")
     # Set by the loader (a ScenarioSource): the file and text it came from, so a message found after the
     # run (a script that does not fit the target) can still name file:line. Not a field: not in the schema.
     _source: Any = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _concurrent_sessions(self) -> Scenario:
+        if self.concurrent is None:
+            return self
+        if self.crash is not None:
+            raise PydanticCustomError("concurrent", "a scenario is a crash case or a concurrent case, not both: "
+                                                    "drop 'crash' or 'concurrent'")
+        if len(self.sessions) not in (1, self.concurrent.runners):
+            raise PydanticCustomError(
+                "concurrent", "concurrent: {runners} runners need one session (every runner sends its turns) or "
+                "{runners} (runner i sends session i's), not {count}",
+                {"runners": self.concurrent.runners, "count": len(self.sessions)})
+        if len({spec.user for spec in self.sessions}) > 1:
+            raise PydanticCustomError("concurrent", "concurrent runners work for one user: give every session the "
+                                                    "same 'user'")
+        return self
 
     def session_id(self, index: int) -> str:
         """The id of the ``index``-th session: its own, else ``<scenario name>-<index>``."""

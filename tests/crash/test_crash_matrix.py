@@ -54,6 +54,13 @@ def test_a_result_no_recovery_picks_up_fails_result_not_lost() -> None:
     assert "effects_exactly_once" not in failing(report)
 
 
+def test_a_result_summarised_again_on_recovery_fails_result_not_lost() -> None:
+    report = matrix([("after", "results_processor")], target=f"{BROKEN}:reprocesses_stale_results")
+    assert "result_not_lost" in failing(report)
+    [check] = [c for c in report.points[0].checks if c.name == "result_not_lost"]
+    assert "processed again" in " ".join(check.evidence), check.evidence
+
+
 def test_an_artifact_left_executed_after_its_summary_fails_consume_once() -> None:
     report = matrix([("after", "results_processor")], target=f"{BROKEN}:leaves_unconsumed")
     assert failing(report) == {"consume_once"}

@@ -16,7 +16,7 @@ from harness.crash.recovery import CONTINUE_MESSAGE, RecoveryNotRun, recovery_sc
 from harness.result import ScenarioResult
 from harness.scenario.loader import load_scenario
 from harness.targets.profile import TargetProfile
-from harness.trace.model import EventRecord, Trace
+from harness.trace.model import CodePartRecord, EventRecord, Trace
 
 SCENARIO = load_scenario(Path(__file__).parents[2] / "scenarios" / "two_turns_one_session.yaml")
 
@@ -47,6 +47,20 @@ def test_the_script_continues_but_an_answer_that_died_with_the_process_is_served
     assert left[analyst] == list(SCENARIO.script[analyst][1:])  # step 1 answered, never acknowledged: again
     unanswered = Journal(acks=[("e0", record(0, analyst, calls=("delegate",)))], served={analyst: [0]})
     assert remaining_script(SCENARIO, unanswered)[analyst] == list(SCENARIO.script[analyst])  # its tool never ran
+
+
+def test_code_an_executor_ran_is_an_answer_and_code_that_never_ran_is_asked_again() -> None:
+    """ADK's code executors: the model's answer is an executable_code part (no text, no call); its result comes in
+    the agent's next event. Without the result acknowledged the code died with the process."""
+    analyst = next(iter(SCENARIO.script))
+    code = record(0, analyst)
+    code.code_parts = [CodePartRecord(kind="executable_code", code="print(1)")]
+    result = record(1, analyst)
+    result.code_parts = [CodePartRecord(kind="code_execution_result", outcome="OUTCOME_OK", output="1")]
+    ran = Journal(acks=[("e0", code), ("e1", result)], served={analyst: [0]})
+    assert remaining_script(SCENARIO, ran)[analyst] == list(SCENARIO.script[analyst][1:])
+    never_ran = Journal(acks=[("e0", code)], served={analyst: [0]})
+    assert remaining_script(SCENARIO, never_ran)[analyst] == list(SCENARIO.script[analyst])
 
 
 def test_retry_sends_the_crashed_turn_again_and_next_turn_the_next() -> None:

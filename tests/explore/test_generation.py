@@ -251,3 +251,25 @@ def test_the_librarys_executor_probes_are_the_recorded_scenarios_code(behaviour:
     [recorded] = [step["args"]["code"] for steps in data["script"].values() for step in steps
                   if "code" in step.get("args", {})]
     assert load_library().named(behaviour).code.strip() == recorded.strip()
+
+
+def test_a_crash_plan_becomes_a_crash_case_and_its_point_shrinks_toward_the_first_event() -> None:
+    from harness.explore.strategies import seed_plans
+
+    library = load_library()
+    plan = Plan(1, (SessionPlan("u", 1),), (StepPlan(kind="delegate", behaviour="small_output"),), crash=("before", 4))
+    scenario = to_scenario(plan, TOOL_MODEL, library, name="x", description="d")
+    assert scenario.crash is not None and scenario.crash.point == ("before", 4)
+    assert plan.describe().endswith("crash before #4")
+    earlier = Plan(1, plan.sessions, plan.steps, crash=("before", 1))
+    assert earlier.size(library) < plan.size(library)
+    assert to_scenario(Plan(1, plan.sessions, plan.steps), TOOL_MODEL, library, name="x", description="d").crash is None
+    seeds = seed_plans(TOOL_MODEL, library, crash=True)
+    assert seeds and all(s.crash == ("after", 3) for s in seeds)
+    assert all(s.crash is None for s in seed_plans(TOOL_MODEL, library))
+
+
+@settings(max_examples=25, suppress_health_check=list(HealthCheck), deadline=None)
+@given(plans(TOOL_MODEL, load_library(), crash=True))
+def test_every_crash_plan_draws_a_point(plan: Plan) -> None:
+    assert plan.crash is not None and plan.crash[0] in ("after", "before") and 0 <= plan.crash[1] <= 10

@@ -301,6 +301,10 @@ CLI_ONLY = {
 PLUGIN_ONLY = {
     "--rlm-explore": "the CLI's equivalent is the explore command, not an option of run",
     "--rlm-explore-behaviours": "explore's --behaviours, for --rlm-explore",
+    "--rlm-crash": "the CLI's equivalent is the crash command (its --points), not an option of run",
+    "--rlm-crash-recovery": "crash's --recovery, for --rlm-crash",
+    "--rlm-crash-max-points": "crash's --max-points, for --rlm-crash",
+    "--rlm-crash-jobs": "crash's -j, for --rlm-crash (pytest's own -n spreads the items)",
 }
 
 

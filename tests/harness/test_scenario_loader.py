@@ -67,7 +67,7 @@ def test_unknown_top_level_field_lists_allowed_fields_and_suggests(tmp_path: Pat
     assert str(error) == (
         f"{tmp_path / 'single_delegation.yaml'}:4: field 'tagz': unknown field 'tagz' (allowed here: name, "
         "description, target, profile, max_iterations, limits, executor, context, clock_start, escape_probe, sessions, "
-        "script, expect, tags, crash), got "
+        "script, expect, tags, crash, concurrent), got "
         "['smoke', 'delegation', 'crash']. Fix: did you mean 'tags'? Rename it")
     assert (error.line, error.field, error.path) == (4, "tagz", str(tmp_path / "single_delegation.yaml"))
     assert isinstance(error, HarnessError)
