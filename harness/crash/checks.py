@@ -51,6 +51,7 @@ class CombinedHistory:
     recovery_scenario: Scenario
     notes: list[str] = field(default_factory=list)
     workspace_runs: WorkspaceRuns | None = None  # where the harness keeps the workspace the jobs run on
+    resumed: str | None = None  # the invocation ADK resumed (recovery resume): its agents' answers count as ADK says
 
     @property
     def recovered_events(self) -> list[EventRecord]:
@@ -207,7 +208,8 @@ def _summary_writer_asked_again(h: CombinedHistory) -> list[str]:
     if writer is None or h.recovery.trace is None:
         return []
     uncrashed = len(h.uncrashed.requests_of(writer))
-    before, after = answered(h.journal.records, writer), len(h.recovery.trace.requests_of(writer))
+    before = answered(h.journal.records, writer, resumed=h.resumed)
+    after = len(h.recovery.trace.requests_of(writer))
     if not uncrashed or before + after <= uncrashed:
         return []
     return [f"the summary writer {writer!r} was asked {before + after} time(s) across the crash ({before} answer(s) "
@@ -269,6 +271,8 @@ def recovered_outcome(h: CombinedHistory) -> CheckResult:
     expectations = run_checks(CheckContext(trace=trace, scenario=h.recovery_scenario, profile=h.profile),
                               only=["scenario_expectations"])
     problems += [f"{e}" for r in expectations if r.failed for e in (r.explanation, *r.evidence)]
+    problems += [f"the recovery's turn {t.turn} raised {t.outcome.crash.describe()}" for t in trace.turns
+                 if t.outcome.crash is not None and not t.outcome.crash.expected]
     want = h.uncrashed.turns[-1].outcome.termination if h.uncrashed.turns else None
     got = trace.turns[-1].outcome.termination
     if want != got:

@@ -26,7 +26,8 @@ from ..scenario.models import Scenario
 from .checks import CombinedHistory, WorkspaceRuns, crash_checks
 from .journal import read_journal
 from .points import CrashPoint, Kind, crash_points, in_run_order, point_of, submitted_points
-from .recovery import RecoveryNotRun, recovery_scenario, sessions_touched
+from .recovery import RecoveryNotRun, recovery_scenario, resumed_invocation, sessions_touched
+from .resume import Resume
 from .workspace import CrashWorkspace, JobRuns, RunSubmitted, crash_workspace
 
 CHILD_TIMEOUT_S = 300
@@ -71,7 +72,8 @@ class CrashReport:
 
 
 def _run_child(folder: Path, name: str, scenario: Scenario, options: RunOptions, *, kill: CrashPoint | None,
-               read_sessions: list[tuple[str, str]] = (), probe: bool = False, started: Any = None,
+               read_sessions: list[tuple[str, str]] = (), probe: bool = False, resume: Resume | None = None,
+               started: Any = None,
                ) -> tuple[int, dict[str, Any] | None, Path, str]:
     """Run ``scenario`` in a child process on ``options.work_dir``: (exit code, what it wrote, journal, stderr).
     ``started(process, journal)`` is told of the process once it runs (the workspace kills it at a submit)."""
@@ -79,7 +81,7 @@ def _run_child(folder: Path, name: str, scenario: Scenario, options: RunOptions,
     out.unlink(missing_ok=True)  # a run of the same name before (the durable fallback's second first run)
     spec.write_bytes(pickle.dumps({"scenario": scenario, "options": options, "journal": str(journal), "kill": kill,
                                    "read_sessions": list(read_sessions), "out": str(out),
-                                   "probe": probe}))
+                                   "probe": probe, "resume": resume}))
     with subprocess.Popen([sys.executable, "-m", "harness.crash.child", str(spec)], stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True) as process:
         if started is not None:
@@ -151,6 +153,9 @@ def crash_matrix(scenario: Scenario, options: RunOptions, *, kinds: tuple[Kind, 
             return report
         profile = wrote["profile"]
         how = recovery or profile.recovery
+        if how == "resume" and wrote.get("cannot_resume"):
+            report.not_applicable = f"recovery 'resume': {wrote['cannot_resume']}"
+            return report
         submitted = submitted_points(result.trace, runs.after_events)
         asks_submits = any(kind == "submitted" for kind, _ in only) if only is not None else set(kinds) == {
             "submitted"}
@@ -240,8 +245,9 @@ def _point_on(folder: Path, scenario: Scenario, workspace: CrashWorkspace, uncra
         except RecoveryNotRun as exc:
             outcome.not_applicable = str(exc)
             return outcome
+        resume = resumed_invocation(scenario, crashed_turn=point.turn, journal=journal) if how == "resume" else None
         code, wrote, _, stderr = _run_child(folder, "recovery", recovering, work, kill=None,
-                                            read_sessions=sessions_touched(scenario, point.turn),
+                                            read_sessions=sessions_touched(scenario, point.turn), resume=resume,
                                             started=workspace.child("recovery", None))
         workspace.release()  # a run still held executes all the same
         if wrote is None:
@@ -249,7 +255,7 @@ def _point_on(folder: Path, scenario: Scenario, workspace: CrashWorkspace, uncra
             return outcome
         history = CombinedHistory(scenario=scenario, uncrashed=uncrashed.trace, profile=wrote["profile"] or profile,
                                   point=point, journal=journal, reads=wrote["reads"], recovery=wrote["result"],
-                                  recovery_scenario=recovering,
+                                  recovery_scenario=recovering, resumed=resume.invocation_id if resume else None,
                                   workspace_runs=WorkspaceRuns(uncrashed_runs, workspace.ledger())
                                   if workspace.sees_runs else None)
         outcome.checks = crash_checks(history)

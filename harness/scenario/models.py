@@ -171,9 +171,10 @@ class CrashAt(_Model):
         default=None, ge=0, description="Or: kill once the workspace created the run's job run of this index (from "
                                         "0), before the submit is answered (a workspace the harness keeps: the "
                                         "databricks fake).")
-    recovery: Literal["retry", "next_turn"] | None = Field(
-        default=None, description="How a fresh process recovers: retry (the crashed turn's message again) or "
-                                  "next_turn (the next message); null: the target profile's 'recovery'.")
+    recovery: Literal["retry", "next_turn", "resume"] | None = Field(
+        default=None, description="How a fresh process recovers: retry (the crashed turn's message again), "
+                                  "next_turn (the next message) or resume (ADK resumes the interrupted invocation: "
+                                  "a resumable App); null: the target profile's 'recovery'.")
 
     @model_validator(mode="after")
     def _one_point(self) -> CrashAt:

@@ -62,6 +62,11 @@ RunTurn = Callable[..., Awaitable[TurnOutcome]]
 """(runner, user_id, session_id, message) -> outcome, the target's own run_conversation; one that also takes
 ``state_delta=`` (the generic target's) can run turns whose message carries state (harness/run/runner.py)."""
 
+ResumeTurn = Callable[..., Awaitable[TurnOutcome]]
+"""(runner, user_id, session_id, invocation_id) -> outcome: ADK resuming an invocation a dead process left unfinished
+(``Runner.run_async(invocation_id=...)`` with no new message, on an App whose ``resumability_config`` is resumable);
+the ``crash`` recovery ``resume`` sends it (harness/crash/resume.py)."""
+
 ListExecutions = Callable[[str, str, str], list[ExecutionRecord]]
 """(app_name, user_id, session_id) -> Job_B runs, from the target's artifact registry."""
 
@@ -77,6 +82,8 @@ class BuiltTarget:
     run_turn: RunTurn
     profile: TargetProfile = field(default_factory=TargetProfile)
     list_executions: ListExecutions | None = None
+    # How the target resumes an interrupted invocation (None: it cannot; crash's recovery 'resume' is then n/a).
+    resume_turn: ResumeTurn | None = None
     # The statuses alone, after every event (None: taken from list_executions, which may read each result).
     artifact_statuses: ArtifactStatuses | None = None
     close: Callable[[], None] = lambda: None

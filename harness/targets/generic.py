@@ -12,7 +12,9 @@
   harness/targets/driver.py), whose returned outcome is then the turn's; what it does not report is read from
   the persisted session through the profile (its termination and final-answer keys, the termination mapped
   through ``termination_map``); a turn that raised keeps its error, and with no stored termination ends as
-  ``model_error`` or ``agent_error``.
+  ``model_error`` or ``agent_error``;
+* with no driver, an interrupted invocation resumed as ADK does it (``resume_turn``: ``run_async(invocation_id=...)``
+  with no new message; ``crash``'s recovery ``resume``, which needs the App to be resumable).
 """
 
 from __future__ import annotations
@@ -97,21 +99,16 @@ def generic_target(name: str, app: App, env: TargetEnvironment, *, profile: Targ
     service = env.session_service_factory(env) if env.session_service_factory else InMemorySessionService()
     overrides = _apply_environment(app, env, profile)
 
-    async def run_turn(runner: Runner, user_id: str, session_id: str, message: str,
-                       state_delta: dict[str, Any] | None = None) -> TurnOutcome:
-        service = runner.session_service
+    async def outcome_of(runner: Runner, user_id: str, session_id: str, turn: Any) -> TurnOutcome:
+        """Drive ``turn()`` (the events of one invocation), then read its outcome from the persisted session."""
         error = crash = None
         returned: Any = None
         try:
-            if driver is not None:
-                returned = await driver(runner, user_id, session_id, message, state_delta)
-            else:
-                async for _ in runner.run_async(user_id=user_id, session_id=session_id, new_message=types.Content(
-                        role="user", parts=[types.Part(text=message)]), state_delta=state_delta):
-                    pass
+            returned = await turn()
         except Exception as exc:  # the turn's error (a verdict of its own); the checks still judge the session
             error, crash = f"{type(exc).__name__}: {exc}", describe_error(exc)
-        stored = await service.get_session(app_name=runner.app_name, user_id=user_id, session_id=session_id)
+        stored = await runner.session_service.get_session(app_name=runner.app_name, user_id=user_id,
+                                                          session_id=session_id)
         state = stored.state if stored else {}
         final = state.get(profile.final_answer_key) if profile.final_answer_key else None
         outcome = TurnOutcome(termination=_termination(state, profile, crash), final_answer=final, error=error,
@@ -120,7 +117,29 @@ def generic_target(name: str, app: App, env: TargetEnvironment, *, profile: Targ
             return outcome
         return outcome_from_driver(profile.driver or "", returned, profile, outcome)
 
+    async def run_turn(runner: Runner, user_id: str, session_id: str, message: str,
+                       state_delta: dict[str, Any] | None = None) -> TurnOutcome:
+        async def turn() -> Any:
+            if driver is not None:
+                return await driver(runner, user_id, session_id, message, state_delta)
+            async for _ in runner.run_async(user_id=user_id, session_id=session_id, new_message=types.Content(
+                    role="user", parts=[types.Part(text=message)]), state_delta=state_delta):
+                pass
+            return None
+
+        return await outcome_of(runner, user_id, session_id, turn)
+
+    async def resume_turn(runner: Runner, user_id: str, session_id: str, invocation_id: str) -> TurnOutcome:
+        """ADK resuming an interrupted invocation: no new message, its id (a resumable App's Runner)."""
+        async def turn() -> None:
+            async for _ in runner.run_async(user_id=user_id, session_id=session_id, invocation_id=invocation_id):
+                pass
+
+        return await outcome_of(runner, user_id, session_id, turn)
+
     initial = {profile.context_key: env.context} if profile.context_key and env.context is not None else {}
+    # A driver is the agent's own turn function: the harness cannot hand it an invocation to resume.
     return BuiltTarget(name=name, app=app, session_service=service, run_turn=run_turn, profile=profile,
+                       resume_turn=resume_turn if driver is None else None,
                        artifact_service=InMemoryArtifactService(), memory_service=InMemoryMemoryService(),
                        initial_state=initial, close=overrides.restore, routes_model_environment=True)

@@ -167,7 +167,8 @@ class TargetProfile(BaseModel):
         default="retry", description="How the target's deployment recovers a turn its process died in ('crash' "
                                      "runs it so): retry (the client sends the crashed turn's message again), "
                                      "next_turn (the user's next message, or 'continue' when there is none) or "
-                                     "resume (ADK resumes the interrupted invocation; not run yet: n/a).")
+                                     "resume (ADK resumes the interrupted invocation: needs a resumable App and "
+                                     "a target with resume_turn, else n/a).")
     initial_state: dict[str, Any] = Field(
         default_factory=dict,
         description="State every session explore generates starts with (a mapping key -> value), e.g. a key the "

@@ -69,8 +69,8 @@ def test_retry_sends_the_crashed_turn_again_and_next_turn_the_next() -> None:
     assert retry.session_id(0) == SCENARIO.session_id(0) and retry.expect.executions is None
     after_last = recovery_scenario(SCENARIO, crashed_turn=1, journal=Journal(), recovery="next_turn")
     assert [t.user for t in after_last.sessions[0].turns] == [CONTINUE_MESSAGE]
-    with pytest.raises(RecoveryNotRun, match="resume"):
-        recovery_scenario(SCENARIO, crashed_turn=0, journal=Journal(), recovery="resume")
+    with pytest.raises(RecoveryNotRun, match="unknown recovery"):
+        recovery_scenario(SCENARIO, crashed_turn=0, journal=Journal(), recovery="restart")
 
 
 def history(acked: list[str], stored: list[str], *, state: dict | None = None, killing: str | None = None
