@@ -81,10 +81,12 @@ class CrashWorkspace:
         point, proc = self._kill, self._proc
         if point is None or proc is None or submit.created != point.index:
             return
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()  # dead before the workspace goes on: it never hears back
+        # The killing line first, as the journal writes its own: the matrix reads the journal once the process is
+        # gone, which can be before this thread would have gone on after the kill.
         _append_killing(self._journal, {"kind": "killing", "point": "submitted", "index": point.index,
                                         "run_id": submit.run_id, "id": None, "author": point.author})
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()  # dead before the workspace goes on: it never hears back
         raise NoReply
 
     def ledger(self) -> list[RunSubmitted]:
@@ -106,7 +108,8 @@ class CrashWorkspace:
 
 
 def _append_killing(journal: Path | None, line: dict[str, Any]) -> None:
-    """The journal's ``killing`` line, written for the process the matrix killed (after it died: nothing races)."""
+    """The journal's ``killing`` line, written for the process the matrix kills (it waits in the submit; a line of
+    its own goes in whole, both append)."""
     if journal is None:
         return
     with journal.open("a+b") as handle:  # appends wherever it reads
