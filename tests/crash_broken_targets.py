@@ -6,6 +6,10 @@
 * ``leaves_unconsumed``: a crash between the summary and the consumed mark leaves the artifact ``executed``;
 * ``reprocesses_stale_results``: recovery takes a result summarised by an earlier invocation for an orphan (it
   sees only the current invocation's summaries) and summarises it again;
+* ``drops_idempotency_token`` (``--backend databricks``): Job_B is submitted without an ``idempotency_token``, so
+  a retried delegation whose run the crash left unfinished starts a second run of the same code;
+* ``resubmits_job_b`` (``--backend databricks``): after a restart Job_B is submitted again as new (no earlier result
+  adopted, a token of this process's own, not the delegation's);
 * ``write_behind_store`` (a ``--session-service``): acknowledges an append before it is written (written at the
   next append or read), so a crash loses the last acknowledged event.
 
@@ -43,6 +47,27 @@ def drops_orphans(env: TargetEnvironment) -> BuiltTarget:
     recovery.orphaned_execution = job_builder.orphaned_execution = lambda events: None
     built = build_reference(env)
     built.name = "drops_orphans"
+    return built
+
+
+def drops_idempotency_token(env: TargetEnvironment) -> BuiltTarget:
+    import reference_agent.backends.databricks.jobs as databricks_jobs
+
+    databricks_jobs.idempotency_token = lambda **kwargs: None
+    built = build_reference(env)
+    built.name = "drops_idempotency_token"
+    return built
+
+
+def resubmits_job_b(env: TargetEnvironment) -> BuiltTarget:
+    import os
+
+    import reference_agent.backends.databricks.jobs as databricks_jobs
+
+    databricks_jobs.adoptable = lambda *args, **kwargs: False
+    databricks_jobs.idempotency_token = lambda **kwargs: f"rlm-jobb-process-{os.getpid()}"
+    built = build_reference(env)
+    built.name = "resubmits_job_b"
     return built
 
 

@@ -26,7 +26,8 @@ PARSER: dict[str, Any] = {
     "name": "crash",
     "help": "kill each scenario at every crash point, recover it, and judge what was lost or done twice",
     "description": "For each scenario: an uncrashed run finds the crash points (after / before each event the "
-                   "session service appends); at each, the scenario runs in a child process SIGKILLed there, and a "
+                   "session service appends, or each job run submitted to a workspace the harness keeps); at each, "
+                   "the scenario runs in a child process SIGKILLed there, and a "
                    "fresh process recovers as the target profile's 'recovery' says (retry: the crashed turn's "
                    "message again; next_turn: the next message). Checks: effects_exactly_once, result_not_lost, "
                    "consume_once, recovered_outcome, session_readable_prefix, and the state checks on the recovery. "
@@ -53,7 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_target(parser, modes=("scripted",), default_mode="scripted")
     parser.add_argument("--points", choices=tuple(KINDS), default="after",
                         help="after each appended event, before each (inside the harness's wrapper of the store, "
-                             "before the write), or both (default: %(default)s)")
+                             "before the write), once each job run is submitted (on a workspace the harness keeps: "
+                             "the databricks fake), or all (default: %(default)s)")
     parser.add_argument("--max-points", type=_positive, metavar="N",
                         help="run only the first N crash points, in the order the run passed them (a quick look; "
                              "the cost is then 1 + 2 x N runs)")

@@ -7,5 +7,8 @@ write). For each point the scenario runs in a child process on a kept work folde
 each scripted model step served) and kills the process at the point. A fresh process then recovers as the
 target's profile says (``recovery.py``: the crashed turn's message again, or the next one), the model script
 continuing where the crash left it, and reads the store first. ``checks.py`` judges the combined history
-(journal, store as the crash left it, recovery trace); ``matrix.py`` runs it all for one scenario.
+(journal, store as the crash left it, recovery trace); ``matrix.py`` runs it all for one scenario. Where a backend's
+plugin hands the matrix its workspace (``workspace.py``: the databricks fake), the matrix's own process keeps it
+across the killed run and its recovery, kills the run at a job submit too (``submitted`` points), and the
+workspace's ledger of job runs is evidence.
 """

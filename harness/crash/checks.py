@@ -8,11 +8,12 @@ and keys, harness/checks/timeline.py); nothing here knows an agent's names.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..checks import run_checks
-from ..checks.base import CheckContext, CheckResult, failed, not_applicable, passed
+from ..checks.base import CheckContext, CheckResult, Status, failed, not_applicable, passed
 from ..checks.timeline import execution_count, executions_unmapped
 from ..result import ScenarioResult
 from ..scenario.models import Scenario
@@ -22,8 +23,20 @@ from .journal import Journal, executions_read
 from .points import CrashPoint
 from .recovery import answered
 
+if TYPE_CHECKING:
+    from .workspace import RunSubmitted
+
 CRASH_CHECKS = ("effects_exactly_once", "result_not_lost", "consume_once", "recovered_outcome",
                 "session_readable_prefix")
+
+
+@dataclass
+class WorkspaceRuns:
+    """The workspace's own ledger of job runs (harness/crash/workspace.py): the uncrashed run's, and this point's
+    (the crashed run's submits, then the recovery's)."""
+
+    uncrashed: list[RunSubmitted]
+    point: list[RunSubmitted]
 
 
 @dataclass
@@ -37,6 +50,7 @@ class CombinedHistory:
     recovery: ScenarioResult
     recovery_scenario: Scenario
     notes: list[str] = field(default_factory=list)
+    workspace_runs: WorkspaceRuns | None = None  # where the harness keeps the workspace the jobs run on
     resumed: str | None = None  # the invocation ADK resumed (recovery resume): its agents' answers count as ADK says
     uncrashed_journal: Journal | None = None  # the model calls each run made (None: count the trace's requests)
     recovery_journal: Journal | None = None
@@ -61,6 +75,45 @@ def _fingerprint(x: ExecutionRecord) -> str:
 
 
 def effects_exactly_once(h: CombinedHistory) -> CheckResult:
+    """The target's own record (``_effects_recorded``) and, where the harness keeps the workspace the jobs run on,
+    the workspace's ledger: what the agent recorded cannot hide a second run the workspace executed."""
+    recorded = _effects_recorded(h)
+    if h.workspace_runs is None:
+        return recorded
+    problems, summary = _workspace_problems(h.workspace_runs)
+    if recorded.failed:
+        return failed(recorded.name, recorded.explanation, [*recorded.evidence, *problems])
+    if problems:
+        return failed(recorded.name, "The workspace executed a job run's task more often than the uncrashed run did: "
+                                     "a block ran again across the crash and the recovery.", problems)
+    said = recorded.explanation if recorded.status is Status.PASS else f"({recorded.explanation})"
+    return passed(recorded.name, f"{summary} {said}")
+
+
+def _workspace_problems(runs: WorkspaceRuns) -> tuple[list[str], str]:
+    """(problems, summary) of the point's ledger against the uncrashed run's: no task (a python file and its
+    parameters) executed twice unless the uncrashed run did, and no more runs executed than in the uncrashed run."""
+    executed = [r for r in runs.point if r.submit.executed]
+    wanted = Counter(r.submit.task for r in runs.uncrashed if r.submit.executed)
+    problems = []
+    for task, count in Counter(r.submit.task for r in executed).items():
+        if count > max(1, wanted[task]):  # a task of its own (ids the recovery made) may run once
+            each = "; ".join(f"run {r.submit.run_id} submitted by the {r.phase} with "
+                             + (f"idempotency_token {r.submit.idempotency_token}" if r.submit.idempotency_token
+                                else "no idempotency_token") for r in executed if r.submit.task == task)
+            problems.append(f"the workspace executed one task {count} times (the uncrashed run: {wanted[task]}): "
+                            f"{each}; task: {task[:200]}")
+    if not problems and len(executed) > sum(wanted.values()):
+        problems.append(f"the workspace executed {len(executed)} job run(s) across the crash and the recovery, the "
+                        f"uncrashed run {sum(wanted.values())}: " + "; ".join(
+                            f"run {r.submit.run_id} ({r.phase}): {r.submit.task[:120]}" for r in executed))
+    rejoined = sum(1 for r in runs.point if not r.submit.started_run)
+    summary = (f"The workspace executed {len(executed)} job run(s) across the crash and the recovery (uncrashed: "
+               f"{sum(wanted.values())}); {rejoined} submit(s) got an earlier run back by its idempotency_token.")
+    return problems, summary
+
+
+def _effects_recorded(h: CombinedHistory) -> CheckResult:
     """Runs are told apart by their results where the target lists its executions (a re-run writes another result
     over the first; an adopted or re-opened result is the same one); else by the execution events themselves."""
     name = "effects_exactly_once"

@@ -23,11 +23,12 @@ from ..llm.modes import LlmMode
 from ..result import ScenarioResult
 from ..run.options import RunOptions
 from ..scenario.models import Scenario
-from .checks import CombinedHistory, crash_checks
+from .checks import CombinedHistory, WorkspaceRuns, crash_checks
 from .journal import read_journal
-from .points import CrashPoint, Kind, crash_points, point_of
+from .points import CrashPoint, Kind, crash_points, in_run_order, point_of, submitted_points
 from .recovery import RecoveryNotRun, recovery_scenario, resumed_invocation, sessions_touched
 from .resume import Resume
+from .workspace import CrashWorkspace, JobRuns, RunSubmitted, crash_workspace
 
 CHILD_TIMEOUT_S = 300
 # What a target whose session service keeps nothing across processes (an App fresh from `init` runs on ADK's
@@ -72,18 +73,28 @@ class CrashReport:
 
 def _run_child(folder: Path, name: str, scenario: Scenario, options: RunOptions, *, kill: CrashPoint | None,
                read_sessions: list[tuple[str, str]] = (), probe: bool = False, resume: Resume | None = None,
+               started: Any = None,
                ) -> tuple[int, dict[str, Any] | None, Path, str]:
-    """Run ``scenario`` in a child process on ``options.work_dir``: (exit code, what it wrote, journal, stderr)."""
+    """Run ``scenario`` in a child process on ``options.work_dir``: (exit code, what it wrote, journal, stderr).
+    ``started(process, journal)`` is told of the process once it runs (the workspace kills it at a submit)."""
     spec, out, journal = folder / f"{name}.spec", folder / f"{name}.out", folder / f"{name}.journal.jsonl"
     for stale in (out, journal):  # a run of the same name before (the durable fallback's second first run)
         stale.unlink(missing_ok=True)
     spec.write_bytes(pickle.dumps({"scenario": scenario, "options": options, "journal": str(journal), "kill": kill,
                                    "read_sessions": list(read_sessions), "out": str(out),
                                    "probe": probe, "resume": resume}))
-    done = subprocess.run([sys.executable, "-m", "harness.crash.child", str(spec)], capture_output=True, text=True,
-                          timeout=CHILD_TIMEOUT_S)
+    with subprocess.Popen([sys.executable, "-m", "harness.crash.child", str(spec)], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as process:
+        if started is not None:
+            started(process, journal)
+        try:
+            _, stderr = process.communicate(timeout=CHILD_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            raise
     wrote = pickle.loads(out.read_bytes()) if out.exists() else None
-    return done.returncode, wrote, journal, done.stderr
+    return process.returncode, wrote, journal, stderr
 
 
 def backend_cannot_crash(options: RunOptions) -> str | None:
@@ -114,8 +125,7 @@ def crash_matrix(scenario: Scenario, options: RunOptions, *, kinds: tuple[Kind, 
         report.seconds = time.perf_counter() - started
         return report
     try:
-        code, wrote, stderr = _uncrashed(base, scenario, options)
-        kept = _keeps_across_processes(base, scenario, options) if _ran(wrote) else True
+        code, wrote, stderr, kept, runs = _uncrashed(base, scenario, options)
         if not kept and options.session_service != EXPLICIT_IN_MEMORY:
             service = wrote["result"].session_service
             options = replace(options, session_service=DURABLE_FALLBACK)
@@ -125,8 +135,7 @@ def crash_matrix(scenario: Scenario, options: RunOptions, *, kinds: tuple[Kind, 
                            f"store of yours that outlives its process with --session-service (or session-service in "
                            f"the project) to crash on it")
             shutil.rmtree(base / "uncrashed", ignore_errors=True)
-            code, wrote, stderr = _uncrashed(base, scenario, options)
-            kept = _keeps_across_processes(base, scenario, options) if _ran(wrote) else True
+            code, wrote, stderr, kept, runs = _uncrashed(base, scenario, options)
         report.first_run_s = time.perf_counter() - started
         if wrote is None:
             report.error = f"the uncrashed run's process ended with exit {code}: {stderr[-2000:]}"
@@ -148,13 +157,23 @@ def crash_matrix(scenario: Scenario, options: RunOptions, *, kinds: tuple[Kind, 
         if how == "resume" and wrote.get("cannot_resume"):
             report.not_applicable = f"recovery 'resume': {wrote['cannot_resume']}"
             return report
-        points = crash_points(result.trace, kinds) if only is None else [
+        submitted = submitted_points(result.trace, runs.after_events)
+        asks_submits = any(kind == "submitted" for kind, _ in only) if only is not None else set(kinds) == {
+            "submitted"}
+        if asks_submits and not runs.seen:
+            report.not_applicable = ("no 'submitted' crash point: on this backend the harness does not keep the "
+                                     "workspace the run submits its jobs to (the reference plugin's databricks "
+                                     "backend keeps its fake; a local executor has no submit)")
+            return report
+        points = in_run_order(crash_points(result.trace, kinds), submitted if "submitted" in kinds else [],
+                              runs.after_events if "submitted" in kinds else []) if only is None else [
+            _submitted_point(submitted, at) if kind == "submitted" else
             point_of(result.trace.events, kind=kind, **({"author": at} if isinstance(at, str) else {"index": at}))
             for kind, at in only]
         points = points[:max_points] if max_points is not None else points
 
         def one(point: CrashPoint) -> PointResult:
-            return _one_point(base, scenario, options, result, profile, point, how)
+            return _one_point(base, scenario, options, result, profile, point, how, runs.ledger)
 
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             report.points = list(pool.map(one, points))
@@ -165,12 +184,18 @@ def crash_matrix(scenario: Scenario, options: RunOptions, *, kinds: tuple[Kind, 
             shutil.rmtree(base, ignore_errors=True)
 
 
-def _uncrashed(base: Path, scenario: Scenario, options: RunOptions) -> tuple[int, dict[str, Any] | None, str]:
+def _uncrashed(base: Path, scenario: Scenario, options: RunOptions
+               ) -> tuple[int, dict[str, Any] | None, str, bool, JobRuns]:
+    """The uncrashed run, whether its store kept anything across processes, and the job runs its workspace saw
+    (the probe reads the store on the same workspace)."""
     first = base / "uncrashed"
     first.mkdir(exist_ok=True)
-    code, wrote, _, stderr = _run_child(base, "uncrashed", scenario, replace(options, work_dir=first / "work"),
-                                        kill=None)
-    return code, wrote, stderr
+    with crash_workspace(options, first) as workspace:
+        code, wrote, _, stderr = _run_child(base, "uncrashed", scenario,
+                                            replace(workspace.options, work_dir=first / "work"), kill=None,
+                                            started=workspace.child("uncrashed run", None))
+        kept = _keeps_across_processes(base, scenario, workspace.options) if _ran(wrote) else True
+        return code, wrote, stderr, kept, workspace.job_runs()
 
 
 def _ran(wrote: dict[str, Any] | None) -> bool:
@@ -188,16 +213,29 @@ def _keeps_across_processes(base: Path, scenario: Scenario, options: RunOptions)
     return wrote is None or any(found is not None for found in read.values())
 
 
+def _submitted_point(submitted: list[CrashPoint], at: int | str) -> CrashPoint:
+    if isinstance(at, int) and 0 <= at < len(submitted):
+        return submitted[at]
+    raise LookupError(f"the uncrashed run submitted {len(submitted)} job run(s): there is no 'submitted' point {at!r} "
+                      f"(a run's index, from 0)")
+
+
 def _one_point(base: Path, scenario: Scenario, options: RunOptions, uncrashed: ScenarioResult, profile: Any,
-               point: CrashPoint, how: str) -> PointResult:
+               point: CrashPoint, how: str, uncrashed_runs: list[RunSubmitted] = ()) -> PointResult:
+    folder = base / f"{point.kind}{point.index}"
+    folder.mkdir()
+    with crash_workspace(options, folder) as workspace:  # the killed run's and its recovery's
+        return _point_on(folder, scenario, workspace, uncrashed, profile, point, how, list(uncrashed_runs))
+
+
+def _point_on(folder: Path, scenario: Scenario, workspace: CrashWorkspace, uncrashed: ScenarioResult, profile: Any,
+              point: CrashPoint, how: str, uncrashed_runs: list[RunSubmitted]) -> PointResult:
     started = time.perf_counter()
     outcome = PointResult(point=point, recovery=how)
-    name = f"{point.kind}{point.index}"
-    folder = base / name
-    folder.mkdir()
-    work = replace(options, work_dir=folder / "work")
+    work = replace(workspace.options, work_dir=folder / "work")
     try:
-        code, _, journal_path, stderr = _run_child(folder, "crashed", scenario, work, kill=point)
+        code, _, journal_path, stderr = _run_child(folder, "crashed", scenario, work, kill=point,
+                                                   started=workspace.child("crashed run", point))
         journal = read_journal(journal_path)
         if code != -9 or journal.killing is None:
             outcome.error = (f"the crashed run was not killed at {point.label} (exit {code}): the run did not pass "
@@ -210,15 +248,19 @@ def _one_point(base: Path, scenario: Scenario, options: RunOptions, uncrashed: S
             return outcome
         resume = resumed_invocation(scenario, crashed_turn=point.turn, journal=journal) if how == "resume" else None
         code, wrote, _, stderr = _run_child(folder, "recovery", recovering, work, kill=None,
-                                            read_sessions=sessions_touched(scenario, point.turn), resume=resume)
+                                            read_sessions=sessions_touched(scenario, point.turn), resume=resume,
+                                            started=workspace.child("recovery", None))
+        workspace.release()  # a run still held executes all the same
         if wrote is None:
             outcome.error = f"the recovery's process ended with exit {code}: {stderr[-2000:]}"
             return outcome
         history = CombinedHistory(scenario=scenario, uncrashed=uncrashed.trace, profile=wrote["profile"] or profile,
                                   point=point, journal=journal, reads=wrote["reads"], recovery=wrote["result"],
                                   recovery_scenario=recovering, resumed=resume.invocation_id if resume else None,
-                                  uncrashed_journal=read_journal(base / "uncrashed.journal.jsonl"),
-                                  recovery_journal=read_journal(folder / "recovery.journal.jsonl"))
+                                  uncrashed_journal=read_journal(folder.parent / "uncrashed.journal.jsonl"),
+                                  recovery_journal=read_journal(folder / "recovery.journal.jsonl"),
+                                  workspace_runs=WorkspaceRuns(uncrashed_runs, workspace.ledger())
+                                  if workspace.sees_runs else None)
         outcome.checks = crash_checks(history)
         return outcome
     finally:

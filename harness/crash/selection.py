@@ -18,7 +18,8 @@ if TYPE_CHECKING:  # the CLI imports this module to build its parser: the matrix
     from .matrix import CrashReport
 
 DEFAULT_TAG = "crash"
-KINDS = {"after": ("after",), "before": ("before",), "all": ("after", "before")}
+KINDS = {"after": ("after",), "before": ("before",), "submitted": ("submitted",),
+         "all": ("after", "before", "submitted")}
 """``--points`` (CLI) / ``--rlm-crash`` (pytest): which crash points of each scenario run."""
 EVIDENCE_LINES = 3
 

@@ -4,6 +4,10 @@ See ``server.py`` for the endpoints and ``faults.py`` for the fault switches.
 """
 
 from .faults import Faults
+from .jobs import Submit
+from .remote import FakeAddress, RemoteFake
+from .replies import NoReply
 from .server import DEFAULT_WAREHOUSE, FAKE_TOKEN, FAKE_WORKSPACE_ID, FakeWorkspace
 
-__all__ = ["DEFAULT_WAREHOUSE", "FAKE_TOKEN", "FAKE_WORKSPACE_ID", "FakeWorkspace", "Faults"]
+__all__ = ["DEFAULT_WAREHOUSE", "FAKE_TOKEN", "FAKE_WORKSPACE_ID", "FakeAddress", "FakeWorkspace", "Faults",
+           "NoReply", "RemoteFake", "Submit"]

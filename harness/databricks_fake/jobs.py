@@ -36,6 +36,13 @@ token an earlier submit carried starts nothing and answers that run's
 ``run_id`` (for as long as the run exists: the fake keeps its runs for its own
 lifetime and has no ``runs/delete``); a token over 64 characters is refused
 with INVALID_PARAMETER_VALUE.
+
+The ledger (``JobsApi.ledger()``) is the workspace's own record of every submit: the run it created or the
+earlier run its token named, the token, the task it runs, and whether a process ran the task's code. A crash
+matrix judges "effects exactly once" by it. ``on_submit`` is told of each run a submit creates, before the run
+starts; raising ``NoReply`` there leaves the client without an answer (it was killed) and holds the run PENDING,
+its compute starting, until the workspace's next Jobs request or ``launch_held()``: a client that restarts meets
+its run unfinished, as one restarting within a real run's minutes of startup does.
 """
 
 from __future__ import annotations
@@ -50,13 +57,14 @@ import threading
 import time
 import venv
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from .faults import Faults
 from .files import VolumeMap
-from .replies import ApiError, Reply, bad_request, ok
+from .replies import ApiError, NoReply, Reply, bad_request, ok
 from .volume_mount import mount_environment
 
 PREFIX = "/api/2.2/jobs/runs"
@@ -108,6 +116,19 @@ def ending(name: str, message: str) -> Ending:
     return Ending(code, kind, message, life, result)
 
 
+@dataclass(frozen=True)
+class Submit:
+    """One ``runs/submit`` as the workspace saw it (a line of the ledger)."""
+
+    ordinal: int  # counted from 0 over the workspace's life
+    run_id: int
+    idempotency_token: str | None
+    started_run: bool  # False: the token named an earlier run, which was answered instead
+    task: str  # what the run executes: the python file and its parameters
+    executed: bool = False  # a process ran the task's code (ledger(): as of now)
+    created: int = 0  # a run it started: how many runs the workspace had created before it (its index among them)
+
+
 @dataclass
 class _Run:
     run_id: int
@@ -124,6 +145,7 @@ class _Run:
     error_trace: str | None = None
     pending_forever: bool = False
     pending_polls: int = 0  # runs/get answers PENDING this many more times (compute starting)
+    held: tuple[dict[str, Any], list[str]] | None = None  # (python task, wheels): its launch waits (on_submit)
 
 
 class JobsApi:
@@ -145,6 +167,9 @@ class JobsApi:
         self._ids = itertools.count(1001, 2)
         self._lock = threading.RLock()
         self._runtime: Path | None = None  # the bare virtualenv Job_B runs in, made at the first run
+        self._submits: list[Submit] = []
+        # Told of each run a submit creates, before it starts; may raise NoReply (see the module docstring).
+        self.on_submit: Callable[[Submit], None] | None = None
 
     def runtime_python(self) -> str:
         """The interpreter of Job_B: a virtualenv with nothing installed, made once (a few ms, no download)."""
@@ -165,9 +190,25 @@ class JobsApi:
                 if run.workdir is not None:
                     shutil.rmtree(run.workdir, ignore_errors=True)
 
+    def ledger(self) -> list[Submit]:
+        """Every submit in order, each with whether its run's code has run by now."""
+        with self._lock:
+            return [replace(s, executed=s.started_run and self.runs[s.run_id].proc is not None)
+                    for s in self._submits]
+
+    def launch_held(self) -> None:
+        """Start the runs whose launch waits (their compute is up): what the workspace's next request does too."""
+        with self._lock:
+            for run in self.runs.values():
+                if run.held is not None and run.ending is None:
+                    python, libraries = run.held
+                    run.held = None
+                    self._launch(run, python, libraries, finish=False)
+
     def handle(self, method: str, path: str, query: dict[str, str], body: dict[str, Any]) -> Reply:
         action = path[len(PREFIX):].strip("/")
         with self._lock:
+            self.launch_held()
             if method == "POST" and action == "submit":
                 return ok({"run_id": self._submit(body)})
             if method == "GET" and action == "get":
@@ -189,6 +230,8 @@ class JobsApi:
                 raise bad_request(f"idempotency_token must be a string of at most {IDEMPOTENCY_TOKEN_MAX_CHARS} "
                                   f"characters, got {token!r}")
             if token in self._by_token:  # a retried submit: the run it started, never a second one
+                self._submits.append(Submit(len(self._submits), self._by_token[token], token, False,
+                                            _task_text(body)))
                 return self._by_token[token]
         tasks = body.get("tasks") or []
         if len(tasks) != 1:
@@ -210,6 +253,9 @@ class JobsApi:
         self._by_task[run.task_run_id] = run
         if token is not None:
             self._by_token[token] = run_id
+        created = sum(1 for s in self._submits if s.started_run)
+        submit = Submit(len(self._submits), run_id, token, True, _task_text(body), created=created)
+        self._submits.append(submit)
         faults = self.faults
         if faults.end_runs_with:
             self._end(run, ending(*faults.end_runs_with))
@@ -221,15 +267,24 @@ class JobsApi:
         elif faults.runs_stay_pending:
             run.pending_forever = True
         else:
-            run.workdir = Path(tempfile.mkdtemp(prefix=f"fake-run-{run.run_id}-"))
-            site = self._install(run, libraries)
-            if site is not None:
-                self._start(run, python, site)
-                if self.complete_runs_on_submit:
-                    self._finish(run)
-                else:
-                    run.pending_polls = self.pending_polls
+            if self.on_submit is not None:
+                try:
+                    self.on_submit(submit)
+                except NoReply:
+                    run.held = (python, libraries)  # PENDING until the next Jobs request (launch_held)
+                    raise
+            self._launch(run, python, libraries, finish=self.complete_runs_on_submit)
         return run_id
+
+    def _launch(self, run: _Run, python: dict[str, Any], libraries: list[str], *, finish: bool) -> None:
+        run.workdir = Path(tempfile.mkdtemp(prefix=f"fake-run-{run.run_id}-"))
+        site = self._install(run, libraries)
+        if site is not None:
+            self._start(run, python, site)
+            if finish:
+                self._finish(run)
+            else:
+                run.pending_polls = self.pending_polls
 
     def _install(self, run: _Run, wheels: list[str]) -> Path | None:
         """Unpack each declared wheel into the run's site folder; None (and the run ended) if one cannot be."""
@@ -304,7 +359,7 @@ class JobsApi:
         """The run's current (status.state, message); settles its ending once its process has exited."""
         if run.ending is not None:
             return "TERMINATED", run.ending.message
-        if run.pending_forever:
+        if run.pending_forever or run.held is not None:
             return "PENDING", "Waiting for cluster to start."
         assert run.proc is not None
         code = run.proc.poll()
@@ -379,6 +434,7 @@ class JobsApi:
         return output
 
     def _cancel(self, run: _Run) -> None:
+        run.held = None  # a held run cancelled never starts
         if run.ending is not None:
             return
         self._kill(run)
@@ -401,6 +457,12 @@ class JobsApi:
             return (run.workdir / name).read_text(encoding="utf-8", errors="replace")
         except OSError:
             return ""
+
+
+def _task_text(body: dict[str, Any]) -> str:
+    """What a submitted run executes, as text: its task's python file and parameters (the ledger compares them)."""
+    python = ((body.get("tasks") or [{}])[0] or {}).get("spark_python_task") or {}
+    return " ".join(str(part) for part in (python.get("python_file"), *(python.get("parameters") or [])))
 
 
 def _declared_wheels(task: dict[str, Any], environments: dict[str | None, dict[str, Any]]) -> list[str]:

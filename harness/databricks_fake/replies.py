@@ -33,3 +33,8 @@ class ApiError(Exception):
 
 def bad_request(message: str) -> ApiError:
     return ApiError(400, "INVALID_PARAMETER_VALUE", message)
+
+
+class NoReply(Exception):
+    """Raised inside a handler: the client that asked is gone (a crash matrix killed it there), so no answer is
+    written and the connection is closed; what the request did on the workspace stands."""

@@ -13,6 +13,10 @@ It implements exactly what the backend calls, as the REST docs describe it:
   ``GET`` of a warehouse, a cluster, a catalog, schema, volume or table, effective UC permissions, object
   permissions, secret keys — from ``FakeWorkspace.objects`` (``workspace_objects.py``)
 
+Besides the REST APIs, one route of the fake's own: ``POST /fake/job-env`` (same token) sets or (``null``)
+unsets variables of Job_B's environment, which is how a run's process sets them on a fake another process owns
+(``remote.py``: a crash matrix keeps one fake across the killed run and its recovery).
+
 Every ``/api/`` call needs ``Authorization: Bearer <token>``. Anything else is
 a 404 ``ENDPOINT_NOT_FOUND``, so a backend change that starts calling a new
 endpoint fails loudly here.
@@ -46,7 +50,8 @@ from .files import PREFIX as FILES_PREFIX
 from .files import FilesApi, VolumeMap
 from .jobs import PREFIX as JOBS_PREFIX
 from .jobs import JobsApi
-from .replies import ApiError, Reply, error, ok
+from .remote import JOB_ENV_ROUTE, FakeAddress
+from .replies import ApiError, NoReply, Reply, error, ok
 from .links import ResultLinks
 from .sql import INLINE_BYTE_LIMIT, SqlApi
 from .sql import PREFIX as SQL_PREFIX
@@ -132,6 +137,19 @@ class FakeWorkspace:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    @property
+    def address(self) -> FakeAddress:
+        """How another process reaches this fake (``remote.RemoteFake``)."""
+        return FakeAddress(self.host, self.token)
+
+    def set_job_env(self, values: dict[str, str | None]) -> None:
+        """Set (or, with None, unset) variables of every later Job_B run's environment."""
+        for name, value in values.items():
+            if value is None:
+                self.job_env.pop(name, None)
+            else:
+                self.job_env[name] = value
+
     def local_path(self, volume_path: str) -> Path:
         """The local file behind a ``/Volumes/...`` path."""
         return self.volumes.local(volume_path)
@@ -144,6 +162,12 @@ class FakeWorkspace:
         path, query = parts.path, dict(parse_qsl(parts.query, keep_blank_values=True))
         if method == "GET" and path == "/.well-known/databricks-config":
             return ok({"oidc_endpoint": f"{self.host}/oidc", "workspace_id": FAKE_WORKSPACE_ID})
+        if method == "POST" and path == JOB_ENV_ROUTE and headers.get("authorization") == f"Bearer {self.token}":
+            values = _json(body)
+            if not all(isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in values.items()):
+                return error(400, "INVALID_PARAMETER_VALUE", "job-env takes {name: string or null}")
+            self.set_job_env(values)
+            return ok({})
         if not path.startswith("/api/"):
             return error(404, "ENDPOINT_NOT_FOUND", f"No API found for '{method} {path}'")
         if self.faults.expired_token:
@@ -191,6 +215,9 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {k.lower(): v for k, v in self.headers.items()}
         try:
             reply = self.workspace.dispatch(self.command, self.path, headers, body)
+        except NoReply:  # the client is gone: no answer, the connection closed
+            self.close_connection = True
+            return
         except Exception as exc:  # a bug in the fake: answer 500 so the test shows it
             reply = error(500, "INTERNAL_ERROR", f"fake workspace bug: {type(exc).__name__}: {exc}")
         self.send_response(reply.status)

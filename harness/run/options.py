@@ -71,6 +71,10 @@ class RunOptions:
     # --llm-mode live, the fake otherwise. The real one's DatabricksSettings (None: from the environment).
     databricks_live: bool | None = None
     databricks: Any = None
+    # A workspace another process owns, which the backend's workspace reaches instead of starting its own: the crash
+    # matrix keeps one per crash point, so that it outlives the killed run (Backend.crash_workspace; the backend
+    # plugin says what this holds, e.g. harness.databricks_fake.FakeAddress).
+    shared_workspace: Any = None
     # Local Job_B: "warm" (one process per session, the namespace in memory) or "one-shot" (a process per
     # block, the namespace from the snapshot alone, as every Databricks job run is).
     executor: str = "warm"

@@ -167,6 +167,10 @@ class CrashAt(_Model):
                                   "appended events (from 0), or the first event of this author.")
     before: int | Annotated[str, StringConstraints(min_length=1)] | None = Field(
         default=None, description="Or: kill right before this event is written (index or author, as 'after').")
+    submitted: int | None = Field(
+        default=None, ge=0, description="Or: kill once the workspace created the run's job run of this index (from "
+                                        "0), before the submit is answered (a workspace the harness keeps: the "
+                                        "databricks fake).")
     recovery: Literal["retry", "next_turn", "resume"] | None = Field(
         default=None, description="How a fresh process recovers: retry (the crashed turn's message again), "
                                   "next_turn (the next message) or resume (ADK resumes the interrupted invocation: "
@@ -174,14 +178,17 @@ class CrashAt(_Model):
 
     @model_validator(mode="after")
     def _one_point(self) -> CrashAt:
-        if (self.after is None) == (self.before is None):
+        if sum(point is not None for point in (self.after, self.before, self.submitted)) != 1:
             raise PydanticCustomError("crash_point", "crash needs exactly one of 'after' and 'before' (an event "
-                                                     "index or an author), e.g. crash: {after: job_builder}")
+                                                     "index or an author) and 'submitted' (a job run's index), "
+                                                     "e.g. crash: {after: job_builder}")
         return self
 
     @property
-    def point(self) -> tuple[Literal["after", "before"], int | str]:
-        """(kind, event index or author), as harness/crash/matrix.py's ``only`` takes it."""
+    def point(self) -> tuple[Literal["after", "before", "submitted"], int | str]:
+        """(kind, event index or author, or job run index), as harness/crash/matrix.py's ``only`` takes it."""
+        if self.submitted is not None:
+            return ("submitted", self.submitted)
         return ("after", self.after) if self.after is not None else ("before", self.before)  # type: ignore
 
 

@@ -38,6 +38,20 @@ class Backend:
     # (RunOptions) -> why a crash matrix cannot judge on this backend with these options (None: it can): a crash
     # recovery must read in a fresh process what the killed one wrote, so the backend's stores must outlive it.
     crash_matrix: Callable[[Any], str | None] | None = None
+    # (RunOptions, folder) -> context manager of a SharedWorkspace: the workspace the processes of one crash-matrix
+    # run share (the killed one and its recovery), started by the matrix's own process so that it outlives the
+    # killed one. None: each process reaches its workspace itself (a real one is shared already).
+    crash_workspace: Callable[[Any, Any], Any] | None = None
+
+
+@dataclass(frozen=True)
+class SharedWorkspace:
+    """What ``Backend.crash_workspace`` yields: how the run processes reach the workspace the crash matrix's process
+    keeps for them, and the harness's fake behind it when there is one (its job ledger: crash points inside an
+    execution, and which runs executed code for effects_exactly_once)."""
+
+    options: Any  # the RunOptions the processes run with (e.g. RunOptions.shared_workspace set)
+    fake: Any = None  # harness.databricks_fake.FakeWorkspace, or None: a workspace the harness cannot look into
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,9 @@ replay (CI)                none: every workspace call is answered from the scena
                            (``cassettes/databricks/<scenario>.yaml``, which also holds the model calls);
                            the client is built against ``PUBLIC_HOST`` and the network guard is up
 scripted (record or not)   a ``FakeWorkspace`` on 127.0.0.1, one per scenario, that completes each
-                           Job_B run before answering runs/submit (one poll per run, reproducible)
+                           Job_B run before answering runs/submit (one poll per run, reproducible);
+                           in a crash matrix the matrix's process keeps it (``crash_workspace``) and
+                           the run's process reaches it at ``RunOptions.shared_workspace``
 live, or --databricks-live the real workspace of ``DATABRICKS_HOST`` / ``DATABRICKS_TOKEN`` / ... (see
                            ``reference_agent.backends.databricks.config``), under a fresh volume folder
                            and app name per scenario run
@@ -67,7 +69,7 @@ if TYPE_CHECKING:
     from vcr import VCR
     from vcr.cassette import Cassette
 
-    from harness.databricks_fake import FakeWorkspace
+    from harness.databricks_fake import FakeWorkspace, RemoteFake
     from harness.recording.databricks import WorkspaceRewrite
     from harness.run.options import RunOptions
     from harness.scenario.models import Scenario
@@ -173,7 +175,7 @@ class DatabricksWorkspace:
     settings: DatabricksSettings
     rewrite: WorkspaceRewrite
     llm_mode: str
-    fake: FakeWorkspace | None = None
+    fake: FakeWorkspace | RemoteFake | None = None
     app_name: str | None = None  # live: this run's own app name (fresh rows in shared tables)
     recorded_exchange: bool = False  # replay: the cassette was recorded with the sub-LM exchange
     secrets: tuple[str, ...] = field(default=(), repr=False)
@@ -254,11 +256,7 @@ class DatabricksWorkspace:
         if self.llm_mode == LlmMode.SCRIPTED.value:
             api_key = canary_value("GOOGLE_API_KEY")
             self.planted = ["GOOGLE_API_KEY"]
-        self.fake.job_env["GOOGLE_API_KEY"] = api_key
-        if base_url:
-            self.fake.job_env[BASE_URL_VARIABLE] = base_url
-        else:
-            self.fake.job_env.pop(BASE_URL_VARIABLE, None)
+        self.fake.set_job_env({"GOOGLE_API_KEY": api_key, BASE_URL_VARIABLE: base_url or None})
 
     # --- the cassette ---------------------------------------------------------------------------------
 
@@ -373,7 +371,7 @@ def live_settings(options: RunOptions) -> DatabricksSettings:
 def databricks_workspace(scenario: Scenario, options: RunOptions, target_name: str,
                          home: Path) -> Iterator[DatabricksWorkspace]:
     """The workspace of one scenario run (see the module docstring), with reproducible ids while it lasts."""
-    from harness.databricks_fake import FakeWorkspace
+    from harness.databricks_fake import RemoteFake
     from harness.recording.databricks import WorkspaceRewrite
 
     check_target(target_name)
@@ -382,7 +380,8 @@ def databricks_workspace(scenario: Scenario, options: RunOptions, target_name: s
         if kind == "replay":
             workspace = DatabricksWorkspace(kind, replay_settings(), WorkspaceRewrite(), options.llm_mode.value)
         elif kind == "fake":
-            fake = stack.enter_context(FakeWorkspace(home / "databricks-fake", complete_runs_on_submit=True))
+            shared = options.shared_workspace  # a crash matrix's: the fake outlives this process
+            fake = RemoteFake(shared) if shared is not None else stack.enter_context(fake_workspace(home))
             workspace = DatabricksWorkspace(kind, replay_settings(host=fake.host, token=fake.token),
                                             WorkspaceRewrite.for_origin(fake.host), options.llm_mode.value, fake=fake,
                                             secrets=(fake.token,))
@@ -393,6 +392,27 @@ def databricks_workspace(scenario: Scenario, options: RunOptions, target_name: s
         workspace.scenario = scenario.name
         workspace.ids = stack.enter_context(reproducible_ids(workspace.id_seed))
         yield workspace
+
+
+def fake_workspace(home: Path) -> FakeWorkspace:
+    """The fake of a scripted run (not started): Job_B runs complete before runs/submit answers."""
+    from harness.databricks_fake import FakeWorkspace
+
+    return FakeWorkspace(home / "databricks-fake", complete_runs_on_submit=True)
+
+
+@contextlib.contextmanager
+def crash_workspace(options: RunOptions, folder: Path) -> Iterator[Any]:
+    """``Backend.crash_workspace``: one fake the processes of a crash-matrix run share, kept by the matrix's process
+    (the killed run's tables, volume files and job runs are there for its recovery). A live workspace is shared as
+    it is."""
+    from harness.targets.plugins import SharedWorkspace
+
+    if workspace_kind(options) != "fake":
+        yield SharedWorkspace(options)
+        return
+    with fake_workspace(folder) as fake:
+        yield SharedWorkspace(replace(options, shared_workspace=fake.address), fake=fake)
 
 
 def payload_placeholder(rewrite: WorkspaceRewrite) -> None:

@@ -52,12 +52,18 @@ def _workspace(scenario: Any, options: Any, target_name: str, home: Path) -> Any
 def _crash_matrix(options: Any) -> str | None:
     from .databricks import workspace_kind
 
-    if workspace_kind(options) == "live":
-        return None
-    return ("on the databricks backend a run replays its cassette's recorded REST answers, or records against the "
-            "workspace fake its own process starts: nothing the killed process wrote is there for the recovery to "
-            "read. Crash on --backend local (the same agent, stores on this machine) or against a live workspace "
-            "(--databricks-live; it creates and bills job runs)")
+    if workspace_kind(options) != "replay":
+        return None  # the fake: the matrix's process keeps it (_crash_workspace); a live workspace outlives any run
+    return ("on the databricks backend a replay answers each run from its cassette's recorded REST answers: nothing "
+            "the killed process wrote is there for the recovery to read. Crash with the scripted model (the "
+            "workspace fake, kept by the crash matrix's process) or against a live workspace (--databricks-live; "
+            "it creates and bills job runs)")
+
+
+def _crash_workspace(options: Any, folder: Path) -> Any:
+    from .databricks import crash_workspace
+
+    return crash_workspace(options, folder)
 
 
 def _declared_divergence(scenario: str) -> str | None:
@@ -99,7 +105,8 @@ class _Store:
 
 DATABRICKS = Backend(name="databricks", preflight=_preflight, workspace=_workspace,
                      declared_divergence=_declared_divergence, add_settings_flags=_settings_flags, doctor=_doctor,
-                     store=_Store(), extra="databricks", crash_matrix=_crash_matrix)
+                     store=_Store(), extra="databricks", crash_matrix=_crash_matrix,
+                     crash_workspace=_crash_workspace)
 
 REFERENCE = TargetPlugin(name="reference", build=_build_reference, profile=_profile, session_services={"delta": _delta},
                          backends={"databricks": DATABRICKS})

@@ -110,15 +110,64 @@ def test_session_readable_prefix_fails_an_unreadable_session() -> None:
     assert result.status is Status.FAIL and "malformed" in " ".join(result.evidence)
 
 
-def test_a_backend_whose_stores_die_with_the_process_makes_the_matrix_not_applicable(tmp_path) -> None:
-    """The reference plugin's databricks backend replays recorded REST answers (or its fake lives in the run's
-    process): a recovery could read nothing the killed run wrote. Said before any run is spent."""
-    from harness.crash.matrix import crash_matrix
+def test_a_databricks_replay_cannot_crash_but_its_fake_can() -> None:
+    """A replay answers from the cassette: nothing the killed run wrote is there (n/a, said before any run). The
+    fake is kept by the matrix's process (Backend.crash_workspace), so the scripted mode can crash."""
+    from harness.llm.modes import LlmMode
     from harness.run.options import RunOptions
-    from harness.scenario.loader import load_scenario
+    from harness.targets.plugins import backend
 
-    scenario = load_scenario(Path(__file__).parents[2] / "scenarios" / "crash_after_execution.yaml")
-    report = crash_matrix(scenario, RunOptions(backend="databricks"), keep=tmp_path)
-    assert report.points == [] and report.error is None and not report.failed
-    assert "nothing the killed process wrote is there" in report.not_applicable
-    assert list(tmp_path.iterdir()) == []  # no run was spent
+    databricks = backend("databricks")
+    assert "nothing the killed process wrote is there" in databricks.crash_matrix(RunOptions(backend="databricks"))
+    assert databricks.crash_matrix(RunOptions(backend="databricks", llm_mode=LlmMode.SCRIPTED)) is None
+    assert databricks.crash_workspace is not None
+
+
+def test_a_scenario_declares_a_submitted_point_alone() -> None:
+    from pydantic import ValidationError
+
+    from harness.scenario.models import CrashAt
+
+    assert CrashAt(submitted=0).point == ("submitted", 0)
+    with pytest.raises(ValidationError, match="exactly one of"):
+        CrashAt(after="job_builder", submitted=0)
+
+
+def test_submitted_points_take_the_next_events_turn_and_fall_in_run_order() -> None:
+    from harness.crash.points import crash_points, in_run_order, submitted_points
+
+    trace = Trace(scenario="x", target="t", llm_mode="scripted", session_service="s",
+                  events=[record(0, "user"), record(1, "analyst"), record(2, "job_builder"), record(3, "analyst")])
+    [point] = submitted_points(trace, [1])
+    assert (point.kind, point.index, point.author, point.label) == ("submitted", 0, "job_builder",
+                                                                    "submitted #0 (job_builder)")
+    ordered = in_run_order(crash_points(trace), [point], [1])
+    assert [p.label for p in ordered] == ["after #0 (user)", "after #1 (analyst)", "submitted #0 (job_builder)",
+                                          "after #2 (job_builder)", "after #3 (analyst)"]
+
+
+def ledger_line(ordinal: int, phase: str, *, token: str | None, started: bool = True, task: str = "entry.py --a 1"):
+    from harness.crash.workspace import RunSubmitted
+    from harness.databricks_fake import Submit
+
+    return RunSubmitted(Submit(ordinal, 1001 if not started or ordinal == 0 else 1001 + 2 * ordinal, token, started,
+                               task, executed=started), phase)
+
+
+@pytest.mark.parametrize(("point", "status", "says"), [
+    ([ledger_line(0, "crashed run", token="t"), ledger_line(1, "recovery", token="t", started=False)], Status.PASS,
+     "1 submit(s) got an earlier run back"),
+    ([ledger_line(0, "crashed run", token=None), ledger_line(1, "recovery", token=None)], Status.FAIL,
+     "executed one task 2 times (the uncrashed run: 1): run 1001 submitted by the crashed run with no "
+     "idempotency_token; run 1003 submitted by the recovery"),
+    ([ledger_line(0, "crashed run", token="t"), ledger_line(1, "recovery", token="u", task="entry.py --a 2")],
+     Status.FAIL, "executed 2 job run(s) across the crash and the recovery, the uncrashed run 1"),
+])
+def test_effects_exactly_once_reads_the_workspaces_ledger(point: list, status: Status, says: str) -> None:
+    """What the target recorded passes (no execution listed, no execution event): the ledger alone decides."""
+    from harness.crash.checks import WorkspaceRuns, effects_exactly_once
+
+    h = history(["e0"], ["e0"])
+    h.workspace_runs = WorkspaceRuns([ledger_line(0, "uncrashed run", token="t")], point)
+    result = effects_exactly_once(h)
+    assert result.status is status and says in " ".join((result.explanation, *result.evidence))
