@@ -828,13 +828,9 @@ class DeltaSessionService(BaseSessionService):
             _INSERT_EVENT_IF_ABSENT, {**keys, "seq": base.version + 1, **event_row}))
         return committed
 
-    def _session_base(self, session: Session, keys: Mapping[str, str]) -> _KnownRow:
-        """The session row an append will compare-and-set, before it claims anything: as known when the session
-        was fetched (no statement), else read — a previous append left incomplete rolled forward, staleness
-        checked. A base that was not read has snapshot None and no tail: nothing to compact."""
-        known = self._known_rows.get((keys["app_name"], keys["user_id"], keys["session_id"]))
-        if known is not None and session._storage_update_marker == str(known.version):
-            return replace(known, known=True)
+    def _current_row(self, session: Session, keys: Mapping[str, str]) -> tuple[int, Any, Any]:
+        """The session row as stored, a previous append left incomplete rolled forward, staleness checked:
+        (version, create_time, fence)."""
         rows = self.engine.execute(self._row, keys)
         if not rows:
             raise SessionNotFoundError(f"Session {session.id} not found.")
@@ -842,6 +838,16 @@ class DeltaSessionService(BaseSessionService):
         if self._needs_roll_forward(keys, version, pending_json, last_seq):
             self._roll_forward(keys, version, pending_json)
         self._check_not_stale(session, keys, version, stored_update_time)
+        return version, create_time, fence
+
+    def _session_base(self, session: Session, keys: Mapping[str, str]) -> _KnownRow:
+        """The session row an append will compare-and-set, before it claims anything: as known when the session
+        was fetched (no statement), else read — a previous append left incomplete rolled forward, staleness
+        checked. A base that was not read has snapshot None and no tail: nothing to compact."""
+        known = self._known_rows.get((keys["app_name"], keys["user_id"], keys["session_id"]))
+        if known is not None and session._storage_update_marker == str(known.version):
+            return replace(known, known=True)
+        version, create_time, fence = self._current_row(session, keys)
         return _KnownRow(version, create_time, None, [], 0, fence)
 
     def _commit_claimed(self, keys: Mapping[str, str], base: _KnownRow, tail_entry: tuple[str, str] | None,
@@ -916,13 +922,7 @@ class DeltaSessionService(BaseSessionService):
                          else _KnownRow(known.version + 1, known.create_time, known.snapshot, tail,
                                         known.tail_chars + tail_chars, known.fence))
                 return known.version, after
-        rows = self.engine.execute(self._row, keys)
-        if not rows:
-            raise SessionNotFoundError(f"Session {session.id} not found.")
-        version, stored_update_time, pending_json, last_seq, create_time, fence = rows[0]
-        if self._needs_roll_forward(keys, version, pending_json, last_seq):
-            self._roll_forward(keys, version, pending_json)
-        self._check_not_stale(session, keys, version, stored_update_time)
+        version, create_time, fence = self._current_row(session, keys)
         if not self._update_row(keys, version, update_time, pending, tail_chars):
             raise StaleSessionError(_STALE_MESSAGE)
         # The snapshot was not read: this service does not compact the row until a get_session reads it.
