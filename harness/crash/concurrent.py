@@ -32,6 +32,7 @@ the case n/a, saying why.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -55,6 +56,7 @@ from .matrix import CrashReport, backend_cannot_crash
 
 IN_MEMORY = ("InMemorySessionService",)  # ADK's: runners at once are judged on a store deployments share
 
+ARRIVAL_TIMEOUT_S = 10.0
 CHECK = "concurrent_history"
 SURFACED = "conflicts_surfaced"
 STATE_CHECKS = tuple(c for c in RECOVERY_STATE_CHECKS if c != "outcome_from_storage")
@@ -81,8 +83,19 @@ class ObservedSessionService(BaseSessionService):
     Events are named by their ids (a model event's text is often empty, or the same for two runners); ``temp:``
     keys, which no store persists, are left out of the deltas."""
 
-    def __init__(self, inner: BaseSessionService, writer: HistoryWriter) -> None:
+    def __init__(self, inner: BaseSessionService, writer: HistoryWriter, arrived: asyncio.Barrier | None = None
+                 ) -> None:
         self.inner, self.writer = inner, writer
+        self._arrived = arrived  # every runner has loaded its session before any writes (a double submit)
+
+    async def _all_arrived(self) -> None:
+        """Wait, once, until every runner reaches its first write (each loaded the session first): requests that
+        arrive at once, whatever the event loop's order; a runner that never writes frees the others after a
+        while."""
+        arrived, self._arrived = self._arrived, None
+        if arrived is not None:
+            with contextlib.suppress(TimeoutError, asyncio.BrokenBarrierError):
+                await asyncio.wait_for(arrived.wait(), ARRIVAL_TIMEOUT_S)
 
     async def create_session(self, *, app_name: str, user_id: str, state: dict[str, Any] | None = None,
                              session_id: str | None = None, **kwargs: Any) -> Any:
@@ -130,6 +143,7 @@ class ObservedSessionService(BaseSessionService):
     async def append_event(self, session: Any, event: Any) -> Any:
         if event.partial:
             return await self.inner.append_event(session, event)
+        await self._all_arrived()
         delta = _jsonable({k: v for k, v in (event.actions.state_delta or {}).items() if not k.startswith("temp:")})
         where = dict(app=session.app_name, user=session.user_id, session=session.id, event=event.id, delta=delta)
         start = now()
@@ -165,10 +179,11 @@ class ConcurrentDriver:
                 await service.create_session(app_name=app_name, user_id=user, session_id=session_id,
                                              state=trace.created_with[session_id] or None)
         writers = [HistoryWriter(f"r{i}") for i in range(len(plans))]
+        arrived = asyncio.Barrier(len(plans))
 
         async def one(index: int) -> None:
             user, session_id, turns, _ = plans[index]
-            mine = Runner(app=runner.app, session_service=ObservedSessionService(service, writers[index]),
+            mine = Runner(app=runner.app, session_service=ObservedSessionService(service, writers[index], arrived),
                           artifact_service=runner.artifact_service, memory_service=runner.memory_service)
             for turn in turns:
                 first, run_error = len(writers[index].ops), None

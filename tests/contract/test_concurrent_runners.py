@@ -112,7 +112,8 @@ async def test_without_claims_before_the_commit_point_two_sessions_lose_updates(
 async def test_unchecked_variant_across_processes_fails(workspace_store):
     result = await run_processes(f"{HERE}:unchecked_delta_on_workspace", workspace_store)
     assert result.overlapped
-    assert "one_session" in _phases_with(result, "lost_update"), result.describe()
+    # Which shape loses depends on how two processes interleave (tox at -n 3 saw only two_sessions): one must.
+    assert _phases_with(result, "lost_update"), result.describe()
 
 
 @pytest.mark.slow
