@@ -74,7 +74,7 @@ from google.adk.sessions.state import State
 from reference_agent.storage.sql import SqlEngine, WriteConflictError, affected_rows
 
 from .conflicts import ConflictRetry
-from .scope_rows import APPLIED_KEPT, BATCH, TABLES, KeyRow
+from .scope_rows import APPLIED_KEPT, BATCH, TABLES, KeyRow, merge_source
 
 logger = logging.getLogger(__name__)
 
@@ -163,19 +163,13 @@ class ScopeClaims:
                read: Mapping[str, KeyRow], claim: str, now: float) -> int:
         params: dict[str, Any] = {c: keys[c] for c in columns}
         params.update(claim=claim, now=now)
-        sources = []
         for i, name in enumerate(names):
             params[f"k{i}"], params[f"e{i}"] = name, read[name].version if name in read else 0
-            if i == 0:
-                sources.append("SELECT " + "".join(f":{c} AS {c}, " for c in columns)
-                               + ":k0 AS state_key, :e0 AS expected")
-            else:
-                sources.append("SELECT " + "".join(f":{c}, " for c in columns) + f":k{i}, :e{i}")
-        on = " AND ".join(f"t.{c} = s.{c}" for c in (*columns, "state_key"))
+        source, on = merge_source(columns, (("state_key", "k"), ("expected", "e")), len(names))
         inserted = (*columns, "state_key", "value_json", "version", "applied_json", "update_time", "claim_json")
         values = ", ".join(f"s.{c}" for c in (*columns, "state_key"))
         return affected_rows(self.engine.execute(
-            f"MERGE INTO {table} t USING ({' UNION ALL '.join(sources)}) s ON {on}"
+            f"MERGE INTO {table} t USING ({source}) s ON {on}"
             " WHEN MATCHED AND coalesce(t.version, 0) = s.expected AND t.claim_json IS NULL"
             " THEN UPDATE SET claim_json = :claim, version = s.expected + 1, update_time = :now"
             f" WHEN NOT MATCHED AND s.expected = 0 THEN INSERT ({', '.join(inserted)})"
@@ -190,18 +184,13 @@ class ScopeClaims:
         for chunk in _chunks(list(delta)):
             owner, params = _owner(columns, keys)
             params.update(claim=claim, now=now)
-            sources = []
             for i, name in enumerate(chunk):
                 row = rows.get(name)
                 params.update({f"k{i}": name, f"v{i}": None if delta[name] is None else self._dumps(delta[name]),
                                f"p{i}": self._dumps([*(row.applied if row else []), event_id][-APPLIED_KEPT:])})
-                if i == 0:
-                    sources.append("SELECT " + "".join(f":{c} AS {c}, " for c in columns)
-                                   + ":k0 AS state_key, :v0 AS value_json, :p0 AS applied_json")
-                else:
-                    sources.append("SELECT " + "".join(f":{c}, " for c in columns) + f":k{i}, :v{i}, :p{i}")
-            on = " AND ".join(f"t.{c} = s.{c}" for c in (*columns, "state_key"))
-            sql = (f"MERGE INTO {table} t USING ({' UNION ALL '.join(sources)}) s ON {on}"
+            source, on = merge_source(columns, (("state_key", "k"), ("value_json", "v"), ("applied_json", "p")),
+                                      len(chunk))
+            sql = (f"MERGE INTO {table} t USING ({source}) s ON {on}"
                    " WHEN MATCHED AND t.claim_json = :claim THEN UPDATE SET value_json = s.value_json,"
                    " claim_json = NULL, version = coalesce(t.version, 0) + 1, applied_json = s.applied_json,"
                    " update_time = :now")

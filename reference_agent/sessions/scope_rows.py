@@ -62,6 +62,15 @@ class KeyRow:
         return None if self.value_json is None else json.loads(self.value_json)
 
 
+def merge_source(columns: tuple[str, ...], fields: tuple[tuple[str, str], ...], count: int) -> tuple[str, str]:
+    """A MERGE's source of ``count`` bound rows (the scope's ``columns``, then ``fields``: (column, parameter prefix),
+    parameters numbered per row) and its ON clause on the key: one statement for many keys, on DuckDB and Delta."""
+    rows = ["SELECT " + "".join(f":{c} AS {c}, " for c in columns) + ", ".join(f":{p}0 AS {f}" for f, p in fields)]
+    rows += ["SELECT " + "".join(f":{c}, " for c in columns) + ", ".join(f":{p}{i}" for _, p in fields)
+             for i in range(1, count)]
+    return " UNION ALL ".join(rows), " AND ".join(f"t.{c} = s.{c}" for c in (*columns, "state_key"))
+
+
 def apply_delta(stored: Mapping[str, Any], delta: Mapping[str, Any]) -> dict[str, Any]:
     """``stored`` updated by ``delta``, where None deletes (the declared divergence)."""
     result = dict(stored)
@@ -210,22 +219,17 @@ class ScopeRows:
         it was); the rows written."""
         params: dict[str, Any] = {c: keys[c] for c in columns}
         params["now"] = now
-        sources = []
         for i, (name, value) in enumerate(delta.items()):
             row = current.get(name)
             params.update({f"k{i}": name, f"v{i}": None if value is None else self._dumps(value),
                            f"e{i}": row.version if row else 0,
                            f"p{i}": self._dumps([*(row.applied if row else []), event_id][-APPLIED_KEPT:])})
-            if i == 0:
-                sources.append("SELECT " + "".join(f":{c} AS {c}, " for c in columns)
-                               + ":k0 AS state_key, :v0 AS value_json, :e0 AS expected, :p0 AS applied_json")
-            else:
-                sources.append("SELECT " + "".join(f":{c}, " for c in columns) + f":k{i}, :v{i}, :e{i}, :p{i}")
-        on = " AND ".join(f"t.{c} = s.{c}" for c in (*columns, "state_key"))
+        source, on = merge_source(columns, (("state_key", "k"), ("value_json", "v"), ("expected", "e"),
+                                            ("applied_json", "p")), len(delta))
         inserted = (*columns, "state_key", "value_json", "version", "applied_json", "update_time")
         values = ", ".join(f"s.{c}" for c in (*columns, "state_key", "value_json"))
         return affected_rows(self.engine.execute(
-            f"MERGE INTO {table} t USING ({' UNION ALL '.join(sources)}) s ON {on}"
+            f"MERGE INTO {table} t USING ({source}) s ON {on}"
             " WHEN MATCHED AND coalesce(t.version, 0) = s.expected AND t.claim_json IS NULL"
             " THEN UPDATE SET value_json = s.value_json,"
             " version = s.expected + 1, applied_json = s.applied_json, update_time = :now"
