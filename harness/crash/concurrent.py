@@ -3,7 +3,8 @@ judged by what each runner saw (``rlm-conformance crash`` runs it; docs/crash.md
 
 The scenario runs once (scripted model) with ``RunOptions.driver`` set to ``ConcurrentDriver``: instead of the
 sessions one after another, N ADK ``Runner``s — one per runner, each on its own wrapper of the run's session
-service (``ObservedSessionService``) — send their turns as asyncio tasks of one process, started together:
+service (``ObservedSessionService``) — send their turns as asyncio tasks of one process, started together and
+writing in step (``Lockstep``):
 
 * ``sessions: same`` — every runner on the first session's id (a double submit);
 * ``sessions: per_runner`` — runner i on a session of its own, all of one user (sharing ``user:``/``app:`` keys);
@@ -78,24 +79,45 @@ def _event_ids(session: Any) -> tuple[str, ...]:
     return tuple(e.id for e in session.events if not e.partial)
 
 
+class Lockstep:
+    """The runners' writes in step: each runner's k-th append waits until every runner still running has reached
+    its k-th append, so what each read before its k-th write it read before anyone's k-th write went in. Runners of
+    one script make the same calls, so every read-modify-write of theirs overlaps the others' — a store without its
+    version check loses an update every run, not when the event loop happens to interleave two turns. A runner
+    that finished (or was refused and gave up) is not waited for; a wait ends after ``ARRIVAL_TIMEOUT_S`` for a
+    runner that is slow to get there."""
+
+    def __init__(self, runners: int) -> None:
+        self._writes = [0] * runners
+        self._finished: set[int] = set()
+        self._moved = asyncio.Condition()
+
+    def _in_step(self, writes: int) -> bool:
+        return all(n >= writes or i in self._finished for i, n in enumerate(self._writes))
+
+    async def write(self, runner: int) -> None:
+        async with self._moved:
+            self._writes[runner] += 1
+            self._moved.notify_all()
+            writes = self._writes[runner]
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._moved.wait_for(lambda: self._in_step(writes)), ARRIVAL_TIMEOUT_S)
+
+    async def finished(self, runner: int) -> None:
+        async with self._moved:
+            self._finished.add(runner)
+            self._moved.notify_all()
+
+
 class ObservedSessionService(BaseSessionService):
     """One runner's view of the run's session service: every call passed on, and recorded as the runner saw it.
     Events are named by their ids (a model event's text is often empty, or the same for two runners); ``temp:``
     keys, which no store persists, are left out of the deltas."""
 
-    def __init__(self, inner: BaseSessionService, writer: HistoryWriter, arrived: asyncio.Barrier | None = None
-                 ) -> None:
+    def __init__(self, inner: BaseSessionService, writer: HistoryWriter, lockstep: Lockstep | None = None,
+                 runner: int = 0) -> None:
         self.inner, self.writer = inner, writer
-        self._arrived = arrived  # every runner has loaded its session before any writes (a double submit)
-
-    async def _all_arrived(self) -> None:
-        """Wait, once, until every runner reaches its first write (each loaded the session first): requests that
-        arrive at once, whatever the event loop's order; a runner that never writes frees the others after a
-        while."""
-        arrived, self._arrived = self._arrived, None
-        if arrived is not None:
-            with contextlib.suppress(TimeoutError, asyncio.BrokenBarrierError):
-                await asyncio.wait_for(arrived.wait(), ARRIVAL_TIMEOUT_S)
+        self._lockstep, self._runner = lockstep, runner
 
     async def create_session(self, *, app_name: str, user_id: str, state: dict[str, Any] | None = None,
                              session_id: str | None = None, **kwargs: Any) -> Any:
@@ -143,7 +165,8 @@ class ObservedSessionService(BaseSessionService):
     async def append_event(self, session: Any, event: Any) -> Any:
         if event.partial:
             return await self.inner.append_event(session, event)
-        await self._all_arrived()
+        if self._lockstep is not None:
+            await self._lockstep.write(self._runner)
         delta = _jsonable({k: v for k, v in (event.actions.state_delta or {}).items() if not k.startswith("temp:")})
         where = dict(app=session.app_name, user=session.user_id, session=session.id, event=event.id, delta=delta)
         start = now()
@@ -179,26 +202,30 @@ class ConcurrentDriver:
                 await service.create_session(app_name=app_name, user_id=user, session_id=session_id,
                                              state=trace.created_with[session_id] or None)
         writers = [HistoryWriter(f"r{i}") for i in range(len(plans))]
-        arrived = asyncio.Barrier(len(plans))
+        lockstep = Lockstep(len(plans))
 
         async def one(index: int) -> None:
             user, session_id, turns, _ = plans[index]
-            mine = Runner(app=runner.app, session_service=ObservedSessionService(service, writers[index], arrived),
+            mine = Runner(app=runner.app, session_service=ObservedSessionService(service, writers[index], lockstep,
+                                                                                 index),
                           artifact_service=runner.artifact_service, memory_service=runner.memory_service)
-            for turn in turns:
-                first, run_error = len(writers[index].ops), None
-                try:
-                    outcome = await built.run_turn(mine, user, session_id, turn.user)
-                except Exception as exc:  # noqa: BLE001 - a refused runner's turn ends in the error it saw
-                    outcome, run_error = TurnOutcome(crash=describe_error(exc)), error_text(exc)
-                told = bool(run_error or outcome.error or outcome.crash)
-                if told:
-                    self.turn_errors.append(f"runner r{index}, session {session_id}, turn {turn.user!r}: "
-                                            f"{run_error or outcome.error or outcome.crash.describe()}")
-                self.turns.append((f"r{index}", turn.user, writers[index].ops[first:], told))
-                trace.turns.append(TurnRecord(turn=turn_counter["turn"], session_id=session_id, user_id=user,
-                                              message=turn.user, outcome=outcome, run_error=run_error))
-                turn_counter["turn"] += 1
+            try:
+                for turn in turns:
+                    first, run_error = len(writers[index].ops), None
+                    try:
+                        outcome = await built.run_turn(mine, user, session_id, turn.user)
+                    except Exception as exc:  # noqa: BLE001 - a refused runner's turn ends in the error it saw
+                        outcome, run_error = TurnOutcome(crash=describe_error(exc)), error_text(exc)
+                    told = bool(run_error or outcome.error or outcome.crash)
+                    if told:
+                        self.turn_errors.append(f"runner r{index}, session {session_id}, turn {turn.user!r}: "
+                                                f"{run_error or outcome.error or outcome.crash.describe()}")
+                    self.turns.append((f"r{index}", turn.user, writers[index].ops[first:], told))
+                    trace.turns.append(TurnRecord(turn=turn_counter["turn"], session_id=session_id, user_id=user,
+                                                  message=turn.user, outcome=outcome, run_error=run_error))
+                    turn_counter["turn"] += 1
+            finally:
+                await lockstep.finished(index)  # the others' writes no longer wait for this runner's
 
         await asyncio.gather(*(one(i) for i in range(len(plans))))
         self.ops = [op for w in writers for op in w.ops]

@@ -4,13 +4,14 @@ without its version check (tests/contract/concurrent_services.py), n/a on an in-
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
 from harness.cli import EXIT_OK, main
 from harness.contract.history import Op
-from harness.crash.concurrent import (CHECK, SURFACED, ConcurrentDriver, ConcurrentReport, concurrent_run,
+from harness.crash.concurrent import (CHECK, SURFACED, ConcurrentDriver, ConcurrentReport, Lockstep, concurrent_run,
                                       history_result, runner_plans)
 from harness.crash.selection import report_lines
 from harness.run.options import RunOptions
@@ -84,6 +85,32 @@ def test_runners_that_never_overlapped_are_not_judged_saying_why() -> None:
                              finals=[_read("final", 0, 9, 10, ["q0", "q1"], ("r0-1", "r1-1"))])
     check, _ = history_result(apart)
     assert check.status.value == "n/a" and "never ran at the same time" in check.explanation
+
+
+def test_lockstep_puts_every_runners_read_before_anyones_write_and_waits_for_no_finished_runner() -> None:
+    async def scenario() -> list[str]:
+        lockstep, log = Lockstep(3), []
+
+        async def runner(index: int, delay: float) -> None:
+            try:
+                if index == 2:
+                    return  # a runner that finished before writing anything
+                for step in range(2):
+                    await asyncio.sleep(delay)  # one runner slower than the other
+                    log.append(f"read r{index}#{step}")
+                    await lockstep.write(index)
+                    log.append(f"write r{index}#{step}")
+            finally:
+                await lockstep.finished(index)
+
+        await asyncio.wait_for(asyncio.gather(runner(0, 0.0), runner(1, 0.05), runner(2, 0.0)), 5)
+        return log
+
+    log = asyncio.run(scenario())
+    for step in range(2):
+        reads = [log.index(f"read r{i}#{step}") for i in range(2)]
+        writes = [log.index(f"write r{i}#{step}") for i in range(2)]
+        assert max(reads) < min(writes), log
 
 
 # --- end to end: the reference agent ----------------------------------------------------------------------------
