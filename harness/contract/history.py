@@ -40,6 +40,7 @@ class Op:
     state: dict[str, Any] | None = None  # read: the state returned
     events: tuple[str, ...] | None = None  # read: the event markers returned, in order
     sessions: tuple[str, ...] | None = None  # list: the session ids returned
+    seen: tuple[str, ...] | None = None  # append: the event markers the caller's session held (None: not recorded)
 
     @property
     def ref(self) -> str:
@@ -51,7 +52,8 @@ class Op:
         where = f"{self.app}/{self.user}/{self.session}" if self.session else f"{self.app}/{self.user}"
         outcome = "acknowledged" if self.ok else ("outcome unknown" if self.ok is None else f"raised {self.error}")
         if self.kind == "append":
-            return f"{self.ref} to {where} (event {self.event!r}, delta {_short(self.delta)}): {outcome}"
+            view = "" if self.seen is None else f", on a view of {_view(self.seen)}"
+            return f"{self.ref} to {where} (event {self.event!r}, delta {_short(self.delta)}{view}): {outcome}"
         if self.kind == "read":
             if not self.ok:
                 return f"{self.ref} of {where}: {outcome}"
@@ -64,7 +66,7 @@ class Op:
     @classmethod
     def from_json(cls, line: str) -> Op:
         data = json.loads(line)
-        for name in ("events", "sessions"):
+        for name in ("events", "sessions", "seen"):
             if data.get(name) is not None:
                 data[name] = tuple(data[name])
         return cls(**data)
@@ -73,6 +75,14 @@ class Op:
 def _short(value: Any, limit: int = 160) -> str:
     text = json.dumps(value, ensure_ascii=False, default=repr, sort_keys=True)
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _view(seen: tuple[str, ...], shown: int = 3) -> str:
+    """The events an append's session held: the count, and the last few (what a missing one would follow)."""
+    if not seen:
+        return "no events"
+    last = list(seen[-shown:])
+    return f"{len(seen)} event(s) ending {last}" if len(seen) > shown else f"events {last}"
 
 
 def now() -> int:

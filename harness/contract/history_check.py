@@ -12,6 +12,11 @@ per session after every runner stopped. Anomalies, each with a **minimal witness
 * ``refused_write_stored`` — an append that raised (the caller was told "not stored") left its value, its list
   element or its event in the store: a conflict not surfaced as the caller saw it.
 * ``lost_event`` / ``duplicate_event`` — an acknowledged append's event is not in its session exactly once.
+* ``stale_append`` — an acknowledged append built on a view of its session (``Op.seen``, where the runner recorded
+  it) that lacked an acknowledged event the store keeps *before* it: two runners extended one session's events,
+  each without seeing the other's, and the store took both — no order of the two explains what each saw (Elle's
+  G-single: the stored order puts the other's event first, the view says it came after). A conflict the store did
+  not surface; the session's conversation forks (google/adk-python #4751).
 * ``read_failed`` — a ``get_session``/``list_sessions`` raised, or a created session read back as None.
 
 Keys follow ADK's scopes: a session key belongs to its session, ``user:`` to every session of the app and
@@ -110,7 +115,7 @@ def check_history(ops: Iterable[Op], finals: Sequence[Op]) -> Verdict:
             relevant = [op for op in writes if _touches(op, key, final)]
             for anomaly in (*_registers(key, relevant, final), *_list_appends(key, relevant, ops, final)):
                 add(anomaly)
-        for anomaly in _events(appends, final):
+        for anomaly in (*_events(appends, final), *_stale_appends(appends, final)):
             add(anomaly)
     return Verdict(tuple(anomalies), appends=len(appends), acknowledged=sum(1 for op in appends if op.ok),
                    refused=sum(1 for op in appends if op.ok is False))
@@ -204,6 +209,25 @@ def _events(appends: list[Op], final: Op) -> list[Anomaly]:
             found.append(Anomaly("refused_write_stored", op.event, f"{op.ref} raised {op.error}, yet its event is "
                                  f"stored", (op, final)))
     return found
+
+
+def _stale_appends(appends: list[Op], final: Op) -> list[Anomaly]:
+    """The first acknowledged append of ``final``'s session whose view lacked an acknowledged event stored before
+    its own (see the module docstring); appends whose view was not recorded are not judged."""
+    stored = list(final.events or ())
+    mine = [op for op in appends if op.session == final.session and op.user == final.user and op.app == final.app
+            and op.ok]
+    by_event = {op.event: op for op in mine}
+    for op in sorted(mine, key=lambda o: o.end):
+        if op.seen is None or op.event not in stored:
+            continue
+        unseen = [e for e in stored[:stored.index(op.event)] if e not in op.seen and e in by_event]
+        if unseen:
+            earlier = by_event[unseen[0]]
+            return [Anomaly("stale_append", op.event, f"{op.ref} was acknowledged on a view of the session without "
+                            f"the event of {earlier.ref}, which the store keeps before it: both runners' appends taken, "
+                            f"neither seeing the other's (a conflict not surfaced)", (earlier, op, final))]
+    return []
 
 
 def _show(value: Any) -> str:

@@ -17,7 +17,9 @@ event id, acknowledged or the error it raised; each read's state and event ids);
 is read once through the store. Judged:
 
 * ``concurrent_history`` — ``harness/contract/history_check.py`` on the histories: no acknowledged write lost, no
-  ``user:``/``app:`` read-modify-write lost, no refused append stored, no event lost or stored twice, no read
+  ``user:``/``app:`` read-modify-write lost, no refused append stored, no event lost or stored twice, no append
+  taken on a view of its session that lacked another runner's event stored before it (the runner's view is the
+  session object it appended with: ``stale_append``, a forked conversation), no read
   failed, each with its minimal witness. A runner refused with a stale-session error is a conflict the caller saw,
   not a failure; n/a (saying so) when the runners' turns never overlapped: nothing raced.
 * ``conflicts_surfaced`` — a turn whose append the store refused ends in an error its caller sees (or stores that
@@ -168,7 +170,8 @@ class ObservedSessionService(BaseSessionService):
         if self._lockstep is not None:
             await self._lockstep.write(self._runner)
         delta = _jsonable({k: v for k, v in (event.actions.state_delta or {}).items() if not k.startswith("temp:")})
-        where = dict(app=session.app_name, user=session.user_id, session=session.id, event=event.id, delta=delta)
+        where = dict(app=session.app_name, user=session.user_id, session=session.id, event=event.id, delta=delta,
+                     seen=_event_ids(session))  # the runner's view its append builds on
         start = now()
         try:
             appended = await self.inner.append_event(session, event)
@@ -284,11 +287,13 @@ def history_result(driver: ConcurrentDriver) -> tuple[CheckResult, Verdict]:
             f"({len(seen)} of them a conflict: another runner came first)")
     if not verdict.ok:
         evidence = [line for a in verdict.anomalies for line in a.describe().splitlines()]
-        return failed(CHECK, f"Runners at once lost or doubled what the store acknowledged: {said}.", evidence), verdict
+        return failed(CHECK, f"Runners at once lost, doubled or forked what the store acknowledged: {said}.",
+                      evidence), verdict
     if not overlapped(driver.ops):
         return not_applicable(CHECK, f"The runners' turns never ran at the same time: nothing raced ({said})."), \
             verdict
-    return passed(CHECK, f"No acknowledged write, user:/app: update or event lost or doubled; {said}."), verdict
+    return passed(CHECK, f"No acknowledged write, user:/app: update or event lost or doubled, no append taken on a "
+                          f"stale view; {said}."), verdict
 
 
 def conflicts_surfaced(driver: ConcurrentDriver) -> CheckResult:

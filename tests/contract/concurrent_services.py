@@ -6,6 +6,9 @@
 * ``unchecked_*`` — the broken variant: the reference store appending **without a version check** (neither the
   session row's version nor the ``user:``/``app:`` keys the session loaded are compared), so a stale runner's
   append is accepted over the other's.
+* ``unversioned_delta_file`` — the reference store appending without the session row's version check only (the
+  ``user:``/``app:`` key checks kept): a double submit's second runner appends on a stale session, nothing is lost,
+  and the session's events fork (``stale_append``).
 * ``unclaimed_delta_on_workspace`` — the store before its keys were claimed before the commit point: the
   ``user:``/``app:`` keys are checked before the session row's commit point and written after it, so two sessions
   that both read a key at one version both commit and the later write wins (reference_agent/sessions/scope_claims.py).
@@ -34,6 +37,17 @@ class UncheckedDeltaSessionService(DeltaSessionService):
 
     def _check_scope_keys(self, *args: Any) -> None:
         return None
+
+
+class UnversionedDeltaSessionService(DeltaSessionService):
+    """Appends on a stale session: the session row's version check skipped, the scope-key checks kept."""
+
+    def _check_not_stale(self, *args: Any) -> None:
+        return None
+
+
+def unversioned_delta_file(folder: Path) -> UnversionedDeltaSessionService:
+    return UnversionedDeltaSessionService.duckdb(Path(folder) / "sessions.duckdb")
 
 
 def unchecked_delta_file(folder: Path) -> UncheckedDeltaSessionService:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from harness.contract.history import HistoryWriter, Op, read_history
 from harness.contract.history_check import check_history
 
@@ -103,6 +105,21 @@ def test_lost_and_duplicated_events():
     assert verdict.names() == {"lost_event", "duplicate_event"}, verdict.describe()
     assert {a.key: [op.ref for op in a.witness] for a in verdict.anomalies} == {
         "p0-0": ["p0#0 append", "final#0 read"], "p0-1": ["p0#1 append", "final#0 read"]}
+
+
+def test_two_appends_each_blind_to_the_other_are_a_stale_append_where_views_were_recorded():
+    """No key lost, no event lost: p1's append was taken on a view without p0's event, which is stored first."""
+    p0 = replace(_append("p0", 1, 4, 5, {}), seen=())
+    p1 = replace(_append("p1", 1, 6, 7, {}), seen=())
+    verdict = check_history([p0, p1], [_final({}, ["p0-1", "p1-1"])])
+    assert verdict.names() == {"stale_append"}, verdict.describe()
+    [stale] = verdict.anomalies
+    assert [op.ref for op in stale.witness] == ["p0#1 append", "p1#1 append", "final#0 read"]
+    assert "on a view of no events" in stale.describe() and "neither seeing the other's" in stale.message
+    # p1 saw p0's event (it built on it), or the store refused p1, or no view was recorded: nothing to name.
+    assert check_history([p0, replace(p1, seen=("p0-1",))], [_final({}, ["p0-1", "p1-1"])]).ok
+    assert check_history([p0, replace(p1, ok=False, error="StaleSessionError: x")], [_final({}, ["p0-1"])]).ok
+    assert check_history([p0, replace(p1, seen=None)], [_final({}, ["p0-1", "p1-1"])]).ok
 
 
 def test_a_failed_read_is_named():

@@ -21,6 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = REPO / "scenarios"
 DOUBLE_SUBMIT = load_scenario(SCENARIOS / "concurrent_double_submit.yaml")
 UNCHECKED = "tests.contract.concurrent_services:unchecked_delta_file"
+UNVERSIONED = "tests.contract.concurrent_services:unversioned_delta_file"
 BROKEN = "tests.crash.concurrent_broken_targets"
 TEXT = (SCENARIOS / "concurrent_double_submit.yaml").read_text(encoding="utf-8")
 
@@ -143,6 +144,17 @@ def test_the_store_without_its_version_check_loses_a_history_entry(sessions: str
     assert check.evidence[0].startswith("lost_update (user:rlm:history): ")
     assert "minimal witness:" in check.evidence[1]
     assert report.concurrent["refused"] == 0
+
+
+@pytest.mark.slow
+def test_the_store_without_its_session_version_check_forks_a_double_submit() -> None:
+    """Its user:/app: key checks refuse the stale history write, so nothing acknowledged is lost: both runners'
+    first appends are taken on an empty view, and the one stored second did not see the first."""
+    report = concurrent_run(DOUBLE_SUBMIT, RunOptions(session_service=UNVERSIONED))
+    check = history_check(report)
+    assert check.failed and report.failed, "\n".join(report_lines(report))
+    assert check.evidence[0].startswith("stale_append ("), check.evidence
+    assert "on a view of no events): acknowledged" in "\n".join(check.evidence)
 
 
 @pytest.mark.slow

@@ -86,7 +86,7 @@ def test_a_concurrent_case_is_a_crash_item_failing_by_the_witness_and_its_scenar
     result.assert_outcomes(failed=1, skipped=1)
     result.stdout.fnmatch_lines([
         "concurrent_double_submit: 2 runners at once (one session), * s",
-        "  concurrent_history * FAIL  Runners at once lost or doubled what the store acknowledged: *",
+        "  concurrent_history * FAIL  Runners at once lost, doubled or forked what the store acknowledged: *",
         "      lost_update (user:rlm:history): *",
         "        minimal witness:",
     ])
