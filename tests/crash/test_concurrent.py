@@ -24,6 +24,7 @@ UNCHECKED = "tests.contract.concurrent_services:unchecked_delta_file"
 UNVERSIONED = "tests.contract.concurrent_services:unversioned_delta_file"
 BROKEN = "tests.crash.concurrent_broken_targets"
 TEXT = (SCENARIOS / "concurrent_double_submit.yaml").read_text(encoding="utf-8")
+SAME_USER = load_scenario(SCENARIOS / "concurrent_same_user.yaml")
 
 
 def scenario_from(text: str, tmp_path: Path):
@@ -132,6 +133,15 @@ def test_the_reference_store_keeps_every_acknowledged_write_of_a_double_submit()
     # The runner that came second was told: its append refused with the store's stale-session error.
     assert report.concurrent["refused"] >= 1 and any("StaleSessionError" in e for e in report.concurrent["turn_errors"])
     assert {c.name: c.status.value for c in report.checks}[SURFACED] == "pass"
+
+
+@pytest.mark.slow
+def test_the_reference_store_keeps_both_history_entries_or_refuses_one_across_two_sessions_of_a_user() -> None:
+    report = concurrent_run(SAME_USER, RunOptions())
+    assert not report.failed, "\n".join(report_lines(report))
+    assert history_check(report).status.value == "pass" and report.concurrent["sessions"] == "per_runner"
+    # The history write that came second was refused by its user: key's check, and its turn was ended by it.
+    assert report.concurrent["refused"] >= 1 and any("StaleSessionError" in e for e in report.concurrent["turn_errors"])
 
 
 @pytest.mark.slow
