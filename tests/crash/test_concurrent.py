@@ -168,6 +168,17 @@ def test_the_store_without_its_session_version_check_forks_a_double_submit() -> 
 
 
 @pytest.mark.slow
+def test_a_teams_own_service_checking_only_its_session_loses_a_users_history_across_two_sessions() -> None:
+    """tests/user_agents/home_made_sessions: ADK's in-memory service subclassed to refuse a stale writer of a session
+    (by its event count), judged in one process as deployed; the user: keys two sessions share have no check."""
+    team = "tests.user_agents.home_made_sessions.sessions:TeamSessions"
+    double = concurrent_run(DOUBLE_SUBMIT, RunOptions(session_service=team))
+    assert not double.failed and any("VersionConflict" in e for e in double.concurrent["turn_errors"])
+    across = concurrent_run(SAME_USER, RunOptions(session_service=team))
+    assert history_check(across).evidence[0].startswith("lost_update (user:rlm:history): ")
+
+
+@pytest.mark.slow
 def test_an_in_memory_service_is_not_applicable_saying_why() -> None:
     report = concurrent_run(DOUBLE_SUBMIT, RunOptions(session_service="adk-memory"))
     assert not report.failed and report.checks == ()
