@@ -59,7 +59,7 @@ from .matrix import CrashReport, backend_cannot_crash
 
 IN_MEMORY = ("InMemorySessionService",)  # ADK's: runners at once are judged on a store deployments share
 
-ARRIVAL_TIMEOUT_S = 10.0
+ARRIVAL_TIMEOUT_S = 30.0  # a runner slow to reach its next write (a long Job_B run) is waited for; a stuck one is not
 CHECK = "concurrent_history"
 SURFACED = "conflicts_surfaced"
 STATE_CHECKS = tuple(c for c in RECOVERY_STATE_CHECKS if c != "outcome_from_storage")
