@@ -59,7 +59,7 @@ from .matrix import CrashReport, backend_cannot_crash
 
 IN_MEMORY = ("InMemorySessionService",)  # ADK's: runners at once are judged on a store deployments share
 
-ARRIVAL_TIMEOUT_S = 30.0  # a runner slow to reach its next write (a long Job_B run) is waited for; a stuck one is not
+LOCKSTEP_WAIT_S = 30.0  # a runner slow to reach its next write (a long Job_B run) is waited for; a stuck one is not
 CHECK = "concurrent_history"
 SURFACED = "conflicts_surfaced"
 STATE_CHECKS = tuple(c for c in RECOVERY_STATE_CHECKS if c != "outcome_from_storage")
@@ -86,7 +86,7 @@ class Lockstep:
     its k-th append, so what each read before its k-th write it read before anyone's k-th write went in. Runners of
     one script make the same calls, so every read-modify-write of theirs overlaps the others' — a store without its
     version check loses an update every run, not when the event loop happens to interleave two turns. A runner
-    that finished (or was refused and gave up) is not waited for; a wait ends after ``ARRIVAL_TIMEOUT_S`` for a
+    that finished (or was refused and gave up) is not waited for; a wait ends after ``LOCKSTEP_WAIT_S`` for a
     runner that is slow to get there."""
 
     def __init__(self, runners: int) -> None:
@@ -103,7 +103,7 @@ class Lockstep:
             self._moved.notify_all()
             writes = self._writes[runner]
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._moved.wait_for(lambda: self._in_step(writes)), ARRIVAL_TIMEOUT_S)
+                await asyncio.wait_for(self._moved.wait_for(lambda: self._in_step(writes)), LOCKSTEP_WAIT_S)
 
     async def finished(self, runner: int) -> None:
         async with self._moved:

@@ -57,9 +57,9 @@ import threading
 import time
 import venv
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
 from .faults import Faults
